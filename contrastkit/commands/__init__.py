@@ -1,0 +1,1 @@
+"""Sub-commands of the ``contrastkit`` CLI (see :mod:`contrastkit.cli`)."""

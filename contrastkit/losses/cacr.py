@@ -1,0 +1,100 @@
+"""Multi-view losses: CACR (Zheng et al., NeurIPS 2021) and its CMC baseline (Tian et al.).
+
+Both take ``views: [V, N, d]`` (V >= 2 augmentations of N samples), so CACR with K = V - 1
+positives and CMC with the same K compare on equal terms (CACR Table 2).
+
+Example:
+    >>> import torch
+    >>> from contrastkit.losses import CACR, CMC
+    >>> views = torch.randn(5, 8, 16)  # K = 4 positives per query
+    >>> CACR()(views).shape, CMC()(views).shape
+    (torch.Size([]), torch.Size([]))
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import torch
+from torch import Tensor, nn
+
+from . import functional as F
+from .registry import register
+from .views import check_multiview, cross_view_similarities, multiview_sq_distances
+
+
+@register("cacr", "views", "Zheng et al., NeurIPS 2021, Eq. (2)-(5)")
+class CACR(nn.Module):
+    """CACR over V views: each view in turn is the query, its K = V - 1 sibling views are
+    the positives, and the V·(N - 1) views of the other samples (plus an optional
+    ``queue``) are the negatives; the loss is averaged over all V·N queries, which matches
+    the paper's MoCo code (Algorithm 3) dividing the per-view sum by the number of views.
+
+    Args:
+        t_pos, t_neg: t⁺ and t⁻ (the paper's CIFAR-10 values: t⁺ = 1; t⁻ = 2 for K = 1,
+            0.9 for K = 4).
+        detach_pos_weights, detach_neg_weights: see :func:`functional.cacr`.
+
+    After each call :attr:`last_parts` holds ``(L_CA, L_CR)`` as floats.
+    """
+
+    def __init__(
+        self,
+        t_pos: float = 1.0,
+        t_neg: float = 2.0,
+        detach_pos_weights: bool = False,
+        detach_neg_weights: bool = False,
+    ) -> None:
+        super().__init__()
+        self.t_pos = t_pos
+        self.t_neg = t_neg
+        self.detach_pos_weights = detach_pos_weights
+        self.detach_neg_weights = detach_neg_weights
+        self.last_parts: tuple[float, float] | None = None
+
+    def forward(self, views: Tensor, queue: Tensor | None = None) -> Tensor:
+        pos_cost, neg_cost = multiview_sq_distances(views, queue)
+        total, attraction, repulsion = F.cacr(
+            pos_cost,
+            neg_cost,
+            self.t_pos,
+            self.t_neg,
+            self.detach_pos_weights,
+            self.detach_neg_weights,
+            return_parts=True,
+        )
+        self.last_parts = (float(attraction), float(repulsion))
+        return total
+
+
+@register("cmc", "views", "Tian et al., ECCV 2020 (CMC), full-graph Eq. (8)")
+class CMC(nn.Module):
+    """CMC's full-graph multi-positive InfoNCE: the mean over every ordered pair of views
+    ``(a, b)``, ``a ≠ b``, of InfoNCE with queries from view ``a``, positives the same
+    samples in view ``b`` and negatives the other samples in view ``b`` (plus ``queue``).
+
+    Args:
+        temperature: τ; 0.07 as in CMC and CACR's CMC (K = 4) baseline.
+    """
+
+    def __init__(self, temperature: float = 0.07) -> None:
+        super().__init__()
+        self.temperature = temperature
+
+    def forward(self, views: Tensor, queue: Tensor | None = None) -> Tensor:
+        views = check_multiview(views)
+        pairs = itertools.permutations(range(views.shape[0]), 2)
+        losses = [
+            F.info_nce(*cross_view_similarities(views[a], views[b]), self.temperature)
+            if queue is None
+            else F.info_nce(*_with_queue(views[a], views[b], queue), self.temperature)
+            for a, b in pairs
+        ]
+        return torch.stack(losses).mean()
+
+
+def _with_queue(query: Tensor, key: Tensor, queue: Tensor) -> tuple[Tensor, Tensor]:
+    """In-batch cross-view negatives followed by the queue's."""
+    pos, neg = cross_view_similarities(query, key)
+    _, queue_neg = cross_view_similarities(query, key, queue)
+    return pos, torch.cat([neg, queue_neg], dim=1)

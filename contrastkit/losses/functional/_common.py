@@ -1,0 +1,101 @@
+"""Input checks and numerics shared by every functional loss.
+
+Conventions used throughout :mod:`contrastkit.losses.functional`:
+
+* ``pos`` is a ``[M]`` tensor: the similarity of each of ``M`` anchors with its positive.
+* ``neg`` is a ``[M, K]`` tensor: its similarities with ``K`` negatives. An entry equal to
+  ``-inf`` marks an absent negative, so view builders can mask a full similarity matrix
+  in place instead of gathering a copy (see :mod:`contrastkit.losses.views`).
+* half-precision inputs (float16, bfloat16) are computed in float32 and the result is cast
+  back, so ``logsumexp`` and the log-space weights keep their precision.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Literal
+
+import torch
+from torch import Tensor
+
+Reduction = Literal["mean", "sum", "none"]
+_REDUCTIONS = ("mean", "sum", "none")
+
+
+def check_tensor(x: object, name: str, ndim: int, shape_text: str) -> Tensor:
+    """Return ``x`` if it is a floating tensor with ``ndim`` dimensions, else raise."""
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor of shape {shape_text}, got {type(x).__name__}")
+    if not x.is_floating_point():
+        raise TypeError(f"{name} must be a floating-point tensor of shape {shape_text}, got {x.dtype}")
+    if x.dim() != ndim:
+        raise ValueError(f"{name} must have shape {shape_text}, got {tuple(x.shape)}")
+    return x
+
+
+def check_views(
+    z1: object, z2: object, min_rows: int = 2, names: tuple[str, str] = ("z1", "z2")
+) -> tuple[Tensor, Tensor]:
+    """Validate two row-aligned ``[N, d]`` views with at least ``min_rows`` rows."""
+    a = check_tensor(z1, names[0], 2, "[N, d]")
+    b = check_tensor(z2, names[1], 2, "[N, d]")
+    if a.shape != b.shape:
+        raise ValueError(f"{names[1]} must have the shape of {names[0]} {tuple(a.shape)}, got {tuple(b.shape)}")
+    if a.shape[0] < min_rows:
+        raise ValueError(f"{names[0]} must have shape [N, d] with N >= {min_rows}, got {tuple(a.shape)}")
+    return a, b
+
+
+def check_pos_neg(pos: object, neg: object) -> tuple[Tensor, Tensor]:
+    """Validate the ``(pos [M], neg [M, K])`` pair of the InfoNCE family."""
+    pos_t = check_tensor(pos, "pos", 1, "[M]")
+    neg_t = check_tensor(neg, "neg", 2, "[M, K]")
+    if neg_t.shape[0] != pos_t.shape[0]:
+        raise ValueError(
+            f"neg must have shape [M, K] with M = len(pos) = {pos_t.shape[0]}, got {tuple(neg_t.shape)}"
+        )
+    if neg_t.shape[1] < 1:
+        raise ValueError("neg must have shape [M, K] with K >= 1 negatives, got K = 0")
+    return pos_t, neg_t
+
+
+def check_positive(value: float, name: str) -> float:
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        raise TypeError(f"{name} must be a number, got {type(value).__name__}")
+    if not value > 0 or not math.isfinite(value):
+        raise ValueError(f"{name} must be a finite number > 0, got {value}")
+    return float(value)
+
+
+def check_reduction(reduction: str) -> str:
+    if reduction not in _REDUCTIONS:
+        raise ValueError(f"reduction must be one of {_REDUCTIONS}, got {reduction!r}")
+    return reduction
+
+
+def reduce(per_anchor: Tensor, reduction: str) -> Tensor:
+    if reduction == "mean":
+        return per_anchor.mean()
+    if reduction == "sum":
+        return per_anchor.sum()
+    return per_anchor
+
+
+def compute_dtype(*tensors: Tensor) -> torch.dtype:
+    """float32 for half-precision inputs, the inputs' own dtype otherwise."""
+    dtype = torch.promote_types(tensors[0].dtype, tensors[-1].dtype)
+    return torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
+
+
+def max_log_weight(dtype: torch.dtype) -> float:
+    """Largest log of a stop-gradient weight we allow: half the log of the dtype's max.
+
+    A weight ``exp(w)`` with ``w`` at this bound times a loss term of order one stays far
+    from overflow in ``dtype`` (float32: w <= 44.4, so weights <= 1.8e19).
+    """
+    return 0.5 * math.log(torch.finfo(dtype).max)
+
+
+def log1mexp(x: Tensor) -> Tensor:
+    """``log(1 - exp(x))`` for ``x <= 0``, accurate near both ends (Mächler, 2012)."""
+    return torch.where(x > -math.log(2.0), torch.log(-torch.expm1(x)), torch.log1p(-torch.exp(x)))

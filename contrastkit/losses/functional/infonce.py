@@ -1,0 +1,182 @@
+"""InfoNCE and the baselines that MACL compares against, at the similarity level.
+
+Every function takes ``pos: [M]`` (each anchor's similarity with its positive) and
+``neg: [M, K]`` (with its negatives; ``-inf`` marks an absent negative) and returns the
+mean over anchors, or per-anchor values with ``reduction="none"``.
+
+Example:
+    >>> import torch
+    >>> from contrastkit.losses import functional as F
+    >>> pos, neg = torch.tensor([0.9, 0.8]), torch.tensor([[0.1, -0.2], [0.3, 0.0]])
+    >>> round(F.info_nce(pos, neg, temperature=0.1).item(), 4)
+    0.0037
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor
+
+from ._common import (
+    check_pos_neg,
+    check_positive,
+    check_reduction,
+    compute_dtype,
+    log1mexp,
+    max_log_weight,
+    reduce,
+)
+
+
+def _scaled(pos: Tensor, neg: Tensor, temperature: float | Tensor) -> tuple[Tensor, Tensor]:
+    dtype = compute_dtype(pos, neg)
+    return pos.to(dtype) / temperature, neg.to(dtype) / temperature
+
+
+def info_nce_terms(pos: Tensor, neg: Tensor, temperature: float | Tensor) -> tuple[Tensor, Tensor]:
+    """Per-anchor ``(-log P, log W)`` at ``temperature``, both ``[M]``.
+
+    ``P`` is the softmax of ``[pos, neg] / τ`` at the positive (MACL Eq. 2 with j = i) and
+    ``W = 1 - P`` the gradient scaling factor of MACL Eq. (8); ``log W`` is formed in log
+    space, never as ``log(1 - P)``, so it stays finite when ``P`` rounds to 1.
+    """
+    p, n = _scaled(pos, neg, temperature)
+    lse_neg = torch.logsumexp(n, dim=1)
+    lse_all = torch.logaddexp(p, lse_neg)
+    return lse_all - p, lse_neg - lse_all
+
+
+def info_nce(pos: Tensor, neg: Tensor, temperature: float = 0.1, reduction: str = "mean") -> Tensor:
+    """InfoNCE (van den Oord et al., 2018; MACL Eq. 1): ``-log softmax([pos, neg]/τ)[0]``.
+
+    Args:
+        pos: ``[M]`` anchor–positive similarities.
+        neg: ``[M, K]`` anchor–negative similarities.
+        temperature: τ > 0; 0.1 is SimCLR's CIFAR setting used by MACL's experiments.
+        reduction: ``"mean"`` (default), ``"sum"`` or ``"none"``.
+    """
+    pos, neg = check_pos_neg(pos, neg)
+    temperature = check_positive(temperature, "temperature")
+    nll, _ = info_nce_terms(pos, neg, temperature)
+    return reduce(nll, check_reduction(reduction)).to(pos.dtype)
+
+
+def dcl(pos: Tensor, neg: Tensor, temperature: float = 0.1, reduction: str = "mean") -> Tensor:
+    """Decoupled contrastive loss (Yeh et al., ECCV 2022): ``-pos/τ + logsumexp(neg/τ)``.
+
+    The positive is removed from the denominator, so the gradient carries no
+    ``W = 1 - P`` factor (MACL §5.2).
+    """
+    pos, neg = check_pos_neg(pos, neg)
+    temperature = check_positive(temperature, "temperature")
+    p, n = _scaled(pos, neg, temperature)
+    per_anchor = torch.logsumexp(n, dim=1) - p
+    return reduce(per_anchor, check_reduction(reduction)).to(pos.dtype)
+
+
+def dclw(
+    pos: Tensor, neg: Tensor, temperature: float = 0.1, sigma: float = 0.5, reduction: str = "mean"
+) -> Tensor:
+    """Weighted DCL (Yeh et al., ECCV 2022): ``-w·pos/τ + logsumexp(neg/τ)``.
+
+    ``w = sg[2 - M·softmax(pos/σ)]`` over the ``M`` anchors, a von Mises–Fisher weighting
+    that puts more weight on harder (less similar) positives; σ = 0.5 is the paper's value.
+    """
+    pos, neg = check_pos_neg(pos, neg)
+    temperature = check_positive(temperature, "temperature")
+    sigma = check_positive(sigma, "sigma")
+    p, n = _scaled(pos, neg, temperature)
+    weight = (2.0 - pos.shape[0] * torch.softmax(pos.to(p.dtype) / sigma, dim=0)).detach()
+    per_anchor = torch.logsumexp(n, dim=1) - weight * p
+    return reduce(per_anchor, check_reduction(reduction)).to(pos.dtype)
+
+
+def flatnce(pos: Tensor, neg: Tensor, temperature: float = 0.1, reduction: str = "mean") -> Tensor:
+    """FlatNCE (Chen et al., 2021): InfoNCE's value with DCL's gradient.
+
+    With ``v = logsumexp((neg - pos)/τ)`` the surrogate ``exp(v - sg(v))`` equals one and
+    has gradient ``∇v``, which is exactly DCL's (MACL §5.2). The function returns
+    ``sg(InfoNCE) + exp(v - sg(v)) - 1`` so the logged value is InfoNCE's.
+    """
+    pos, neg = check_pos_neg(pos, neg)
+    temperature = check_positive(temperature, "temperature")
+    p, n = _scaled(pos, neg, temperature)
+    v = torch.logsumexp(n - p[:, None], dim=1)
+    value = torch.logaddexp(torch.zeros_like(v), v).detach()  # InfoNCE = log(1 + exp(v))
+    per_anchor = value + torch.exp(v - v.detach()) - 1.0
+    return reduce(per_anchor, check_reduction(reduction)).to(pos.dtype)
+
+
+def dual_temperature(
+    pos: Tensor,
+    neg: Tensor,
+    temperature: float = 0.1,
+    inter_temperature: float = 1.0,
+    reduction: str = "mean",
+) -> Tensor:
+    """Dual-temperature InfoNCE (Zhang et al., CVPR 2022).
+
+    ``sg[W(τ_inter) / W(τ)] · InfoNCE(τ)`` with ``W(t) = 1 - P_pos(t)``: the intra-anchor
+    temperature τ shapes the weights over negatives, the larger inter-anchor temperature
+    sets each anchor's overall gradient scale. The ratio is formed in log space and its
+    log is clamped at ``0.5·log(finfo.max)`` of the compute dtype, which keeps it finite
+    when ``W(τ)`` underflows.
+    """
+    pos, neg = check_pos_neg(pos, neg)
+    temperature = check_positive(temperature, "temperature")
+    inter_temperature = check_positive(inter_temperature, "inter_temperature")
+    nll, log_w_intra = info_nce_terms(pos, neg, temperature)
+    _, log_w_inter = info_nce_terms(pos, neg, inter_temperature)
+    log_ratio = (log_w_inter - log_w_intra).clamp(max=max_log_weight(nll.dtype))
+    per_anchor = torch.exp(log_ratio).detach() * nll
+    return reduce(per_anchor, check_reduction(reduction)).to(pos.dtype)
+
+
+def hcl(
+    pos: Tensor,
+    neg: Tensor,
+    temperature: float = 0.5,
+    tau_plus: float = 0.1,
+    beta: float = 1.0,
+    reduction: str = "mean",
+) -> Tensor:
+    """Hard-negative debiased contrastive loss (Robinson et al., ICLR 2021, Eq. 5 estimator).
+
+    Importance weights ``imp = exp(β·neg/τ)``; the negative term
+    ``Ng = (-τ⁺·K·e^{pos/τ} + Σ imp·e^{neg/τ} / mean(imp)) / (1 - τ⁺)`` is clamped below at
+    ``K·e^{-1/τ}`` (its value when every negative sits at similarity -1) and the loss is
+    ``-log(e^{pos/τ} / (e^{pos/τ} + Ng))``. Defaults (τ = 0.5, τ⁺ = 0.1, β = 1) follow the
+    authors' CIFAR-10 setting. ``K`` counts each row's finite negatives. Everything is
+    evaluated in log space.
+    """
+    pos, neg = check_pos_neg(pos, neg)
+    temperature = check_positive(temperature, "temperature")
+    if not 0.0 <= tau_plus < 1.0:
+        raise ValueError(f"tau_plus must lie in [0, 1), got {tau_plus}")
+    if beta < 0:
+        raise ValueError(f"beta must be >= 0, got {beta}")
+    p, n = _scaled(pos, neg, temperature)
+    present = torch.isfinite(n)
+    log_k = present.sum(dim=1).to(p.dtype).log()
+    n0 = torch.where(present, n, torch.zeros_like(n))
+    absent = torch.full_like(n, -math.inf)
+    # log(Σ imp·e^{n} / mean(imp)) = lse((1+β)n) - lse(βn) + log K
+    log_reweighted = (
+        torch.logsumexp(torch.where(present, (1.0 + beta) * n0, absent), dim=1)
+        - torch.logsumexp(torch.where(present, beta * n0, absent), dim=1)
+        + log_k
+    )
+    # log(reweighted - τ⁺·K·e^{p}) where positive, -inf where the estimate is <= 0
+    if tau_plus > 0:
+        t = math.log(tau_plus) + log_k + p - log_reweighted
+        ok = t < 0
+        safe_t = torch.where(ok, t, torch.full_like(t, -1.0))
+        debiased = torch.where(ok, log_reweighted + log1mexp(safe_t), torch.full_like(t, -math.inf))
+    else:
+        debiased = log_reweighted
+    floor = math.log(1.0 - tau_plus) + log_k - 1.0 / temperature
+    log_ng = debiased.clamp(min=floor) - math.log(1.0 - tau_plus)
+    per_anchor = torch.logaddexp(p, log_ng) - p
+    return reduce(per_anchor, check_reduction(reduction)).to(pos.dtype)

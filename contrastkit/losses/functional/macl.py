@@ -1,0 +1,93 @@
+"""Model-Aware Contrastive Learning (Huang et al., ICML 2023), at the similarity level.
+
+Two changes to InfoNCE, usable together or apart:
+
+* the alignment-adaptive temperature of Eq. (7): ``τ_a = τ0·(1 + α(A - A0))`` with
+  ``A = mean(pos)`` detached (Eq. 6, the batch's alignment magnitude);
+* the reweighting of Eq. (11): each anchor's ``-log P`` is multiplied by
+  ``V = sg[1 / (1 - P)] = sg[1 / W]``, which cancels the gradient scaling factor ``W`` of
+  Eq. (3) and leaves ``∂L/∂f_i = -(1/τ_a)(g_i - Σ_j P̂_ij g_j)``.
+
+Defaults are the paper's ImageNet/CIFAR ones (τ0 = 0.1, α = 0.5, A0 = 0; Table 8); its
+sentence setting (Appendix B.4) is τ0 = 0.05, α = 2, A0 = 0.8, no reweighting.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+from ._common import (
+    check_pos_neg,
+    check_positive,
+    check_reduction,
+    compute_dtype,
+    max_log_weight,
+    reduce,
+)
+from .infonce import info_nce_terms
+
+
+def macl_temperature(
+    pos: Tensor,
+    temperature: float = 0.1,
+    alpha: float = 0.5,
+    a0: float = 0.0,
+    min_temperature: float | None = None,
+) -> Tensor:
+    """The detached adaptive temperature of MACL Eq. (7), a 0-d tensor.
+
+    ``A`` is the mean of ``pos`` (Eq. 6). On the unit sphere ``A ∈ [-1, 1]``, so the paper
+    states ``τ_a ∈ [(1 - α - α·A0)·τ0, (1 + α - α·A0)·τ0]``. That interval reaches zero or
+    below for some settings (the sentence setting α = 2, A0 = 0.8 gives ``τ_a <= 0``
+    whenever ``A <= 0.3``), so ``τ_a`` is floored at ``min_temperature``, by default
+    ``0.1·τ0``; with the image defaults (α = 0.5, A0 = 0) the floor never binds.
+    """
+    temperature = check_positive(temperature, "temperature")
+    floor = 0.1 * temperature if min_temperature is None else check_positive(min_temperature, "min_temperature")
+    alignment = pos.detach().to(compute_dtype(pos)).mean()
+    return (temperature * (1.0 + alpha * (alignment - a0))).clamp(min=floor)
+
+
+def macl(
+    pos: Tensor,
+    neg: Tensor,
+    temperature: float = 0.1,
+    alpha: float = 0.5,
+    a0: float = 0.0,
+    reweight: bool = True,
+    adaptive: bool = True,
+    return_temperature: bool = False,
+    min_temperature: float | None = None,
+    reduction: str = "mean",
+) -> Tensor | tuple[Tensor, Tensor]:
+    """MACL loss, Eq. (11) with the temperature of Eq. (7) (Algorithm 1).
+
+    Args:
+        pos: ``[M]`` anchor–positive similarities; their mean is the alignment ``A``.
+        neg: ``[M, K]`` anchor–negative similarities (``-inf`` marks an absent one).
+        temperature: τ0, the base temperature.
+        alpha: α, how strongly τ follows the alignment (``adaptive=False`` ignores it).
+        a0: A0, the alignment at which ``τ_a = τ0``.
+        reweight: multiply by ``sg[1/(1-P)]`` (Eq. 11); ``False`` gives InfoNCE at ``τ_a``.
+        adaptive: use Eq. (7); ``False`` keeps ``τ0`` fixed.
+        return_temperature: also return the ``τ_a`` used (detached, 0-d).
+        min_temperature: floor of ``τ_a``; ``None`` means ``0.1·τ0``.
+        reduction: ``"mean"``, ``"sum"`` or ``"none"``.
+
+    The weight ``1/W`` is computed as ``exp(-log W)`` with ``log W`` from log-space
+    terms, and ``-log W`` is clamped at ``0.5·log(finfo.max)`` of the compute dtype
+    (float32: weights <= 1.8e19). The clamp binds only for anchors whose positive already
+    dominates by ~44 logits, where ``-log P`` is below 1e-19 and the product stays finite.
+    """
+    pos, neg = check_pos_neg(pos, neg)
+    if adaptive:
+        tau = macl_temperature(pos, temperature, alpha, a0, min_temperature)
+    else:
+        tau = torch.tensor(check_positive(temperature, "temperature"), dtype=pos.dtype, device=pos.device)
+    nll, log_w = info_nce_terms(pos, neg, tau.to(compute_dtype(pos, neg)))
+    if reweight:
+        weight = torch.exp((-log_w).clamp(max=max_log_weight(nll.dtype))).detach()
+        nll = weight * nll
+    loss = reduce(nll, check_reduction(reduction)).to(pos.dtype)
+    return (loss, tau) if return_temperature else loss

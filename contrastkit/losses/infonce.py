@@ -1,0 +1,148 @@
+"""InfoNCE-family modules: NT-Xent, InfoNCE (MoCo / cross-view), DCL, DCLW, FlatNCE,
+dual temperature and HCL.
+
+All but :class:`InfoNCE` use SimCLR's 2N convention: ``loss(z1, z2)`` with two views
+``[N, d]`` (normalised inside) makes 2N anchors, each with the same sample's other view as
+positive and the other 2N - 2 views (plus an optional ``queue``) as negatives, and
+averages over the 2N anchors. ``loss.similarity_loss(pos, neg)`` applies the same loss to
+similarities built any other way (MoCo's queue, for instance).
+
+Example:
+    >>> import torch
+    >>> from contrastkit.losses import NTXent
+    >>> z1, z2 = torch.randn(8, 16), torch.randn(8, 16)
+    >>> NTXent(temperature=0.5)(z1, z2).shape
+    torch.Size([])
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+
+from torch import Tensor, nn
+
+from . import functional as F
+from .registry import register
+from .views import cross_view_similarities, ntxent_similarities
+
+
+class TwoViewContrastive(nn.Module, ABC):
+    """Base of the losses defined on ``(pos, neg)`` similarities in the 2N layout."""
+
+    def forward(self, z1: Tensor, z2: Tensor, queue: Tensor | None = None) -> Tensor:
+        """Loss over the 2N anchors of ``z1, z2: [N, d]``; ``queue: [Q, d]`` adds negatives."""
+        pos, neg = ntxent_similarities(z1, z2, queue)
+        return self.similarity_loss(pos, neg)
+
+    @abstractmethod
+    def similarity_loss(self, pos: Tensor, neg: Tensor) -> Tensor:
+        """The loss on ``pos [M]`` and ``neg [M, K]`` with this module's hyper-parameters."""
+
+
+@register("ntxent", "pair", "SimCLR (Chen et al., 2020); MACL Eq. (1)")
+class NTXent(TwoViewContrastive):
+    """NT-Xent: InfoNCE over SimCLR's 2N views (MACL Eq. 1; LASCon Eq. 1).
+
+    Args:
+        temperature: τ; 0.1 as in MACL's SimCLR experiments (SimCLR used 0.1–0.5).
+    """
+
+    def __init__(self, temperature: float = 0.1) -> None:
+        super().__init__()
+        self.temperature = temperature
+
+    def similarity_loss(self, pos: Tensor, neg: Tensor) -> Tensor:
+        return F.info_nce(pos, neg, self.temperature)
+
+
+@register("infonce", "query_key", "MoCo (He et al., 2020); SimCSE (Gao et al., 2021)")
+class InfoNCE(nn.Module):
+    """One-directional InfoNCE of queries against keys.
+
+    * ``loss(query, key, queue)`` is MoCo's: the positive of ``q_i`` is ``k_i`` and the
+      negatives are the queue's rows; detach ``key`` and ``queue`` yourself (momentum
+      encoder outputs).
+    * ``loss(query, key)`` is the cross-view form of SimCSE: the negatives of ``q_i`` are
+      the other keys ``k_j, j ≠ i``; gradients flow into both arguments.
+
+    Args:
+        temperature: τ; 0.1 is the default here (MoCo v2 used 0.2, SimCSE 0.05).
+    """
+
+    def __init__(self, temperature: float = 0.1) -> None:
+        super().__init__()
+        self.temperature = temperature
+
+    def forward(self, query: Tensor, key: Tensor, queue: Tensor | None = None) -> Tensor:
+        pos, neg = cross_view_similarities(query, key, queue)
+        return self.similarity_loss(pos, neg)
+
+    def similarity_loss(self, pos: Tensor, neg: Tensor) -> Tensor:
+        return F.info_nce(pos, neg, self.temperature)
+
+
+@register("dcl", "pair", "Yeh et al., ECCV 2022, Eq. (6)")
+class DCL(TwoViewContrastive):
+    """Decoupled contrastive loss: the positive leaves the denominator.
+
+    Mean over 2N anchors; the authors' code sums the two directions, i.e. twice this.
+    """
+
+    def __init__(self, temperature: float = 0.1) -> None:
+        super().__init__()
+        self.temperature = temperature
+
+    def similarity_loss(self, pos: Tensor, neg: Tensor) -> Tensor:
+        return F.dcl(pos, neg, self.temperature)
+
+
+@register("dclw", "pair", "Yeh et al., ECCV 2022, §3.3 (weighted DCL)")
+class DCLW(TwoViewContrastive):
+    """DCL with the positive weighted by ``sg[2 - M·softmax(pos/σ)]`` (σ = 0.5)."""
+
+    def __init__(self, temperature: float = 0.1, sigma: float = 0.5) -> None:
+        super().__init__()
+        self.temperature = temperature
+        self.sigma = sigma
+
+    def similarity_loss(self, pos: Tensor, neg: Tensor) -> Tensor:
+        return F.dclw(pos, neg, self.temperature, self.sigma)
+
+
+@register("flatnce", "pair", "Chen et al., 2021 (FlatNCE); MACL §5.2")
+class FlatNCE(TwoViewContrastive):
+    """FlatNCE: reports InfoNCE's value, follows DCL's gradient."""
+
+    def __init__(self, temperature: float = 0.1) -> None:
+        super().__init__()
+        self.temperature = temperature
+
+    def similarity_loss(self, pos: Tensor, neg: Tensor) -> Tensor:
+        return F.flatnce(pos, neg, self.temperature)
+
+
+@register("dual_temperature", "pair", "Zhang et al., CVPR 2022")
+class DualTemperature(TwoViewContrastive):
+    """``sg[W(τ_inter)/W(τ)] · InfoNCE(τ)``; τ_inter = 1.0 by default (Zhang et al.)."""
+
+    def __init__(self, temperature: float = 0.1, inter_temperature: float = 1.0) -> None:
+        super().__init__()
+        self.temperature = temperature
+        self.inter_temperature = inter_temperature
+
+    def similarity_loss(self, pos: Tensor, neg: Tensor) -> Tensor:
+        return F.dual_temperature(pos, neg, self.temperature, self.inter_temperature)
+
+
+@register("hcl", "pair", "Robinson et al., ICLR 2021, Eq. (5) estimator")
+class HCL(TwoViewContrastive):
+    """Hard-negative debiased loss; defaults τ = 0.5, τ⁺ = 0.1, β = 1 (the authors' CIFAR-10)."""
+
+    def __init__(self, temperature: float = 0.5, tau_plus: float = 0.1, beta: float = 1.0) -> None:
+        super().__init__()
+        self.temperature = temperature
+        self.tau_plus = tau_plus
+        self.beta = beta
+
+    def similarity_loss(self, pos: Tensor, neg: Tensor) -> Tensor:
+        return F.hcl(pos, neg, self.temperature, self.tau_plus, self.beta)

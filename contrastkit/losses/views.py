@@ -1,0 +1,138 @@
+"""View construction: turn raw embeddings into the (pos, neg) or cost inputs of the core.
+
+Kept apart from the formulas in :mod:`contrastkit.losses.functional`: the same formula
+serves SimCLR's 2N layout, MoCo's queue, SimCSE's cross-view pairs and V-view batches.
+Negatives that must not count (an anchor with itself, with its own positive) are masked in
+place with ``-inf`` on the similarity matrix, never gathered into a copy.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import torch
+import torch.nn.functional as tf
+from torch import Tensor
+
+from .functional._common import check_tensor, check_views
+
+
+def normalize(z: Tensor) -> Tensor:
+    """L2-normalise rows; zero rows stay zero instead of producing NaN."""
+    return tf.normalize(z, dim=-1, eps=1e-12)
+
+
+@functools.lru_cache(maxsize=32)
+def _pair_mask(n: int, device: torch.device) -> Tensor:
+    """``[2N, 2N]`` bool: True at each view's own index and at its positive's index."""
+    idx = torch.arange(2 * n, device=device)
+    mask = torch.zeros(2 * n, 2 * n, dtype=torch.bool, device=device)
+    mask[idx, idx] = True
+    mask[idx, (idx + n) % (2 * n)] = True
+    return mask
+
+
+def _check_queue(queue: Tensor | None, dim: int) -> Tensor | None:
+    if queue is None:
+        return None
+    queue = check_tensor(queue, "queue", 2, "[Q, d]")
+    if queue.shape[1] != dim:
+        raise ValueError(f"queue must have shape [Q, d] with d = {dim}, got {tuple(queue.shape)}")
+    return normalize(queue)
+
+
+def ntxent_similarities(z1: Tensor, z2: Tensor, queue: Tensor | None = None) -> tuple[Tensor, Tensor]:
+    """SimCLR's 2N layout (Chen et al., 2020): ``pos [2N]``, ``neg [2N, 2N (+ Q)]``.
+
+    Anchor ``i`` is row ``i`` of ``cat(z1, z2)``; its positive is the same sample's other
+    view; its negatives are the other ``2N - 2`` views (self and positive masked with
+    ``-inf``) plus every row of the optional ``queue`` ``[Q, d]``.
+    """
+    z1, z2 = check_views(z1, z2)
+    n = z1.shape[0]
+    queue = _check_queue(queue, z1.shape[1])
+    a, b = normalize(z1), normalize(z2)
+    pos_half = (a * b).sum(dim=1)
+    z = torch.cat([a, b])
+    neg = (z @ z.T).masked_fill_(_pair_mask(n, z.device), float("-inf"))
+    if queue is not None:
+        neg = torch.cat([neg, z @ queue.T], dim=1)
+    return torch.cat([pos_half, pos_half]), neg
+
+
+def cross_view_similarities(
+    query: Tensor, key: Tensor, queue: Tensor | None = None
+) -> tuple[Tensor, Tensor]:
+    """One-directional InfoNCE layout: ``pos [N]`` = ``q_i·k_i``, ``neg [N, ·]``.
+
+    * ``queue is None`` (SimCSE, cross-view): the negatives of ``q_i`` are the other keys
+      ``k_j, j ≠ i`` of the batch, ``neg [N, N]`` with the diagonal masked.
+    * ``queue`` given (MoCo): the negatives are the queue's rows only, ``neg [N, Q]``;
+      the caller detaches the keys and the queue.
+    """
+    q, k = check_views(query, key, min_rows=1 if queue is not None else 2, names=("query", "key"))
+    queue = _check_queue(queue, q.shape[1])
+    q, k = normalize(q), normalize(k)
+    pos = (q * k).sum(dim=1)
+    if queue is not None:
+        return pos, q @ queue.T
+    eye = torch.eye(q.shape[0], dtype=torch.bool, device=q.device)
+    return pos, (q @ k.T).masked_fill_(eye, float("-inf"))
+
+
+def check_multiview(views: object) -> Tensor:
+    v = check_tensor(views, "views", 3, "[V, N, d]")
+    if v.shape[0] < 2 or v.shape[1] < 2:
+        raise ValueError(f"views must have shape [V, N, d] with V >= 2 and N >= 2, got {tuple(v.shape)}")
+    return v
+
+
+@functools.lru_cache(maxsize=32)
+def _multiview_index(v: int, n: int, device: torch.device) -> tuple[Tensor, Tensor]:
+    """Column indices into the flattened ``[V·N]`` views: positives ``[V·N, V-1]`` and
+    negatives ``[V·N, V·(N-1)]`` of every row ``(view a, sample i)``."""
+    row_view = torch.arange(v, device=device).repeat_interleave(n)
+    row_sample = torch.arange(n, device=device).repeat(v)
+    views = torch.arange(v, device=device)
+    other_views = torch.stack([views[views != a] for a in range(v)])  # [V, V-1]
+    pos_idx = other_views[row_view] * n + row_sample[:, None]
+    cols = torch.arange(v * n, device=device)
+    neg_keep = (cols[None] % n) != row_sample[:, None]
+    neg_idx = cols.expand(v * n, -1)[neg_keep].view(v * n, v * (n - 1))
+    return pos_idx, neg_idx
+
+
+def multiview_sq_distances(views: Tensor, queue: Tensor | None = None) -> tuple[Tensor, Tensor]:
+    """Squared Euclidean costs of CACR's V-view layout (CACR §3.2, Eq. 5).
+
+    Every row ``(view a, sample i)`` of the normalised ``[V, N, d]`` views is a query; its
+    ``V - 1`` positives are sample ``i``'s other views and its negatives the ``V·(N-1)``
+    views of the other samples, plus the optional ``queue``. Returns
+    ``pos_cost [V·N, V-1]`` and ``neg_cost [V·N, V·(N-1) (+ Q)]``.
+    """
+    views = check_multiview(views)
+    v, n, d = views.shape
+    queue = _check_queue(queue, d)
+    z = normalize(views).reshape(v * n, d)
+    sq = (2.0 - 2.0 * (z @ z.T)).clamp(min=0.0)
+    pos_idx, neg_idx = _multiview_index(v, n, z.device)
+    pos_cost, neg_cost = sq.gather(1, pos_idx), sq.gather(1, neg_idx)
+    if queue is not None:
+        neg_cost = torch.cat([neg_cost, (2.0 - 2.0 * (z @ queue.T)).clamp(min=0.0)], dim=1)
+    return pos_cost, neg_cost
+
+
+def check_labels(labels: object, n: int) -> Tensor:
+    """Labels for ``n`` samples: ``[N]`` or ``[N, D]``."""
+    if not isinstance(labels, Tensor):
+        raise TypeError(f"labels must be a tensor of shape [N] or [N, D], got {type(labels).__name__}")
+    if labels.dim() not in (1, 2) or labels.shape[0] != n:
+        raise ValueError(f"labels must have shape [N] or [N, D] with N = {n}, got {tuple(labels.shape)}")
+    return labels
+
+
+def two_view_similarity(z1: Tensor, z2: Tensor) -> Tensor:
+    """``[2N, 2N]`` cosine similarities of ``cat(z1, z2)``, the SupCon/LASCon layout."""
+    z1, z2 = check_views(z1, z2, min_rows=1)
+    z = torch.cat([normalize(z1), normalize(z2)])
+    return z @ z.T
