@@ -7,7 +7,9 @@ signatures (its ``inputs`` kind), so frameworks can check compatibility up front
 * ``"labeled"``: ``loss(z1, z2, labels)``, two views plus ``[N]`` or ``[N, D]`` labels;
 * ``"views"``: ``loss(views)``, ``[V, N, d]`` with ``V >= 2`` views;
 * ``"query_key"``: ``loss(query, key, queue=None)``;
-* ``"predictor"``: ``loss(p1, p2, z1, z2)``, SimSiam's predictor outputs and targets.
+* ``"predictor"``: ``loss(p1, p2, z1, z2)``, SimSiam's predictor outputs and targets;
+* ``"features"``: ``loss(h1, h2)`` on encoder features: the loss owns its projection heads
+  (AMCL) and is built with ``in_dim=``; frameworks skip their own projector for it.
 
 Example:
     >>> from contrastkit import losses
@@ -24,7 +26,7 @@ from typing import TypeVar
 
 from torch import nn
 
-INPUT_KINDS = ("pair", "labeled", "views", "query_key", "predictor")
+INPUT_KINDS = ("pair", "labeled", "views", "query_key", "predictor", "features")
 
 
 @dataclass(frozen=True)

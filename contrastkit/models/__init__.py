@@ -1,0 +1,1 @@
+"""Encoders and projection heads."""
