@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint bench
+.PHONY: demo test bench
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -13,15 +13,20 @@ $(PY):
 
 $(STAMP): $(PY) pyproject.toml
 	$(PY) -m pip install --quiet torch==2.13.0
-	$(PY) -m pip install --quiet -e ".[dev]"
+	$(PY) -m pip install --quiet -e ".[dev,text]"
 	touch $(STAMP)
 
 demo: $(STAMP)
 	$(VENV)/bin/contrastkit demo
+	rm -rf runs/demo
+	$(VENV)/bin/contrastkit compare --config configs/demo.yaml --no-progress
 
 test: $(STAMP)
 	$(VENV)/bin/ruff check contrastkit tests benchmarks
 	$(PY) -m pytest
 
+# Peers for the speed benchmark, without their dependencies (lightly's would pull torchvision).
 bench: $(STAMP)
+	$(PY) -m pip install --quiet --no-deps pytorch-metric-learning==2.9.0 lightly==1.6.0
 	$(PY) benchmarks/loss_speed.py
+	$(PY) benchmarks/tiled_memory.py

@@ -12,7 +12,7 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-COMMAND_MODULES = ("demo",)
+COMMAND_MODULES = ("demo", "sts_eval", "simcse", "figures", "train", "compare")
 
 
 class UsageError(Exception):

@@ -7,33 +7,62 @@ NTXent()
 
 from . import functional, views
 from .alignment import AlignUniform
+from .amcl import AMCL, AdaptiveTemperature
 from .cacr import CACR, CMC
 from .infonce import DCL, DCLW, HCL, DualTemperature, FlatNCE, InfoNCE, NTXent, TwoViewContrastive
 from .macl import MACL
 from .noncontrastive import BarlowTwins, SimSiamLoss, VICReg
+from .paradigm import (
+    MET,
+    MHE,
+    MHS,
+    MMHE,
+    MMHS,
+    MPT,
+    ArcCon,
+    BarlowL2,
+    MBarlow,
+    MVICReg,
+    Paradigm,
+    VICRegL2,
+)
 from .registry import INPUT_KINDS, LossInfo, available, get, info, register
 from .supervised import LASCon, SupCon
 
 __all__ = [
+    "AMCL",
     "CACR",
     "CMC",
     "DCL",
     "DCLW",
     "HCL",
     "INPUT_KINDS",
-    "LASCon",
     "MACL",
-    "VICReg",
+    "MET",
+    "MHE",
+    "MHS",
+    "MMHE",
+    "MMHS",
+    "MPT",
+    "AdaptiveTemperature",
     "AlignUniform",
+    "ArcCon",
+    "BarlowL2",
     "BarlowTwins",
     "DualTemperature",
     "FlatNCE",
     "InfoNCE",
+    "LASCon",
     "LossInfo",
+    "MBarlow",
+    "MVICReg",
     "NTXent",
+    "Paradigm",
     "SimSiamLoss",
     "SupCon",
     "TwoViewContrastive",
+    "VICReg",
+    "VICRegL2",
     "available",
     "functional",
     "get",

@@ -18,6 +18,7 @@ import itertools
 import torch
 from torch import Tensor, nn
 
+from .. import distributed
 from . import functional as F
 from .registry import register
 from .views import check_multiview, cross_view_similarities, multiview_sq_distances
@@ -34,6 +35,7 @@ class CACR(nn.Module):
         t_pos, t_neg: t⁺ and t⁻ (the paper's CIFAR-10 values: t⁺ = 1; t⁻ = 2 for K = 1,
             0.9 for K = 4).
         detach_pos_weights, detach_neg_weights: see :func:`functional.cacr`.
+        gather_distributed: use every rank's samples (each rank then holds the global loss).
 
     After each call :attr:`last_parts` holds ``(L_CA, L_CR)`` as floats.
     """
@@ -44,8 +46,11 @@ class CACR(nn.Module):
         t_neg: float = 2.0,
         detach_pos_weights: bool = False,
         detach_neg_weights: bool = False,
+        *,
+        gather_distributed: bool = False,
     ) -> None:
         super().__init__()
+        self.gather_distributed = gather_distributed
         self.t_pos = t_pos
         self.t_neg = t_neg
         self.detach_pos_weights = detach_pos_weights
@@ -53,6 +58,8 @@ class CACR(nn.Module):
         self.last_parts: tuple[float, float] | None = None
 
     def forward(self, views: Tensor, queue: Tensor | None = None) -> Tensor:
+        if self.gather_distributed:
+            views = torch.stack([distributed.gather_with_grad(v) for v in check_multiview(views)])
         pos_cost, neg_cost = multiview_sq_distances(views, queue)
         total, attraction, repulsion = F.cacr(
             pos_cost,
@@ -63,7 +70,7 @@ class CACR(nn.Module):
             self.detach_neg_weights,
             return_parts=True,
         )
-        self.last_parts = (float(attraction), float(repulsion))
+        self.last_parts = (float(attraction.detach()), float(repulsion.detach()))
         return total
 
 

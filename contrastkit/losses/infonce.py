@@ -5,7 +5,9 @@ All but :class:`InfoNCE` use SimCLR's 2N convention: ``loss(z1, z2)`` with two v
 ``[N, d]`` (normalised inside) makes 2N anchors, each with the same sample's other view as
 positive and the other 2N - 2 views (plus an optional ``queue``) as negatives, and
 averages over the 2N anchors. ``loss.similarity_loss(pos, neg)`` applies the same loss to
-similarities built any other way (MoCo's queue, for instance).
+similarities built any other way (MoCo's queue, for instance). The 2N layout goes through
+:func:`views.ntxent_negatives`, whose fused log-sum-exp never materialises ``neg``; the
+queue is then a constant, as MoCo's memory is.
 
 Example:
     >>> import torch
@@ -22,21 +24,35 @@ from abc import ABC, abstractmethod
 from torch import Tensor, nn
 
 from . import functional as F
+from .functional import Negatives
 from .registry import register
-from .views import cross_view_similarities, ntxent_similarities
+from .views import cross_view_negatives, ntxent_negatives
 
 
 class TwoViewContrastive(nn.Module, ABC):
-    """Base of the losses defined on ``(pos, neg)`` similarities in the 2N layout."""
+    """Base of the losses defined on ``(pos, neg)`` similarities in the 2N layout.
+
+    Args shared by every subclass (keyword-only):
+        block_size: compute the loss ``block_size`` anchors at a time, recomputing in
+            backward: extra memory O(2N·block_size) instead of O(4N²); same gradient.
+        gather_distributed: under ``torch.distributed``, contrast this rank's anchors with
+            every rank's views (see :mod:`contrastkit.distributed` for the gradient rule).
+    """
+
+    def __init__(self, block_size: int | None = None, gather_distributed: bool = False) -> None:
+        super().__init__()
+        self.block_size = block_size
+        self.gather_distributed = gather_distributed
 
     def forward(self, z1: Tensor, z2: Tensor, queue: Tensor | None = None) -> Tensor:
         """Loss over the 2N anchors of ``z1, z2: [N, d]``; ``queue: [Q, d]`` adds negatives."""
-        pos, neg = ntxent_similarities(z1, z2, queue)
+        pos, neg = ntxent_negatives(z1, z2, queue, self.block_size, self.gather_distributed)
         return self.similarity_loss(pos, neg)
 
     @abstractmethod
-    def similarity_loss(self, pos: Tensor, neg: Tensor) -> Tensor:
-        """The loss on ``pos [M]`` and ``neg [M, K]`` with this module's hyper-parameters."""
+    def similarity_loss(self, pos: Tensor, neg: Tensor | Negatives) -> Tensor:
+        """The loss on ``pos [M]`` and ``neg [M, K]`` (or any :class:`Negatives`) with this
+        module's hyper-parameters."""
 
 
 @register("ntxent", "pair", "SimCLR (Chen et al., 2020); MACL Eq. (1)")
@@ -47,11 +63,17 @@ class NTXent(TwoViewContrastive):
         temperature: τ; 0.1 as in MACL's SimCLR experiments (SimCLR used 0.1–0.5).
     """
 
-    def __init__(self, temperature: float = 0.1) -> None:
-        super().__init__()
+    def __init__(
+        self,
+        temperature: float = 0.1,
+        *,
+        block_size: int | None = None,
+        gather_distributed: bool = False,
+    ) -> None:
+        super().__init__(block_size, gather_distributed)
         self.temperature = temperature
 
-    def similarity_loss(self, pos: Tensor, neg: Tensor) -> Tensor:
+    def similarity_loss(self, pos: Tensor, neg: Tensor | Negatives) -> Tensor:
         return F.info_nce(pos, neg, self.temperature)
 
 
@@ -67,17 +89,27 @@ class InfoNCE(nn.Module):
 
     Args:
         temperature: τ; 0.1 is the default here (MoCo v2 used 0.2, SimCSE 0.05).
+        block_size, gather_distributed: as for :class:`TwoViewContrastive` (with a queue
+            the negatives are the shared queue and nothing is gathered).
     """
 
-    def __init__(self, temperature: float = 0.1) -> None:
+    def __init__(
+        self,
+        temperature: float = 0.1,
+        *,
+        block_size: int | None = None,
+        gather_distributed: bool = False,
+    ) -> None:
         super().__init__()
         self.temperature = temperature
+        self.block_size = block_size
+        self.gather_distributed = gather_distributed
 
     def forward(self, query: Tensor, key: Tensor, queue: Tensor | None = None) -> Tensor:
-        pos, neg = cross_view_similarities(query, key, queue)
+        pos, neg = cross_view_negatives(query, key, queue, self.block_size, self.gather_distributed)
         return self.similarity_loss(pos, neg)
 
-    def similarity_loss(self, pos: Tensor, neg: Tensor) -> Tensor:
+    def similarity_loss(self, pos: Tensor, neg: Tensor | Negatives) -> Tensor:
         return F.info_nce(pos, neg, self.temperature)
 
 
@@ -88,11 +120,17 @@ class DCL(TwoViewContrastive):
     Mean over 2N anchors; the authors' code sums the two directions, i.e. twice this.
     """
 
-    def __init__(self, temperature: float = 0.1) -> None:
-        super().__init__()
+    def __init__(
+        self,
+        temperature: float = 0.1,
+        *,
+        block_size: int | None = None,
+        gather_distributed: bool = False,
+    ) -> None:
+        super().__init__(block_size, gather_distributed)
         self.temperature = temperature
 
-    def similarity_loss(self, pos: Tensor, neg: Tensor) -> Tensor:
+    def similarity_loss(self, pos: Tensor, neg: Tensor | Negatives) -> Tensor:
         return F.dcl(pos, neg, self.temperature)
 
 
@@ -100,12 +138,19 @@ class DCL(TwoViewContrastive):
 class DCLW(TwoViewContrastive):
     """DCL with the positive weighted by ``sg[2 - M·softmax(pos/σ)]`` (σ = 0.5)."""
 
-    def __init__(self, temperature: float = 0.1, sigma: float = 0.5) -> None:
-        super().__init__()
+    def __init__(
+        self,
+        temperature: float = 0.1,
+        sigma: float = 0.5,
+        *,
+        block_size: int | None = None,
+        gather_distributed: bool = False,
+    ) -> None:
+        super().__init__(block_size, gather_distributed)
         self.temperature = temperature
         self.sigma = sigma
 
-    def similarity_loss(self, pos: Tensor, neg: Tensor) -> Tensor:
+    def similarity_loss(self, pos: Tensor, neg: Tensor | Negatives) -> Tensor:
         return F.dclw(pos, neg, self.temperature, self.sigma)
 
 
@@ -113,11 +158,17 @@ class DCLW(TwoViewContrastive):
 class FlatNCE(TwoViewContrastive):
     """FlatNCE: reports InfoNCE's value, follows DCL's gradient."""
 
-    def __init__(self, temperature: float = 0.1) -> None:
-        super().__init__()
+    def __init__(
+        self,
+        temperature: float = 0.1,
+        *,
+        block_size: int | None = None,
+        gather_distributed: bool = False,
+    ) -> None:
+        super().__init__(block_size, gather_distributed)
         self.temperature = temperature
 
-    def similarity_loss(self, pos: Tensor, neg: Tensor) -> Tensor:
+    def similarity_loss(self, pos: Tensor, neg: Tensor | Negatives) -> Tensor:
         return F.flatnce(pos, neg, self.temperature)
 
 
@@ -125,12 +176,19 @@ class FlatNCE(TwoViewContrastive):
 class DualTemperature(TwoViewContrastive):
     """``sg[W(τ_inter)/W(τ)] · InfoNCE(τ)``; τ_inter = 1.0 by default (Zhang et al.)."""
 
-    def __init__(self, temperature: float = 0.1, inter_temperature: float = 1.0) -> None:
-        super().__init__()
+    def __init__(
+        self,
+        temperature: float = 0.1,
+        inter_temperature: float = 1.0,
+        *,
+        block_size: int | None = None,
+        gather_distributed: bool = False,
+    ) -> None:
+        super().__init__(block_size, gather_distributed)
         self.temperature = temperature
         self.inter_temperature = inter_temperature
 
-    def similarity_loss(self, pos: Tensor, neg: Tensor) -> Tensor:
+    def similarity_loss(self, pos: Tensor, neg: Tensor | Negatives) -> Tensor:
         return F.dual_temperature(pos, neg, self.temperature, self.inter_temperature)
 
 
@@ -138,11 +196,19 @@ class DualTemperature(TwoViewContrastive):
 class HCL(TwoViewContrastive):
     """Hard-negative debiased loss; defaults τ = 0.5, τ⁺ = 0.1, β = 1 (the authors' CIFAR-10)."""
 
-    def __init__(self, temperature: float = 0.5, tau_plus: float = 0.1, beta: float = 1.0) -> None:
-        super().__init__()
+    def __init__(
+        self,
+        temperature: float = 0.5,
+        tau_plus: float = 0.1,
+        beta: float = 1.0,
+        *,
+        block_size: int | None = None,
+        gather_distributed: bool = False,
+    ) -> None:
+        super().__init__(block_size, gather_distributed)
         self.temperature = temperature
         self.tau_plus = tau_plus
         self.beta = beta
 
-    def similarity_loss(self, pos: Tensor, neg: Tensor) -> Tensor:
+    def similarity_loss(self, pos: Tensor, neg: Tensor | Negatives) -> Tensor:
         return F.hcl(pos, neg, self.temperature, self.tau_plus, self.beta)

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 from torch import Tensor
 
+from .. import distributed
 from . import functional as F
+from .functional import Negatives
 from .infonce import TwoViewContrastive
 from .registry import register
 
@@ -29,6 +31,8 @@ class MACL(TwoViewContrastive):
         reweight: apply Eq. (11)'s ``sg[1/(1-P)]``.
         adaptive: use Eq. (7)'s alignment-adaptive temperature.
         min_temperature: floor of τ_a; ``None`` means ``0.1·τ0``.
+        block_size, gather_distributed: see :class:`TwoViewContrastive`; when gathering, A
+            is the mean alignment over every rank's pairs.
 
     After each call, :attr:`last_temperature` and :attr:`last_alignment` hold τ_a and
     the alignment magnitude A of that batch (floats, for logging).
@@ -42,8 +46,11 @@ class MACL(TwoViewContrastive):
         reweight: bool = True,
         adaptive: bool = True,
         min_temperature: float | None = None,
+        *,
+        block_size: int | None = None,
+        gather_distributed: bool = False,
     ) -> None:
-        super().__init__()
+        super().__init__(block_size, gather_distributed)
         self.temperature = temperature
         self.alpha = alpha
         self.a0 = a0
@@ -53,7 +60,8 @@ class MACL(TwoViewContrastive):
         self._last_tau: Tensor | None = None
         self._last_alignment: Tensor | None = None
 
-    def similarity_loss(self, pos: Tensor, neg: Tensor) -> Tensor:
+    def similarity_loss(self, pos: Tensor, neg: Tensor | Negatives) -> Tensor:
+        alignment = distributed.global_mean(pos) if self.gather_distributed else pos.detach().mean()
         loss, tau = F.macl(
             pos,
             neg,
@@ -64,9 +72,10 @@ class MACL(TwoViewContrastive):
             adaptive=self.adaptive,
             return_temperature=True,
             min_temperature=self.min_temperature,
+            alignment=alignment,
         )
         self._last_tau = tau
-        self._last_alignment = pos.detach().mean()
+        self._last_alignment = alignment
         return loss
 
     @property

@@ -11,33 +11,58 @@ from __future__ import annotations
 
 from torch import Tensor, nn
 
+from .. import distributed
 from . import functional as F
 from .registry import register
 
 
+def _gathered(z1: Tensor, z2: Tensor, gather_distributed: bool) -> tuple[Tensor, Tensor]:
+    """Every rank's rows, with gradient, when asked to: the batch statistics are global."""
+    if not gather_distributed:
+        return z1, z2
+    return distributed.gather_with_grad(z1), distributed.gather_with_grad(z2)
+
+
 @register("barlow_twins", "pair", "Zbontar et al., ICML 2021, Eq. (1)")
 class BarlowTwins(nn.Module):
-    """Barlow Twins on raw projector outputs; λ = 5e-3 (the paper's)."""
+    """Barlow Twins on raw projector outputs; λ = 5e-3 (the paper's).
 
-    def __init__(self, lambd: float = 5e-3) -> None:
+    ``gather_distributed=True`` computes the cross-correlation over every rank's batch
+    (each rank then holds the same global loss; see :mod:`contrastkit.distributed`).
+    """
+
+    def __init__(self, lambd: float = 5e-3, *, gather_distributed: bool = False) -> None:
         super().__init__()
         self.lambd = lambd
+        self.gather_distributed = gather_distributed
 
     def forward(self, z1: Tensor, z2: Tensor) -> Tensor:
-        return F.barlow_twins(z1, z2, self.lambd)
+        return F.barlow_twins(*_gathered(z1, z2, self.gather_distributed), self.lambd)
 
 
 @register("vicreg", "pair", "Bardes et al., ICLR 2022, Eq. (6)")
 class VICReg(nn.Module):
-    """VICReg on raw projector outputs; λ = μ = 25, ν = 1 (the paper's)."""
+    """VICReg on raw projector outputs; λ = μ = 25, ν = 1 (the paper's).
 
-    def __init__(self, sim_coeff: float = 25.0, std_coeff: float = 25.0, cov_coeff: float = 1.0) -> None:
+    ``gather_distributed=True`` takes the variance and covariance over every rank's batch.
+    """
+
+    def __init__(
+        self,
+        sim_coeff: float = 25.0,
+        std_coeff: float = 25.0,
+        cov_coeff: float = 1.0,
+        *,
+        gather_distributed: bool = False,
+    ) -> None:
         super().__init__()
+        self.gather_distributed = gather_distributed
         self.sim_coeff = sim_coeff
         self.std_coeff = std_coeff
         self.cov_coeff = cov_coeff
 
     def forward(self, z1: Tensor, z2: Tensor) -> Tensor:
+        z1, z2 = _gathered(z1, z2, self.gather_distributed)
         return F.vicreg(z1, z2, self.sim_coeff, self.std_coeff, self.cov_coeff)
 
 

@@ -19,7 +19,7 @@ from torch import Tensor, nn
 from . import functional as F
 from .functional.supervised import LabelSimilarity
 from .registry import register
-from .views import check_labels, two_view_similarity
+from .views import check_labels, supervised_terms, two_view_similarity
 
 
 def _duplicated_pairs(matrix: Tensor) -> Tensor:
@@ -31,20 +31,39 @@ def _duplicated_pairs(matrix: Tensor) -> Tensor:
 class SupCon(nn.Module):
     """SupCon, "out" version: positives are the other views with the same label.
 
+    Computed as LASCon-out with the indicator similarity through the fused statistics of
+    :func:`views.supervised_terms` (per-class sums, no ``[2N, 2N]`` tensor in autograd).
+
     Args:
         temperature: τ = 0.1 (SupCon's default).
+        block_size: anchors per block of the tiled log-sum-exp (O(N·block) memory).
+        gather_distributed: contrast with every rank's views and labels.
     """
 
-    def __init__(self, temperature: float = 0.1) -> None:
+    def __init__(
+        self,
+        temperature: float = 0.1,
+        *,
+        block_size: int | None = None,
+        gather_distributed: bool = False,
+    ) -> None:
         super().__init__()
         self.temperature = temperature
+        self.block_size = block_size
+        self.gather_distributed = gather_distributed
 
     def forward(self, z1: Tensor, z2: Tensor, labels: Tensor) -> Tensor:
-        sim = two_view_similarity(z1, z2)
-        labels = check_labels(labels, z1.shape[0])
-        same = labels[:, None] == labels[None]
-        same = same if labels.dim() == 1 else same.all(dim=-1)
-        return F.supcon(sim, _duplicated_pairs(same), self.temperature)
+        terms = supervised_terms(
+            z1,
+            z2,
+            labels,
+            self.temperature,
+            "indicator",
+            1.0,
+            self.block_size,
+            self.gather_distributed,
+        )
+        return F.lascon_out_terms(*terms, self.temperature).mean().to(z1.dtype)
 
 
 @register("lascon", "labeled", "Kim et al., 2023 (LASCon), §3.4, Eq. (5)-(6)")
@@ -58,8 +77,11 @@ class LASCon(nn.Module):
             ``(labels_i, labels_j) -> [N, N]`` in [0, 1].
         c: steepness c of Eq. (5)/(6).
         variant: ``"out"`` (default; the paper's better one) or ``"in"``.
+        block_size, gather_distributed: as for :class:`SupCon`; ``"out"`` only.
 
-    The two views of a sample have label distance 0, so ``s = 1`` between them.
+    The two views of a sample have label distance 0, so ``s = 1`` between them. The
+    ``"out"`` variant runs on the fused statistics of :func:`views.supervised_terms`; the
+    ``"in"`` variant on the dense ``[2N, 2N]`` similarities.
     """
 
     def __init__(
@@ -68,18 +90,37 @@ class LASCon(nn.Module):
         similarity: LabelSimilarity = "linear",
         c: float = 1.0,
         variant: str = "out",
+        *,
+        block_size: int | None = None,
+        gather_distributed: bool = False,
     ) -> None:
         super().__init__()
         if variant not in ("out", "in"):
             raise ValueError(f"variant must be 'out' or 'in', got {variant!r}")
+        if variant == "in" and (block_size is not None or gather_distributed):
+            raise ValueError("block_size and gather_distributed need variant='out'")
         self.temperature = temperature
         self.similarity = similarity
         self.c = c
         self.variant = variant
+        self.block_size = block_size
+        self.gather_distributed = gather_distributed
 
     def forward(self, z1: Tensor, z2: Tensor, labels: Tensor) -> Tensor:
+        if self.variant == "out":
+            terms = supervised_terms(
+                z1,
+                z2,
+                labels,
+                self.temperature,
+                self.similarity,
+                self.c,
+                self.block_size,
+                self.gather_distributed,
+            )
+            return F.lascon_out_terms(*terms, self.temperature).mean().to(z1.dtype)
         sim = two_view_similarity(z1, z2)
         labels = check_labels(labels, z1.shape[0])
         with torch.no_grad():
             s = F.label_similarity(labels, self.similarity, self.c)
-        return F.lascon(sim, _duplicated_pairs(s).to(sim.dtype), self.temperature, self.variant)
+        return F.lascon(sim, _duplicated_pairs(s).to(sim.dtype), self.temperature, "in")

@@ -14,7 +14,10 @@ import torch
 import torch.nn.functional as tf
 from torch import Tensor
 
-from .functional._common import check_tensor, check_views
+from .. import distributed
+from .functional._common import check_tensor, check_views, compute_dtype
+from .functional._negatives import GramNegatives, gram_logsumexp
+from .functional.supervised import LabelSimilarity, label_similarity
 
 
 def normalize(z: Tensor) -> Tensor:
@@ -41,7 +44,9 @@ def _check_queue(queue: Tensor | None, dim: int) -> Tensor | None:
     return normalize(queue)
 
 
-def ntxent_similarities(z1: Tensor, z2: Tensor, queue: Tensor | None = None) -> tuple[Tensor, Tensor]:
+def ntxent_similarities(
+    z1: Tensor, z2: Tensor, queue: Tensor | None = None
+) -> tuple[Tensor, Tensor]:
     """SimCLR's 2N layout (Chen et al., 2020): ``pos [2N]``, ``neg [2N, 2N (+ Q)]``.
 
     Anchor ``i`` is row ``i`` of ``cat(z1, z2)``; its positive is the same sample's other
@@ -58,6 +63,72 @@ def ntxent_similarities(z1: Tensor, z2: Tensor, queue: Tensor | None = None) -> 
     if queue is not None:
         neg = torch.cat([neg, z @ queue.T], dim=1)
     return torch.cat([pos_half, pos_half]), neg
+
+
+@functools.lru_cache(maxsize=32)
+def _pair_exclude(n: int, total: int, offset: int, device: torch.device) -> Tensor:
+    """``[2n, 2]`` global columns of each local anchor's self and positive in the 2N layout
+    of ``total`` samples, this process's samples starting at ``offset``."""
+    local = torch.arange(n, device=device) + offset
+    first = torch.stack([local, local + total], dim=1)  # z1 rows: self, positive in z2
+    return torch.cat([first, first.flip(1)])
+
+
+def ntxent_negatives(
+    z1: Tensor,
+    z2: Tensor,
+    queue: Tensor | None = None,
+    block_size: int | None = None,
+    gather_distributed: bool = False,
+) -> tuple[Tensor, GramNegatives]:
+    """The layout of :func:`ntxent_similarities` without materialising ``neg``.
+
+    Returns ``pos [2N]`` and a :class:`GramNegatives` whose row log-sum-exps come from one
+    fused matrix product (``block_size`` rows at a time if given); the InfoNCE-family
+    functions accept it in place of ``neg``. The ``queue`` is a constant (no gradient),
+    as MoCo's memory is. With ``gather_distributed`` the keys are every rank's views
+    (:mod:`contrastkit.distributed`) and the anchors this rank's. Half-precision inputs
+    are computed in float32.
+    """
+    z1, z2 = check_views(z1, z2)
+    queue = _check_queue(queue, z1.shape[1])
+    dtype = compute_dtype(z1, z2)
+    a, b = normalize(z1.to(dtype)), normalize(z2.to(dtype))
+    pos_half = (a * b).sum(dim=1)
+    n, anchors, keys = a.shape[0], torch.cat([a, b]), None
+    total, offset = n, 0
+    if gather_distributed and distributed.is_distributed():
+        keys = torch.cat([distributed.gather_with_grad(a), distributed.gather_with_grad(b)])
+        total, offset = n * distributed.world_size(), n * distributed.rank()
+    exclude = _pair_exclude(n, total, offset, a.device)
+    negatives = GramNegatives(anchors, keys, queue, exclude, block_size)
+    return torch.cat([pos_half, pos_half]), negatives
+
+
+def cross_view_negatives(
+    query: Tensor,
+    key: Tensor,
+    queue: Tensor | None = None,
+    block_size: int | None = None,
+    gather_distributed: bool = False,
+) -> tuple[Tensor, GramNegatives]:
+    """The layout of :func:`cross_view_similarities` without materialising ``neg``.
+
+    Without a queue the negatives of ``q_i`` are the other keys (every rank's, with
+    ``gather_distributed``); with a queue they are the queue's rows, constant.
+    """
+    q, k = check_views(query, key, min_rows=1 if queue is not None else 2, names=("query", "key"))
+    queue = _check_queue(queue, q.shape[1])
+    dtype = compute_dtype(q, k)
+    q, k = normalize(q.to(dtype)), normalize(k.to(dtype))
+    pos = (q * k).sum(dim=1)
+    if queue is not None:
+        return pos, GramNegatives(q, queue.to(dtype).detach(), block_size=block_size)
+    offset = 0
+    if gather_distributed and distributed.is_distributed():
+        k, offset = distributed.gather_with_grad(k), q.shape[0] * distributed.rank()
+    exclude = (torch.arange(q.shape[0], device=q.device) + offset)[:, None]
+    return pos, GramNegatives(q, k, None, exclude, block_size)
 
 
 def cross_view_similarities(
@@ -83,7 +154,9 @@ def cross_view_similarities(
 def check_multiview(views: object) -> Tensor:
     v = check_tensor(views, "views", 3, "[V, N, d]")
     if v.shape[0] < 2 or v.shape[1] < 2:
-        raise ValueError(f"views must have shape [V, N, d] with V >= 2 and N >= 2, got {tuple(v.shape)}")
+        raise ValueError(
+            f"views must have shape [V, N, d] with V >= 2 and N >= 2, got {tuple(v.shape)}"
+        )
     return v
 
 
@@ -125,10 +198,83 @@ def multiview_sq_distances(views: Tensor, queue: Tensor | None = None) -> tuple[
 def check_labels(labels: object, n: int) -> Tensor:
     """Labels for ``n`` samples: ``[N]`` or ``[N, D]``."""
     if not isinstance(labels, Tensor):
-        raise TypeError(f"labels must be a tensor of shape [N] or [N, D], got {type(labels).__name__}")
+        raise TypeError(
+            f"labels must be a tensor of shape [N] or [N, D], got {type(labels).__name__}"
+        )
     if labels.dim() not in (1, 2) or labels.shape[0] != n:
-        raise ValueError(f"labels must have shape [N] or [N, D] with N = {n}, got {tuple(labels.shape)}")
+        raise ValueError(
+            f"labels must have shape [N] or [N, D] with N = {n}, got {tuple(labels.shape)}"
+        )
     return labels
+
+
+def _label_weighted_keys(
+    labels_all: Tensor,
+    keys: Tensor,
+    anchors: Tensor,
+    offset: int,
+    similarity: LabelSimilarity,
+    c: float,
+) -> tuple[Tensor, Tensor]:
+    """``(Σ_{j∈A(i)} s_ij·k_j, Σ_{j∈A(i)} s_ij)`` for the 2n local anchors of the 2N layout.
+
+    ``keys = cat(z1_all, z2_all)`` ``[2N, d]``; local sample ``i`` is global ``offset + i``.
+    The indicator similarity (SupCon) goes through per-class sums, O(N·d) time and memory;
+    any other through the ``[n, N]`` label similarities of the local samples.
+    """
+    n, total = anchors.shape[0] // 2, labels_all.shape[0]
+    local = torch.arange(n, device=anchors.device) + offset
+    if similarity == "indicator":
+        _, cls = torch.unique(
+            labels_all, dim=0 if labels_all.dim() == 2 else None, return_inverse=True
+        )
+        cls2 = torch.cat([cls, cls])
+        class_sum = keys.new_zeros(int(cls.max()) + 1, keys.shape[1]).index_add_(0, cls2, keys)
+        count = torch.bincount(cls2).to(keys.dtype)
+        mine = torch.cat([cls[local], cls[local]])
+        return class_sum[mine] - anchors, count[mine] - 1.0
+    with torch.no_grad():
+        s = label_similarity(labels_all, similarity, c)[local].to(keys.dtype)  # [n, N]
+    s_self = s[torch.arange(n, device=s.device), local]
+    half = s @ (keys[:total] + keys[total:])
+    weighted = torch.cat([half, half]) - torch.cat([s_self, s_self])[:, None] * anchors
+    mass = 2.0 * s.sum(dim=1) - s_self
+    return weighted, torch.cat([mass, mass])
+
+
+def supervised_terms(
+    z1: Tensor,
+    z2: Tensor,
+    labels: Tensor,
+    temperature: float,
+    similarity: LabelSimilarity = "indicator",
+    c: float = 1.0,
+    block_size: int | None = None,
+    gather_distributed: bool = False,
+) -> tuple[Tensor, Tensor, Tensor]:
+    """The sufficient statistics of LASCon-out (and SupCon) for the 2N views, fused.
+
+    Returns, per local anchor ``i`` of ``cat(z1, z2)``: ``lse_i = log Σ_{j∈A(i)}
+    exp(z_i·z_j/τ)`` (from :func:`gram_logsumexp`, never a ``[2N, 2N]`` tensor through
+    autograd), ``weighted_sim_i = Σ_{j∈A(i)} s̃_ij z_i·z_j`` and whether the anchor has any
+    target mass. With ``gather_distributed`` the keys and labels are every rank's.
+    """
+    z1, z2 = check_views(z1, z2, min_rows=1)
+    labels = check_labels(labels, z1.shape[0])
+    dtype = compute_dtype(z1, z2)
+    a, b = normalize(z1.to(dtype)), normalize(z2.to(dtype))
+    n, anchors, keys, labels_all, offset = a.shape[0], torch.cat([a, b]), None, labels, 0
+    if gather_distributed and distributed.is_distributed():
+        keys = torch.cat([distributed.gather_with_grad(a), distributed.gather_with_grad(b)])
+        labels_all, offset = distributed.gather(labels), n * distributed.rank()
+    exclude = _pair_exclude(n, labels_all.shape[0], offset, a.device)[:, :1]
+    lse = gram_logsumexp(anchors, 1.0 / temperature, keys, exclude=exclude, block_size=block_size)
+    weighted, mass = _label_weighted_keys(
+        labels_all, anchors if keys is None else keys, anchors, offset, similarity, c
+    )
+    has_target = mass > 0
+    weighted_sim = (anchors * weighted).sum(dim=1) / mass.clamp(min=torch.finfo(dtype).tiny)
+    return lse, weighted_sim, has_target
 
 
 def two_view_similarity(z1: Tensor, z2: Tensor) -> Tensor:

@@ -18,6 +18,8 @@ from typing import Literal
 import torch
 from torch import Tensor
 
+from ._negatives import DenseNegatives, Negatives
+
 Reduction = Literal["mean", "sum", "none"]
 _REDUCTIONS = ("mean", "sum", "none")
 
@@ -25,9 +27,13 @@ _REDUCTIONS = ("mean", "sum", "none")
 def check_tensor(x: object, name: str, ndim: int, shape_text: str) -> Tensor:
     """Return ``x`` if it is a floating tensor with ``ndim`` dimensions, else raise."""
     if not isinstance(x, Tensor):
-        raise TypeError(f"{name} must be a torch.Tensor of shape {shape_text}, got {type(x).__name__}")
+        raise TypeError(
+            f"{name} must be a torch.Tensor of shape {shape_text}, got {type(x).__name__}"
+        )
     if not x.is_floating_point():
-        raise TypeError(f"{name} must be a floating-point tensor of shape {shape_text}, got {x.dtype}")
+        raise TypeError(
+            f"{name} must be a floating-point tensor of shape {shape_text}, got {x.dtype}"
+        )
     if x.dim() != ndim:
         raise ValueError(f"{name} must have shape {shape_text}, got {tuple(x.shape)}")
     return x
@@ -40,23 +46,39 @@ def check_views(
     a = check_tensor(z1, names[0], 2, "[N, d]")
     b = check_tensor(z2, names[1], 2, "[N, d]")
     if a.shape != b.shape:
-        raise ValueError(f"{names[1]} must have the shape of {names[0]} {tuple(a.shape)}, got {tuple(b.shape)}")
+        raise ValueError(
+            f"{names[1]} must have the shape of {names[0]} {tuple(a.shape)}, got {tuple(b.shape)}"
+        )
     if a.shape[0] < min_rows:
-        raise ValueError(f"{names[0]} must have shape [N, d] with N >= {min_rows}, got {tuple(a.shape)}")
+        raise ValueError(
+            f"{names[0]} must have shape [N, d] with N >= {min_rows}, got {tuple(a.shape)}"
+        )
     return a, b
 
 
-def check_pos_neg(pos: object, neg: object) -> tuple[Tensor, Tensor]:
-    """Validate the ``(pos [M], neg [M, K])`` pair of the InfoNCE family."""
+def check_pos_neg(pos: object, neg: object) -> tuple[Tensor, Negatives]:
+    """Validate the ``(pos [M], neg [M, K])`` pair of the InfoNCE family.
+
+    ``neg`` may also be a :class:`Negatives` (e.g. the fused 2N layout of
+    :func:`contrastkit.losses.views.ntxent_similarities`). Returns ``pos`` and the
+    negatives, in float32 when the inputs are half precision.
+    """
     pos_t = check_tensor(pos, "pos", 1, "[M]")
+    if isinstance(neg, Negatives):
+        if neg.rows != pos_t.shape[0]:
+            raise ValueError(
+                f"neg must describe M = len(pos) = {pos_t.shape[0]} anchors, got {neg.rows}"
+            )
+        return pos_t, neg
     neg_t = check_tensor(neg, "neg", 2, "[M, K]")
     if neg_t.shape[0] != pos_t.shape[0]:
         raise ValueError(
-            f"neg must have shape [M, K] with M = len(pos) = {pos_t.shape[0]}, got {tuple(neg_t.shape)}"
+            f"neg must have shape [M, K] with M = len(pos) = {pos_t.shape[0]}, "
+            f"got {tuple(neg_t.shape)}"
         )
     if neg_t.shape[1] < 1:
         raise ValueError("neg must have shape [M, K] with K >= 1 negatives, got K = 0")
-    return pos_t, neg_t
+    return pos_t, DenseNegatives(neg_t, compute_dtype(pos_t, neg_t))
 
 
 def check_positive(value: float, name: str) -> float:

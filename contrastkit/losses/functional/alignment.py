@@ -34,7 +34,9 @@ def uniformity(x: Tensor, t: float = 2.0) -> Tensor:
     x = check_tensor(x, "x", 2, "[N, d]")
     n = x.shape[0]
     if n < 2:
-        raise ValueError(f"x must have shape [N, d] with N >= 2 for uniformity, got {tuple(x.shape)}")
+        raise ValueError(
+            f"x must have shape [N, d] with N >= 2 for uniformity, got {tuple(x.shape)}"
+        )
     t = check_positive(t, "t")
     xd = x.to(compute_dtype(x))
     sq = (2.0 - 2.0 * xd @ xd.T).clamp(min=0.0)

@@ -20,6 +20,7 @@ import torch
 from torch import Tensor
 
 from ._common import (
+    Negatives,
     check_pos_neg,
     check_positive,
     check_reduction,
@@ -30,25 +31,29 @@ from ._common import (
 )
 
 
-def _scaled(pos: Tensor, neg: Tensor, temperature: float | Tensor) -> tuple[Tensor, Tensor]:
-    dtype = compute_dtype(pos, neg)
-    return pos.to(dtype) / temperature, neg.to(dtype) / temperature
+def _scaled_pos(pos: Tensor, temperature: float | Tensor) -> Tensor:
+    return pos.to(compute_dtype(pos)) / temperature
 
 
-def info_nce_terms(pos: Tensor, neg: Tensor, temperature: float | Tensor) -> tuple[Tensor, Tensor]:
+def info_nce_terms(
+    pos: Tensor, neg: Tensor | Negatives, temperature: float | Tensor
+) -> tuple[Tensor, Tensor]:
     """Per-anchor ``(-log P, log W)`` at ``temperature``, both ``[M]``.
 
     ``P`` is the softmax of ``[pos, neg] / τ`` at the positive (MACL Eq. 2 with j = i) and
     ``W = 1 - P`` the gradient scaling factor of MACL Eq. (8); ``log W`` is formed in log
     space, never as ``log(1 - P)``, so it stays finite when ``P`` rounds to 1.
     """
-    p, n = _scaled(pos, neg, temperature)
-    lse_neg = torch.logsumexp(n, dim=1)
+    pos, neg = check_pos_neg(pos, neg)
+    p = _scaled_pos(pos, temperature)
+    lse_neg = neg.logsumexp(1.0 / float(temperature))
     lse_all = torch.logaddexp(p, lse_neg)
     return lse_all - p, lse_neg - lse_all
 
 
-def info_nce(pos: Tensor, neg: Tensor, temperature: float = 0.1, reduction: str = "mean") -> Tensor:
+def info_nce(
+    pos: Tensor, neg: Tensor | Negatives, temperature: float = 0.1, reduction: str = "mean"
+) -> Tensor:
     """InfoNCE (van den Oord et al., 2018; MACL Eq. 1): ``-log softmax([pos, neg]/τ)[0]``.
 
     Args:
@@ -63,7 +68,9 @@ def info_nce(pos: Tensor, neg: Tensor, temperature: float = 0.1, reduction: str 
     return reduce(nll, check_reduction(reduction)).to(pos.dtype)
 
 
-def dcl(pos: Tensor, neg: Tensor, temperature: float = 0.1, reduction: str = "mean") -> Tensor:
+def dcl(
+    pos: Tensor, neg: Tensor | Negatives, temperature: float = 0.1, reduction: str = "mean"
+) -> Tensor:
     """Decoupled contrastive loss (Yeh et al., ECCV 2022): ``-pos/τ + logsumexp(neg/τ)``.
 
     The positive is removed from the denominator, so the gradient carries no
@@ -71,13 +78,16 @@ def dcl(pos: Tensor, neg: Tensor, temperature: float = 0.1, reduction: str = "me
     """
     pos, neg = check_pos_neg(pos, neg)
     temperature = check_positive(temperature, "temperature")
-    p, n = _scaled(pos, neg, temperature)
-    per_anchor = torch.logsumexp(n, dim=1) - p
+    per_anchor = neg.logsumexp(1.0 / temperature) - _scaled_pos(pos, temperature)
     return reduce(per_anchor, check_reduction(reduction)).to(pos.dtype)
 
 
 def dclw(
-    pos: Tensor, neg: Tensor, temperature: float = 0.1, sigma: float = 0.5, reduction: str = "mean"
+    pos: Tensor,
+    neg: Tensor | Negatives,
+    temperature: float = 0.1,
+    sigma: float = 0.5,
+    reduction: str = "mean",
 ) -> Tensor:
     """Weighted DCL (Yeh et al., ECCV 2022): ``-w·pos/τ + logsumexp(neg/τ)``.
 
@@ -87,13 +97,15 @@ def dclw(
     pos, neg = check_pos_neg(pos, neg)
     temperature = check_positive(temperature, "temperature")
     sigma = check_positive(sigma, "sigma")
-    p, n = _scaled(pos, neg, temperature)
+    p = _scaled_pos(pos, temperature)
     weight = (2.0 - pos.shape[0] * torch.softmax(pos.to(p.dtype) / sigma, dim=0)).detach()
-    per_anchor = torch.logsumexp(n, dim=1) - weight * p
+    per_anchor = neg.logsumexp(1.0 / temperature) - weight * p
     return reduce(per_anchor, check_reduction(reduction)).to(pos.dtype)
 
 
-def flatnce(pos: Tensor, neg: Tensor, temperature: float = 0.1, reduction: str = "mean") -> Tensor:
+def flatnce(
+    pos: Tensor, neg: Tensor | Negatives, temperature: float = 0.1, reduction: str = "mean"
+) -> Tensor:
     """FlatNCE (Chen et al., 2021): InfoNCE's value with DCL's gradient.
 
     With ``v = logsumexp((neg - pos)/τ)`` the surrogate ``exp(v - sg(v))`` equals one and
@@ -102,8 +114,7 @@ def flatnce(pos: Tensor, neg: Tensor, temperature: float = 0.1, reduction: str =
     """
     pos, neg = check_pos_neg(pos, neg)
     temperature = check_positive(temperature, "temperature")
-    p, n = _scaled(pos, neg, temperature)
-    v = torch.logsumexp(n - p[:, None], dim=1)
+    v = neg.logsumexp(1.0 / temperature) - _scaled_pos(pos, temperature)  # lse((neg - pos)/τ)
     value = torch.logaddexp(torch.zeros_like(v), v).detach()  # InfoNCE = log(1 + exp(v))
     per_anchor = value + torch.exp(v - v.detach()) - 1.0
     return reduce(per_anchor, check_reduction(reduction)).to(pos.dtype)
@@ -111,7 +122,7 @@ def flatnce(pos: Tensor, neg: Tensor, temperature: float = 0.1, reduction: str =
 
 def dual_temperature(
     pos: Tensor,
-    neg: Tensor,
+    neg: Tensor | Negatives,
     temperature: float = 0.1,
     inter_temperature: float = 1.0,
     reduction: str = "mean",
@@ -136,7 +147,7 @@ def dual_temperature(
 
 def hcl(
     pos: Tensor,
-    neg: Tensor,
+    neg: Tensor | Negatives,
     temperature: float = 0.5,
     tau_plus: float = 0.1,
     beta: float = 1.0,
@@ -157,16 +168,11 @@ def hcl(
         raise ValueError(f"tau_plus must lie in [0, 1), got {tau_plus}")
     if beta < 0:
         raise ValueError(f"beta must be >= 0, got {beta}")
-    p, n = _scaled(pos, neg, temperature)
-    present = torch.isfinite(n)
-    log_k = present.sum(dim=1).to(p.dtype).log()
-    n0 = torch.where(present, n, torch.zeros_like(n))
-    absent = torch.full_like(n, -math.inf)
-    # log(Σ imp·e^{n} / mean(imp)) = lse((1+β)n) - lse(βn) + log K
+    p = _scaled_pos(pos, temperature)
+    log_k = neg.count().log()
+    # log(Σ imp·e^{n} / mean(imp)) = lse((1+β)·neg/τ) - lse(β·neg/τ) + log K
     log_reweighted = (
-        torch.logsumexp(torch.where(present, (1.0 + beta) * n0, absent), dim=1)
-        - torch.logsumexp(torch.where(present, beta * n0, absent), dim=1)
-        + log_k
+        neg.logsumexp((1.0 + beta) / temperature) - neg.logsumexp(beta / temperature) + log_k
     )
     # log(reweighted - τ⁺·K·e^{p}) where positive, -inf where the estimate is <= 0
     if tau_plus > 0:

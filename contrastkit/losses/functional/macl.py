@@ -18,6 +18,7 @@ import torch
 from torch import Tensor
 
 from ._common import (
+    Negatives,
     check_pos_neg,
     check_positive,
     check_reduction,
@@ -34,8 +35,11 @@ def macl_temperature(
     alpha: float = 0.5,
     a0: float = 0.0,
     min_temperature: float | None = None,
+    alignment: Tensor | None = None,
 ) -> Tensor:
     """The detached adaptive temperature of MACL Eq. (7), a 0-d tensor.
+
+    ``alignment`` overrides ``A = mean(pos)`` (distributed training passes the global mean).
 
     ``A`` is the mean of ``pos`` (Eq. 6). On the unit sphere ``A ∈ [-1, 1]``, so the paper
     states ``τ_a ∈ [(1 - α - α·A0)·τ0, (1 + α - α·A0)·τ0]``. That interval reaches zero or
@@ -44,14 +48,19 @@ def macl_temperature(
     ``0.1·τ0``; with the image defaults (α = 0.5, A0 = 0) the floor never binds.
     """
     temperature = check_positive(temperature, "temperature")
-    floor = 0.1 * temperature if min_temperature is None else check_positive(min_temperature, "min_temperature")
-    alignment = pos.detach().to(compute_dtype(pos)).mean()
+    floor = (
+        0.1 * temperature
+        if min_temperature is None
+        else check_positive(min_temperature, "min_temperature")
+    )
+    if alignment is None:
+        alignment = pos.detach().to(compute_dtype(pos)).mean()
     return (temperature * (1.0 + alpha * (alignment - a0))).clamp(min=floor)
 
 
 def macl(
     pos: Tensor,
-    neg: Tensor,
+    neg: Tensor | Negatives,
     temperature: float = 0.1,
     alpha: float = 0.5,
     a0: float = 0.0,
@@ -60,6 +69,7 @@ def macl(
     return_temperature: bool = False,
     min_temperature: float | None = None,
     reduction: str = "mean",
+    alignment: Tensor | None = None,
 ) -> Tensor | tuple[Tensor, Tensor]:
     """MACL loss, Eq. (11) with the temperature of Eq. (7) (Algorithm 1).
 
@@ -74,6 +84,7 @@ def macl(
         return_temperature: also return the ``τ_a`` used (detached, 0-d).
         min_temperature: floor of ``τ_a``; ``None`` means ``0.1·τ0``.
         reduction: ``"mean"``, ``"sum"`` or ``"none"``.
+        alignment: A to use instead of ``mean(pos)`` (e.g. the global mean across ranks).
 
     The weight ``1/W`` is computed as ``exp(-log W)`` with ``log W`` from log-space
     terms, and ``-log W`` is clamped at ``0.5·log(finfo.max)`` of the compute dtype
@@ -82,10 +93,12 @@ def macl(
     """
     pos, neg = check_pos_neg(pos, neg)
     if adaptive:
-        tau = macl_temperature(pos, temperature, alpha, a0, min_temperature)
+        tau = macl_temperature(pos, temperature, alpha, a0, min_temperature, alignment)
     else:
-        tau = torch.tensor(check_positive(temperature, "temperature"), dtype=pos.dtype, device=pos.device)
-    nll, log_w = info_nce_terms(pos, neg, tau.to(compute_dtype(pos, neg)))
+        tau = torch.tensor(
+            check_positive(temperature, "temperature"), dtype=compute_dtype(pos), device=pos.device
+        )
+    nll, log_w = info_nce_terms(pos, neg, tau)
     if reweight:
         weight = torch.exp((-log_w).clamp(max=max_log_weight(nll.dtype))).detach()
         nll = weight * nll

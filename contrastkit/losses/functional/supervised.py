@@ -25,8 +25,23 @@ def _check_square(sim: object, weights: object) -> tuple[Tensor, Tensor]:
         raise ValueError(f"sim must have shape [M, M] with M >= 2, got {tuple(sim_t.shape)}")
     if not isinstance(weights, Tensor) or weights.shape != sim_t.shape:
         got = tuple(weights.shape) if isinstance(weights, Tensor) else type(weights).__name__
-        raise ValueError(f"the pair weights must have the shape of sim {tuple(sim_t.shape)}, got {got}")
+        raise ValueError(
+            f"the pair weights must have the shape of sim {tuple(sim_t.shape)}, got {got}"
+        )
     return sim_t, weights
+
+
+def lascon_out_terms(
+    lse: Tensor, weighted_sim: Tensor, has_target: Tensor, temperature: float
+) -> Tensor:
+    """Per-anchor LASCon-out from its two sufficient statistics.
+
+    With ``lse_i = log Σ_{j∈A(i)} exp(sim_ij/τ)`` and ``weighted_sim_i = Σ_{j∈A(i)} s̃_ij
+    sim_ij``, ``-Σ_j s̃_ij log u_ij = lse_i - weighted_sim_i/τ`` because ``Σ_j s̃_ij = 1``;
+    anchors without target mass (``has_target`` False) contribute 0.
+    """
+    per_anchor = lse - weighted_sim / temperature
+    return torch.where(has_target, per_anchor, torch.zeros_like(per_anchor))
 
 
 def lascon(
@@ -53,25 +68,27 @@ def lascon(
     temperature = check_positive(temperature, "temperature")
     if variant not in ("out", "in"):
         raise ValueError(f"variant must be 'out' or 'in', got {variant!r}")
-    dtype = compute_dtype(sim)
-    m = sim.shape[0]
-    eye = torch.eye(m, dtype=torch.bool, device=sim.device)
-    logits = (sim.to(dtype) / temperature).masked_fill(eye, float("-inf"))
-    log_u = logits - torch.logsumexp(logits, dim=1, keepdim=True)
+    dtype, out_dtype = compute_dtype(sim), sim.dtype
+    eye = torch.eye(sim.shape[0], dtype=torch.bool, device=sim.device)
+    sim = sim.to(dtype).masked_fill(eye, 0.0)
+    logits = (sim / temperature).masked_fill(eye, float("-inf"))
+    lse = torch.logsumexp(logits, dim=1)
     s = label_sim.to(dtype).masked_fill(eye, 0.0)
     mass = s.sum(dim=1)
     has_target = mass > 0
     s_tilde = s / mass.clamp(min=torch.finfo(dtype).tiny)[:, None]
-    log_u = log_u.masked_fill(eye, 0.0)
     if variant == "out":
-        per_anchor = -(s_tilde * log_u).sum(dim=1)
+        per_anchor = lascon_out_terms(lse, (s_tilde * sim).sum(dim=1), has_target, temperature)
     else:
-        log_mix = torch.logsumexp(log_u + torch.log(s_tilde).masked_fill(s_tilde == 0, float("-inf")), dim=1)
+        log_s = torch.log(s_tilde).masked_fill(s_tilde == 0, float("-inf"))
+        log_mix = torch.logsumexp(logits - lse[:, None] + log_s, dim=1)
         per_anchor = -torch.where(has_target, log_mix, torch.zeros_like(log_mix))
-    return reduce(per_anchor, check_reduction(reduction)).to(sim.dtype)
+    return reduce(per_anchor, check_reduction(reduction)).to(out_dtype)
 
 
-def supcon(sim: Tensor, positive_mask: Tensor, temperature: float = 0.1, reduction: str = "mean") -> Tensor:
+def supcon(
+    sim: Tensor, positive_mask: Tensor, temperature: float = 0.1, reduction: str = "mean"
+) -> Tensor:
     """SupCon (Khosla et al., 2020), "out" version (LASCon Eq. 2).
 
     ``-(1/|P(i)|) Σ_{p∈P(i)} log u_ip`` with ``P(i)`` the ``True`` entries of row ``i`` of
@@ -100,16 +117,22 @@ def label_similarity(
     Degenerate batches (all ``y = 0``, or ``M = m``) divide by a tiny floor, not by zero.
     """
     if not isinstance(labels, Tensor):
-        raise TypeError(f"labels must be a tensor of shape [N] or [N, D], got {type(labels).__name__}")
+        raise TypeError(
+            f"labels must be a tensor of shape [N] or [N, D], got {type(labels).__name__}"
+        )
     if labels.dim() not in (1, 2):
         raise ValueError(f"labels must have shape [N] or [N, D], got {tuple(labels.shape)}")
     if callable(similarity):
         s = similarity(labels[:, None], labels[None])
         if not isinstance(s, Tensor) or s.shape != (labels.shape[0], labels.shape[0]):
             raise ValueError("a callable similarity must return an [N, N] tensor")
-        return s.to(torch.get_default_dtype() if not s.is_floating_point() else s.dtype).clamp(0.0, 1.0)
+        return s.to(torch.get_default_dtype() if not s.is_floating_point() else s.dtype).clamp(
+            0.0, 1.0
+        )
     if similarity not in _SIMILARITIES:
-        raise ValueError(f"similarity must be one of {_SIMILARITIES} or a callable, got {similarity!r}")
+        raise ValueError(
+            f"similarity must be one of {_SIMILARITIES} or a callable, got {similarity!r}"
+        )
     if similarity == "indicator":
         equal = labels[:, None] == labels[None]
         equal = equal if labels.dim() == 1 else equal.all(dim=-1)

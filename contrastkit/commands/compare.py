@@ -1,0 +1,230 @@
+"""``contrastkit compare``: train several losses (or configured variants) over seeds and
+tabulate mean ± std of the final metrics, with plots and ``summary.json``.
+
+A ``--config`` YAML may hold, besides any :class:`~contrastkit.training.TrainConfig`
+field (the shared base), ``seeds``, ``out``, ``losses`` (names) or ``runs``: a list of
+mappings with a ``label`` and the config fields that differ for that run, e.g.
+``{label: "CACR (K=4)", framework: multiview, loss: cacr, num_views: 5}``. ``--losses``
+replaces the runs by one run per loss name.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import time
+from pathlib import Path
+from typing import Any
+
+from ..frameworks import framework_class
+from ..training import FINAL, TrainConfig, Trainer, load_yaml
+from ..training.trainer import CHECKPOINT, METRICS
+from .train import add_train_arguments, merge, overrides_from_args
+
+NAME = "compare"
+HELP = "train several losses over several seeds and compare their metrics"
+METRIC_COLUMNS = ("knn_accuracy", "linear_accuracy", "alignment", "uniformity", "train_time_s")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_train_arguments(parser)
+    parser.add_argument("--losses", help="comma-separated loss names, one run each")
+    parser.add_argument("--seeds", help="comma-separated seeds (default 0)")
+    parser.add_argument("--out", help="output directory (one sub-directory per run and seed)")
+    parser.add_argument(
+        "--summarize-only",
+        action="store_true",
+        help="train nothing: tabulate the runs and seeds that have finished (final.json)",
+    )
+
+
+def _int_list(text: str, what: str) -> list[int]:
+    try:
+        return [int(s) for s in text.split(",") if s.strip()]
+    except ValueError:
+        raise ValueError(f"{what} must be comma-separated integers, got {text!r}") from None
+
+
+def plan(args: argparse.Namespace) -> tuple[list[tuple[str, TrainConfig]], list[int], Path]:
+    """The ``(label, config)`` runs, the seeds and the output directory; validates all
+    configs before any training starts."""
+    base = load_yaml(args.config) if args.config else {}
+    seeds = (
+        _int_list(args.seeds, "--seeds") if args.seeds else [int(s) for s in base.pop("seeds", [0])]
+    )
+    base.pop("seeds", None)
+    out = Path(args.out or base.pop("out", "runs/compare"))
+    base.pop("out", None)
+    runs = base.pop("runs", None)
+    names = base.pop("losses", None)
+    if args.losses:
+        names, runs = [n.strip() for n in args.losses.split(",") if n.strip()], None
+    if runs is None:
+        if not names:
+            raise ValueError(
+                "nothing to compare: give --losses or a config with 'losses' or 'runs'"
+            )
+        runs = [{"label": n, "loss": n} for n in names]
+    if not seeds:
+        raise ValueError("--seeds is empty")
+    flags = overrides_from_args(args)
+    planned = []
+    for spec in runs:
+        spec = dict(spec)
+        label = str(spec.pop("label", spec.get("loss", "run")))
+        values = merge(merge(base, spec), flags)
+        config = TrainConfig.from_dict(values)
+        framework_class(config.framework).check_loss(config.loss)
+        planned.append((label, config))
+    labels = [label for label, _ in planned]
+    if len(set(labels)) != len(labels):
+        raise ValueError(f"run labels must be unique, got {labels}")
+    return planned, seeds, out
+
+
+def _slug(label: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in label).strip("_") or "run"
+
+
+def _mean_std(values: list[float]) -> tuple[float, float]:
+    mean = sum(values) / len(values)
+    if len(values) < 2:
+        return mean, 0.0
+    return mean, math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1))
+
+
+def run_one(config: TrainConfig, directory: Path, resume: bool, progress: bool) -> dict[str, Any]:
+    """Train (or, with ``resume``, reuse / continue) one run; returns its final metrics."""
+    if resume and (directory / FINAL).exists():
+        return json.loads((directory / FINAL).read_text())
+    continuing = resume and (directory / CHECKPOINT).exists()
+    return Trainer(config, directory, progress=progress).fit(resume=continuing)
+
+
+def markdown_table(summary: dict[str, dict[str, Any]], seeds: list[int]) -> str:
+    """The mean ± std table (std over seeds, n - 1 denominator)."""
+    small_k = next(iter(summary.values()))["small_k_column"]
+    cols = ["knn_accuracy", small_k, "linear_accuracy", "alignment", "uniformity", "train_time_s"]
+    head = [
+        "run",
+        "kNN k=200",
+        small_k.replace("knn_accuracy_k", "kNN k="),
+        "linear",
+        "alignment",
+        "uniformity",
+        "train s/run",
+        "seeds",
+    ]
+    lines = [f"| {' | '.join(head)} |", "|" + "---|" * len(head)]
+    for label, entry in summary.items():
+        cells = []
+        for col in cols:
+            mean, std = entry["metrics"][col]["mean"], entry["metrics"][col]["std"]
+            cells.append(
+                f"{mean:.1f} ± {std:.1f}" if col == "train_time_s" else f"{mean:.4f} ± {std:.4f}"
+            )
+        n = len(entry["metrics"]["knn_accuracy"]["values"])
+        lines.append(f"| {label} | {' | '.join(cells)} | {n} |")
+    lines.append(
+        f"\nseeds {', '.join(map(str, seeds))}; mean ± std (n - 1) over the finished seeds."
+    )
+    return "\n".join(lines)
+
+
+def plot(out: Path, runs: dict[str, list[Path]]) -> list[str]:
+    """``accuracy.png`` (mean kNN accuracy per epoch) and, when any run logged one,
+    ``temperature.png`` (per-step temperatures of the first seed: MACL's τ_a, AMCL's
+    head-averaged τ⁺ and τ⁻)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    written = []
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    temp_fig, temp_ax = plt.subplots(figsize=(7, 4.5))
+    has_temperature = False
+    for label, dirs in runs.items():
+        histories = [[json.loads(x) for x in (d / METRICS).read_text().splitlines()] for d in dirs]
+        by_epoch: dict[int, list[float]] = {}
+        for history in histories:
+            for rec in history:
+                if "knn_accuracy" in rec:
+                    by_epoch.setdefault(rec["epoch"], []).append(rec["knn_accuracy"])
+        epochs = sorted(by_epoch)
+        ax.plot(
+            epochs, [sum(by_epoch[e]) / len(by_epoch[e]) for e in epochs], marker="o", label=label
+        )
+        for key, name in (
+            ("temperature_steps", "τ_a"),
+            ("tau_pos_mean_steps", "mean τ⁺"),
+            ("tau_neg_mean_steps", "mean τ⁻"),
+        ):
+            trace = [t for rec in histories[0] for t in rec.get(key, [])]
+            if trace:
+                has_temperature = True
+                temp_ax.plot(trace, label=f"{label} {name}", linewidth=0.8)
+    ax.set(
+        xlabel="epoch",
+        ylabel="kNN accuracy (k=200)",
+        title="kNN accuracy per epoch (mean over seeds)",
+    )
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(out / "accuracy.png", dpi=120)
+    written.append(str(out / "accuracy.png"))
+    if has_temperature:
+        temp_ax.set(
+            xlabel="training step", ylabel="temperature", title="per-step temperature (first seed)"
+        )
+        temp_ax.legend(fontsize=8)
+        temp_fig.tight_layout()
+        temp_fig.savefig(out / "temperature.png", dpi=120)
+        written.append(str(out / "temperature.png"))
+    plt.close(fig)
+    plt.close(temp_fig)
+    return written
+
+
+def run(args: argparse.Namespace) -> int:
+    planned, seeds, out = plan(args)
+    out.mkdir(parents=True, exist_ok=True)
+    start = time.perf_counter()
+    summary: dict[str, dict[str, Any]] = {}
+    dirs: dict[str, list[Path]] = {}
+    for label, config in planned:
+        finals, dirs[label] = [], []
+        for seed in seeds:
+            directory = out / _slug(label) / f"seed{seed}"
+            if args.summarize_only:
+                if (directory / FINAL).exists():
+                    finals.append(json.loads((directory / FINAL).read_text()))
+                    dirs[label].append(directory)
+                continue
+            seeded = TrainConfig.from_dict({**config.to_dict(), "seed": seed})
+            print(f"[compare] {label} seed {seed} -> {directory}", flush=True)
+            finals.append(run_one(seeded, directory, args.resume, not args.no_progress))
+            dirs[label].append(directory)
+        if not finals:
+            del dirs[label]
+            continue
+        small_k = f"knn_accuracy_k{config.knn_small_k}"
+        metrics = {}
+        for col in (*METRIC_COLUMNS, small_k):
+            values = [float(f[col]) for f in finals]
+            mean, std = _mean_std(values)
+            metrics[col] = {"mean": mean, "std": std, "values": values}
+        summary[label] = {"config": config.to_dict(), "metrics": metrics, "small_k_column": small_k}
+    if not summary:
+        raise ValueError(f"no finished runs under {out}")
+    table = markdown_table(summary, seeds)
+    plots = plot(out, dirs)
+    wall = time.perf_counter() - start
+    if not args.summarize_only:  # keep the training run's summary (and its wall time)
+        summary_json = {"seeds": seeds, "wall_time_s": wall, "runs": summary, "plots": plots}
+        (out / "summary.json").write_text(json.dumps(summary_json, indent=2) + "\n")
+        (out / "table.md").write_text(table + "\n")
+    print(table)
+    print(f"\nwall time {wall:.0f} s; plots: {', '.join(plots)}; summary: {out / 'summary.json'}")
+    return 0

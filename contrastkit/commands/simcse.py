@@ -1,0 +1,93 @@
+"""``contrastkit simcse``: unsupervised SimCSE fine-tuning with any two-view loss."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+import yaml
+
+from ..text.data import STS_FORMATS, read_sentences, read_sts
+from ..text.encoder import POOLINGS, SentenceEncoder, default_model_path
+from ..text.simcse import SimCSEConfig, build_loss, loss_hyperparameters, train_simcse
+
+NAME = "simcse"
+HELP = (
+    "Unsupervised SimCSE: two dropout passes of each sentence are the two views of any "
+    "two-view contrastkit loss; STS dev evaluation and best-checkpoint saving."
+)
+
+
+def parse_loss_args(items: list[str]) -> dict[str, object]:
+    """``["alpha=2", "reweight=false"]`` -> ``{"alpha": 2, "reweight": False}`` (YAML values)."""
+    out: dict[str, object] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"--loss-arg must look like NAME=VALUE, got {item!r}")
+        out[key.strip()] = yaml.safe_load(value)
+    return out
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--loss", default="infonce", help="registry loss taking two views")
+    parser.add_argument(
+        "--loss-arg",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="loss hyper-parameter (repeatable); overrides the sentence defaults",
+    )
+    parser.add_argument("--train-file", required=True, help="one sentence per line")
+    parser.add_argument("--sts-dev", help="STS dev pairs for evaluation and model selection")
+    parser.add_argument("--sts-format", choices=STS_FORMATS, default="stsb")
+    parser.add_argument("--out", required=True, help="run folder: best/ model, history.json")
+    parser.add_argument("--model", help="local model folder (default: the MiniLM wheel)")
+    parser.add_argument("--pooling", choices=POOLINGS, help="default: the model's own, else cls")
+    parser.add_argument("--mlp-head", action="store_true", help="SimCSE's training-only MLP head")
+    parser.add_argument("--dropout", type=float, default=0.1, help="dropout rate (SimCSE: 0.1)")
+    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--lr", type=float, default=3e-5)
+    parser.add_argument("--max-length", type=int, default=32, help="training truncation length")
+    parser.add_argument("--epochs", type=int, default=1)
+    parser.add_argument("--max-steps", type=int, help="stop after this many steps")
+    parser.add_argument("--eval-every", type=int, default=125)
+    parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+
+
+def run(args: argparse.Namespace) -> int:
+    cfg = SimCSEConfig(
+        batch_size=args.batch_size,
+        lr=args.lr,
+        max_length=args.max_length,
+        epochs=args.epochs,
+        max_steps=args.max_steps,
+        eval_every=args.eval_every,
+        seed=args.seed,
+    )
+    sentences = read_sentences(args.train_file)
+    dev = read_sts(args.sts_dev, args.sts_format) if args.sts_dev else None
+    encoder = SentenceEncoder.from_pretrained(
+        args.model or default_model_path(),
+        pooling=args.pooling,
+        mlp_head=args.mlp_head,
+        dropout=args.dropout,
+    )
+    loss = build_loss(args.loss, parse_loss_args(args.loss_arg), dim=encoder.dim)
+    print(
+        f"loss {args.loss}: {json.dumps(loss_hyperparameters(loss))}; "
+        f"{encoder.pooling} pooling, dropout {args.dropout}, {len(sentences)} sentences"
+    )
+    history = train_simcse(
+        encoder, loss, sentences, dev, cfg, out_dir=args.out, progress=not args.no_progress
+    )
+    if dev is not None:
+        first, last = history.evals[0]["spearman"], history.evals[-1]["spearman"]
+        print(
+            f"STS dev Spearman x100: before {100 * first:.2f}, after {100 * last:.2f} "
+            f"(change {100 * (last - first):+.2f}), best {100 * history.best_spearman:.2f} "
+            f"at step {history.best_step}; {history.steps} steps in {history.seconds:.0f} s"
+        )
+    print(f"saved {args.out}/best and {args.out}/history.json")
+    return 0

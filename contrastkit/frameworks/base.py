@@ -1,0 +1,106 @@
+"""The framework interface: an encoder, the heads a method adds, and one registered loss.
+
+A framework owns all training state (projection heads, momentum encoder, queue); the
+loss stays a pure function of its inputs. Which losses a framework accepts is decided
+from the registry's input kinds (:func:`contrastkit.losses.info`), and an incompatible
+loss is refused with a message listing the compatible ones.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import ClassVar
+
+import torch
+from torch import Tensor, nn
+
+from .. import losses
+from ..losses.registry import LossInfo
+
+
+class Framework(nn.Module):
+    """Base class. Subclasses set :attr:`name`, :attr:`input_kinds` and ``forward``.
+
+    ``forward(views, labels=None)`` takes ``num_views`` augmented batches
+    ``[N, *input_shape]`` (and ``labels [N]`` for label-aware frameworks) and returns the
+    scalar training loss. :meth:`step_logs` reports the loss's per-step diagnostics.
+    """
+
+    name: ClassVar[str]
+    input_kinds: ClassVar[tuple[str, ...]]
+    needs_labels: ClassVar[bool] = False
+
+    def __init__(
+        self, encoder: nn.Module, loss: str, loss_kwargs: Mapping[str, object] | None = None
+    ) -> None:
+        super().__init__()
+        loss_info = self.check_loss(loss)
+        kwargs = dict(loss_kwargs or {})
+        if loss_info.inputs == "features":
+            kwargs.setdefault("in_dim", encoder.feature_dim)
+        self.encoder = encoder
+        self.loss_name = loss
+        self.loss_kind = loss_info.inputs
+        self.loss = build_loss(loss, kwargs)
+        self.num_views = 2
+
+    @classmethod
+    def accepts(cls, loss_info: LossInfo) -> bool:
+        """Whether this framework can train with the loss described by ``loss_info``."""
+        return loss_info.inputs in cls.input_kinds
+
+    @classmethod
+    def compatible_losses(cls) -> list[str]:
+        """Registered losses this framework accepts, sorted."""
+        return [n for n in losses.available() if cls.accepts(losses.info(n))]
+
+    @classmethod
+    def check_loss(cls, loss: str) -> LossInfo:
+        """The registry entry of ``loss``; ``ValueError`` listing compatible losses if refused."""
+        loss_info = losses.info(loss)
+        if not cls.accepts(loss_info):
+            raise ValueError(
+                f"framework {cls.name!r} cannot train with loss {loss!r} (input kind "
+                f"{loss_info.inputs!r}); compatible losses: {', '.join(cls.compatible_losses())}"
+            )
+        return loss_info
+
+    def check_views(self, views: Sequence[Tensor]) -> None:
+        if len(views) != self.num_views:
+            raise ValueError(f"{self.name} expects {self.num_views} views, got {len(views)}")
+
+    @torch.no_grad()
+    def encode(self, x: Tensor, batch_size: int = 1024) -> Tensor:
+        """Frozen features ``[N, feature_dim]`` of ``x`` (eval mode, no gradient)."""
+        was_training = self.encoder.training
+        self.encoder.eval()
+        out = torch.cat([self.encoder(chunk) for chunk in x.split(batch_size)])
+        self.encoder.train(was_training)
+        return out
+
+    def step_logs(self) -> dict[str, float]:
+        """Diagnostics of the last loss call: MACL's τ_a and A, CACR's parts, AMCL's τ."""
+        loss = self.loss
+        logs: dict[str, float] = {}
+        if getattr(loss, "last_temperature", None) is not None:
+            logs["temperature"] = float(loss.last_temperature)
+        if getattr(loss, "last_alignment", None) is not None:
+            logs["alignment_A"] = float(loss.last_alignment)
+        if getattr(loss, "last_parts", None) is not None:
+            logs["attraction"], logs["repulsion"] = (float(p) for p in loss.last_parts)
+        if hasattr(loss, "temperature_stats"):  # AMCL: {"tau_pos/head0": ..., ...}
+            stats = {k: float(v) for k, v in loss.temperature_stats().items()}
+            logs.update(stats)
+            for kind in ("tau_pos", "tau_neg"):
+                per_head = [v for k, v in stats.items() if k.startswith(kind)]
+                if per_head:
+                    logs[f"{kind}_mean"] = sum(per_head) / len(per_head)
+        return logs
+
+
+def build_loss(name: str, kwargs: Mapping[str, object]) -> nn.Module:
+    """``losses.get(name, **kwargs)``, turning a bad keyword into a one-line ``ValueError``."""
+    try:
+        return losses.get(name, **kwargs)
+    except TypeError as exc:
+        raise ValueError(f"bad arguments {dict(kwargs)} for loss {name!r}: {exc}") from None

@@ -1,0 +1,128 @@
+"""MoCo v2 (He et al., 2020; Chen et al., 2020) and SimSiam (Chen & He, 2021)."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping, Sequence
+
+import torch
+from torch import Tensor, nn
+
+from ..losses.registry import LossInfo
+from ..losses.views import cross_view_similarities, normalize
+from ..models.encoders import mlp
+from .base import Framework
+
+
+class MoCo(Framework):
+    """MoCo v2: query encoder + 2-layer MLP head, a momentum copy for keys, a FIFO queue.
+
+    Per step: the key encoder is updated as ``θ_k ← m·θ_k + (1 - m)·θ_q``, keys of view 2
+    are computed without gradient, the loss compares queries of view 1 with their keys
+    and the queue's ``Q`` past keys as negatives, then the keys are enqueued. The loss
+    sees:
+
+    * "query_key" (``infonce``): ``loss(q, k, queue)``;
+    * InfoNCE-family "pair" losses (NT-Xent, DCL, MACL, FlatNCE...):
+      ``loss.similarity_loss(pos [N], neg [N, Q])`` built by
+      :func:`~contrastkit.losses.views.cross_view_similarities`;
+    * "views" losses (CACR, CMC): ``loss(stack([q, k]), queue)``; the key rows carry no
+      gradient, so only the query side is trained, as in MoCo.
+
+    Args:
+        queue_size: Q (MoCo uses 65,536 on ImageNet; 4,096 suits 16k-sample data).
+        momentum: m (0.99; MoCo v2 uses 0.999 for its much longer ImageNet schedules).
+        proj_dim, hidden_dim: projection head widths (128 as in MoCo v2).
+
+    BatchNorm statistics are per batch; MoCo's shuffle-BN (a multi-GPU device) is not
+    reproduced on one CPU.
+    """
+
+    name = "moco"
+    input_kinds = ("query_key", "pair", "views")
+
+    def __init__(
+        self,
+        encoder: nn.Module,
+        loss: str = "infonce",
+        loss_kwargs: Mapping[str, object] | None = None,
+        proj_dim: int = 128,
+        hidden_dim: int | None = None,
+        queue_size: int = 4096,
+        momentum: float = 0.99,
+    ) -> None:
+        super().__init__(encoder, loss, loss_kwargs)
+        if queue_size < 1:
+            raise ValueError(f"queue_size must be >= 1, got {queue_size}")
+        if not 0.0 <= momentum < 1.0:
+            raise ValueError(f"momentum must be in [0, 1), got {momentum}")
+        self.momentum = momentum
+        self.projector = mlp(encoder.feature_dim, hidden_dim or encoder.feature_dim, proj_dim)
+        self.key_encoder = copy.deepcopy(nn.Sequential(self.encoder, self.projector))
+        self.key_encoder.requires_grad_(False)
+        self.register_buffer("queue", normalize(torch.randn(queue_size, proj_dim)))
+        self.register_buffer("queue_ptr", torch.zeros((), dtype=torch.long))
+
+    @classmethod
+    def accepts(cls, loss_info: LossInfo) -> bool:
+        if loss_info.inputs == "pair":
+            return loss_info.similarity_level
+        return loss_info.inputs in cls.input_kinds
+
+    def forward(self, views: Sequence[Tensor], labels: Tensor | None = None) -> Tensor:
+        self.check_views(views)
+        q = self.projector(self.encoder(views[0]))
+        with torch.no_grad():
+            self._momentum_update()
+            k = normalize(self.key_encoder(views[1]))
+        queue = self.queue.clone()
+        if self.loss_kind == "query_key":
+            loss = self.loss(q, k, queue)
+        elif self.loss_kind == "views":
+            loss = self.loss(torch.stack([q, k]), queue)
+        else:
+            loss = self.loss.similarity_loss(*cross_view_similarities(q, k, queue))
+        self._enqueue(k)
+        return loss
+
+    @torch.no_grad()
+    def _momentum_update(self) -> None:
+        query_params = [*self.encoder.parameters(), *self.projector.parameters()]
+        for key_param, query_param in zip(self.key_encoder.parameters(), query_params, strict=True):
+            key_param.lerp_(query_param, 1.0 - self.momentum)
+
+    @torch.no_grad()
+    def _enqueue(self, keys: Tensor) -> None:
+        size = self.queue.shape[0]
+        idx = (self.queue_ptr + torch.arange(keys.shape[0])) % size
+        self.queue[idx[-size:]] = keys[-size:]
+        self.queue_ptr.copy_((self.queue_ptr + keys.shape[0]) % size)
+
+
+class SimSiam(Framework):
+    """SimSiam: shared encoder, 3-layer projector with BN on its output, a 2-layer
+    bottleneck predictor (``proj_dim / 4`` hidden, as the paper's 2048 → 512), and the
+    symmetric negative-cosine loss with stop-gradient on the targets ("predictor" kind).
+    """
+
+    name = "simsiam"
+    input_kinds = ("predictor",)
+
+    def __init__(
+        self,
+        encoder: nn.Module,
+        loss: str = "simsiam",
+        loss_kwargs: Mapping[str, object] | None = None,
+        proj_dim: int = 128,
+        hidden_dim: int | None = None,
+    ) -> None:
+        super().__init__(encoder, loss, loss_kwargs)
+        self.projector = mlp(
+            encoder.feature_dim, hidden_dim or proj_dim, proj_dim, layers=3, last_bn=True
+        )
+        self.predictor = mlp(proj_dim, max(1, proj_dim // 4), proj_dim, layers=2)
+
+    def forward(self, views: Sequence[Tensor], labels: Tensor | None = None) -> Tensor:
+        self.check_views(views)
+        z1, z2 = (self.projector(self.encoder(v)) for v in views)
+        return self.loss(self.predictor(z1), self.predictor(z2), z1, z2)

