@@ -1,43 +1,416 @@
+"""AMCL at the similarity level: Ω (Eq. 4), Eq. (2.1)/(2.4) with top-κ, Eq. (7), Eq. (2.2).
+
+Values are checked against slow float64 loops written from the paper (amcl_reference.py),
+gradients against hand-derived closed forms. With ``ℓ(s, τ) = s/τ − βΩ(τ)``:
+``∂ℓ/∂s = 1/τ`` and ``∂ℓ/∂τ = −s/τ² − β(d'/(2τ) − 1/τ²)``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from amcl_reference import contrast_ref, omega_ref
+
+from contrastkit.losses import functional as F
+
+Inputs = tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]
 
 
+def random_inputs(
+    heads: int = 2,
+    m: int = 5,
+    k: int = 7,
+    seed: int = 0,
+    absent: bool = True,
+    dtype: torch.dtype = torch.float64,
+) -> Inputs:
+    """``(pos [C, M], neg [C, M, K], tau_pos, tau_neg)``: cosines in (−1, 1), τ in (0.05, 1.5).
 
-def _module_reference(module: AMCL, h1, h2) -> float:
-    """The 2N layout built anchor by anchor, with τ from single-pair calls (float64)."""
-    n = h1.shape[0]
-    z = _unit(torch.cat([module.projector(h1), module.projector(h2)], 1))
-    heads, two_n, _ = z.shape
-    pos = torch.empty(heads, two_n, dtype=z.dtype)
-    tp = torch.empty_like(pos)
-    neg = torch.empty(heads, two_n, two_n - 2, dtype=z.dtype)
-    tn = torch.empty_like(neg)
+    With ``absent``, about a third of the negatives are ``-inf``; anchor 0 keeps exactly
+    one present negative and anchor 1 two (so κ = 3 is clamped), every row at least one.
+    """
+    g = torch.Generator().manual_seed(seed)
+    pos = 2 * torch.rand(heads, m, generator=g, dtype=torch.float64) - 1
+    neg = 2 * torch.rand(heads, m, k, generator=g, dtype=torch.float64) - 1
+    tp = 0.05 + 1.45 * torch.rand(heads, m, generator=g, dtype=torch.float64)
+    tn = 0.05 + 1.45 * torch.rand(heads, m, k, generator=g, dtype=torch.float64)
+    if absent:
+        drop = torch.rand(heads, m, k, generator=g) < 0.35
+        order = torch.rand(heads, m, k, generator=g).argsort(dim=2)  # random column order
+        drop[:, 0] = True
+        drop[:, 0].scatter_(1, order[:, 0, :1], False)
+        if m > 1 and k > 1:
+            drop[:, 1] = True
+            drop[:, 1].scatter_(1, order[:, 1, :2], False)
+        drop.scatter_(2, order[..., -1:], False)  # >= 1 present in every row
+        neg = neg.masked_fill(drop, float("-inf"))
+    return pos.to(dtype), neg.to(dtype), tp.to(dtype), tn.to(dtype)
+
+
+def _dlogit_dtau(s: torch.Tensor, t: torch.Tensor, dim: int, beta: float) -> torch.Tensor:
+    """``∂(s/τ − βΩ(τ))/∂τ = −s/τ² − β(d'/(2τ) − 1/τ²)``; 0 where ``s`` is absent."""
+    s = torch.where(torch.isfinite(s), s, torch.zeros_like(s))
+    return -s / t**2 - beta * (dim / (2 * t) - 1 / t**2)
+
+
+def test_omega_matches_eq4_and_is_minimised_at_2_over_d() -> None:
+    taus = torch.tensor([1e-5, 0.01, 0.3, 1.0, 2.0, 5.0], dtype=torch.float64)
+    for dim in (1, 8, 128):
+        got = F.amcl_omega(taus, dim)
+        assert got.dtype == torch.float64
+        want = torch.tensor([omega_ref(t, dim) for t in taus.tolist()], dtype=torch.float64)
+        assert torch.allclose(got, want, rtol=1e-14, atol=0)
+    for dim in (8, 128):
+        grid = torch.logspace(-4, 1, 200_001, dtype=torch.float64)
+        best = grid[F.amcl_omega(grid, dim).argmin()].item()
+        assert best == pytest.approx(2 / dim, rel=1e-4)
+        at_min = torch.tensor(2 / dim, dtype=torch.float64, requires_grad=True)
+        (g,) = torch.autograd.grad(F.amcl_omega(at_min, dim), at_min)
+        assert abs(g.item()) < 1e-9 * (dim / 2) ** 2  # scale of the two cancelling terms
+        t = torch.tensor([0.003, 0.05, 0.7, 1.9], dtype=torch.float64, requires_grad=True)
+        (g,) = torch.autograd.grad(F.amcl_omega(t, dim).sum(), t)
+        td = t.detach()
+        assert torch.allclose(g, dim / (2 * td) - 1 / td**2, rtol=1e-12)
+        assert (g[td < 2 / dim] < 0).all() and (g[td > 2 / dim] > 0).all()
+
+
+@pytest.mark.parametrize("beta", [0.0, 0.7])
+@pytest.mark.parametrize("kappa", [1, 3, 50])
+@pytest.mark.parametrize("include_positive", [False, True])
+@pytest.mark.parametrize("negatives", ["topk", "softmax"])
+def test_contrast_matches_loop_reference(
+    negatives: str, include_positive: bool, kappa: int, beta: float
+) -> None:
+    for seed in (0, 1):
+        pos, neg, tp, tn = random_inputs(heads=2, m=6, k=7, seed=seed)
+        got = F.amcl_contrast(pos, neg, tp, tn, dim=8, beta=beta, negatives=negatives,
+                              kappa=kappa, include_positive=include_positive)
+        want = contrast_ref(pos, neg, tp, tn, 8, beta, negatives, kappa, include_positive)
+        assert got.dtype == torch.float64
+        assert got.item() == pytest.approx(want, rel=1e-12, abs=1e-12)
+
+
+@pytest.mark.parametrize("include_positive", [False, True])
+def test_softmax_is_eq7_at_beta_one(include_positive: bool) -> None:
+    """Eq. (7) literally: −s⁺/τ⁺ + Ω(τ⁺) + log Σ_n τ_n^{−d'/2}·exp((s_n − 1)/τ_n).
+
+    For Eq. (9) (include_positive) the sum runs over n = 1..N+1, the positive included.
+    """
+    d = 4
+    pos, neg, tp, tn = random_inputs(heads=3, m=4, k=6, seed=3)
+    present = torch.isfinite(neg)
+    terms = torch.where(present, tn ** (-d / 2) * torch.exp((neg - 1) / tn), 0.0).sum(2)
+    if include_positive:
+        terms = terms + tp ** (-d / 2) * torch.exp((pos - 1) / tp)
+    omega_pos = (d / 2) * torch.log(tp) + 1 / tp
+    eq7 = (-pos / tp + omega_pos + torch.log(terms)).sum(0).mean()
+    got = F.amcl_contrast(pos, neg, tp, tn, dim=d, beta=1.0, negatives="softmax",
+                          include_positive=include_positive)
+    assert got.item() == pytest.approx(eq7.item(), rel=1e-12)
+    other = F.amcl_contrast(pos, neg, tp, tn, dim=d, beta=2.0, negatives="softmax",
+                            include_positive=include_positive)
+    assert other.item() != pytest.approx(eq7.item(), rel=1e-3)  # β enters the sum
+
+
+@pytest.mark.parametrize("negatives", ["topk", "softmax"])
+def test_reductions_sum_heads_mean_anchors(negatives: str) -> None:
+    heads, m = 3, 4
+    pos, neg, tp, tn = random_inputs(heads=heads, m=m, k=5, seed=4)
+    kw = dict(dim=8, beta=0.7, negatives=negatives, kappa=2)
+    none = F.amcl_contrast(pos, neg, tp, tn, reduction="none", **kw)
+    assert none.shape == (heads, m)
     for c in range(heads):
-        for i in range(two_n):
-            j = (i + n) % two_n
-            pos[c, i] = z[c, i] @ z[c, j]
-            tp[c, i] = module.adaptive_temperature(z[c, i], z[c, j])
-            others = [k for k in range(two_n) if k not in (i, j)]
-            for col, k in enumerate(others):
-                neg[c, i, col] = z[c, i] @ z[c, k]
-                tn[c, i, col] = module.adaptive_temperature(z[c, i], z[c, k])
-    return contrast_ref(
-        pos, neg, tp, tn, module.out_dim, module.beta, module.negatives, module.kappa,
-        module.base == "infonce",
-    )
+        for i in range(m):
+            one = contrast_ref(pos[c:c + 1, i:i + 1], neg[c:c + 1, i:i + 1], tp[c:c + 1, i:i + 1],
+                               tn[c:c + 1, i:i + 1], 8, 0.7, negatives, 2, False)
+            assert none[c, i].item() == pytest.approx(one, rel=1e-12, abs=1e-12)
+    mean = F.amcl_contrast(pos, neg, tp, tn, reduction="mean", **kw)
+    total = F.amcl_contrast(pos, neg, tp, tn, reduction="sum", **kw)
+    assert mean.item() == pytest.approx(none.sum(0).mean().item(), rel=1e-12)
+    assert mean.item() == pytest.approx(heads * none.mean().item(), rel=1e-12)
+    assert total.item() == pytest.approx(none.sum().item(), rel=1e-12)
+    assert total.item() == pytest.approx(m * mean.item(), rel=1e-12)
+    default = F.amcl_contrast(pos, neg, tp, tn, **kw)
+    assert default.item() == mean.item()
 
 
-def test_module_simsiam_matches_eq_2_2():
-    torch.manual_seed(1)
-    module = AMCL(in_dim=10, base="simsiam", heads=2, out_dim=8, beta=0.5, lower=0.05).double()
-    h1, h2 = torch.randn(4, 10, dtype=torch.float64), torch.randn(4, 10, dtype=torch.float64)
-    with torch.no_grad():
-        got = module(h1, h2).item()
-        z1, z2 = module.projector(h1), module.projector(h2)
-        p1, p2 = module.predictor(z1), module.predictor(z2)
-        cos = torch.nn.functional.cosine_similarity
-        want = 0.0
-        for c in range(2):
-            for i in range(4):
-                for p, t in ((p1[c, i], z2[c, i]), (p2[c, i], z1[c, i])):
-                    tau = module.adaptive_temperature(_unit(p), _unit(t)).item()
-                    want += -cos(p, t, dim=0).item() / (2 * tau) + 0.5 * omega_ref(tau, 8)
-    assert got == pytest.approx(want / 4, rel=1e-9)
+@pytest.mark.parametrize("include_positive", [False, True])
+@pytest.mark.parametrize("beta", [0.0, 1.0, 3.0])
+def test_constant_temperature_reduces_to_infonce_and_dcl(
+    beta: float, include_positive: bool
+) -> None:
+    """§4.3: one head, one constant t — AMCL minus InfoNCE(t) / DCL(t) is one constant.
+
+    The constant is 0: +βΩ(t) of the positive cancels −βΩ(t) factored out of the sum.
+    """
+    t = 0.2
+    base = F.info_nce if include_positive else F.dcl
+    diffs = []
+    for seed in range(5):
+        pos, neg, _, _ = random_inputs(heads=1, m=6, k=5, seed=10 + seed)
+        got = F.amcl_contrast(pos, neg, torch.full_like(pos, t), torch.full_like(neg, t),
+                              dim=128, beta=beta, negatives="softmax",
+                              include_positive=include_positive)
+        diffs.append(got.item() - base(pos[0], neg[0], t).item())
+    assert max(diffs) - min(diffs) < 1e-10
+    assert diffs[0] == pytest.approx(0.0, abs=1e-10)
+
+
+def _neg_grad(pos: torch.Tensor, neg: torch.Tensor, tp: torch.Tensor, tn: torch.Tensor,
+              **kwargs: object) -> torch.Tensor:
+    """Gradient of the mean AMCL loss w.r.t. ``neg_sim`` (0 at absent negatives)."""
+    neg = neg.clone().requires_grad_(True)
+    (g,) = torch.autograd.grad(F.amcl_contrast(pos, neg, tp, tn, dim=8, **kwargs), neg)
+    return g
+
+
+def test_kappa_equal_k_uses_every_negative() -> None:
+    m, k = 5, 7
+    pos, neg, tp, tn = random_inputs(heads=2, m=m, k=k, seed=5, absent=False)
+    g = _neg_grad(pos, neg, tp, tn, beta=0.7, kappa=k)
+    assert torch.allclose(g, 1 / (m * k * tn), rtol=1e-12)
+    for more in (k + 1, 50):
+        assert torch.equal(_neg_grad(pos, neg, tp, tn, beta=0.7, kappa=more), g)
+        a, b = (F.amcl_contrast(pos, neg, tp, tn, dim=8, beta=0.7, kappa=kk) for kk in (k, more))
+        assert a.item() == b.item()
+
+
+def test_kappa_one_uses_only_the_hardest_negative() -> None:
+    m = 6
+    pos, neg, tp, tn = random_inputs(heads=2, m=m, k=7, seed=6)
+    # the hardest by similarity is not the largest logit in some rows: selection must use sims
+    logits = torch.where(torch.isfinite(neg), neg / tn - 0.7 * F.amcl_omega(tn, 8), -math.inf)
+    assert (logits.argmax(2) != neg.argmax(2)).any()
+    g = _neg_grad(pos, neg, tp, tn, beta=0.7, kappa=1)
+    hardest = torch.nn.functional.one_hot(neg.argmax(2), 7).bool()
+    assert torch.allclose(g, torch.where(hardest, 1 / (m * tn), 0.0), rtol=1e-12, atol=0)
+    # by hand: sims [0.9, 0.5] at τ [1, 0.05]; n* = 0 although 0.5/0.05 = 10 is the top logit
+    one = torch.tensor([[0.2]], dtype=torch.float64)
+    got = F.amcl_contrast(one, torch.tensor([[[0.9, 0.5]]], dtype=torch.float64),
+                          torch.full_like(one, 0.5), torch.tensor([[[1.0, 0.05]]]).double(),
+                          dim=8, beta=0.0, kappa=1)
+    assert got.item() == pytest.approx(-0.2 / 0.5 + 0.9 / 1.0, rel=1e-14)
+
+
+def test_kappa_is_clamped_per_row_to_present_negatives() -> None:
+    inf = -math.inf
+    neg = torch.tensor([[[0.3, inf, inf, inf, inf],     # 1 present → κ' = 1
+                         [inf, 0.1, -0.4, inf, 0.6],    # 3 present → κ' = 3
+                         [0.5, -0.9, 0.2, 0.7, 0.0]]],  # 5 present → top 4 (not -0.9)
+                       dtype=torch.float64)
+    pos = torch.tensor([[0.8, 0.4, 0.1]], dtype=torch.float64)
+    g = torch.Generator().manual_seed(7)
+    tp = 0.1 + torch.rand(1, 3, generator=g, dtype=torch.float64)
+    tn = 0.1 + torch.rand(1, 3, 5, generator=g, dtype=torch.float64)
+    grad = _neg_grad(pos, neg, tp, tn, beta=0.7, kappa=4)
+    kept = torch.isfinite(neg)
+    kept[0, 2, 1] = False
+    count = torch.tensor([1.0, 3.0, 4.0], dtype=torch.float64)[None, :, None]
+    assert torch.allclose(grad, torch.where(kept, 1 / (3 * count * tn), 0.0), rtol=1e-12)
+    got = F.amcl_contrast(pos, neg, tp, tn, dim=8, beta=0.7, kappa=4)
+    assert got.item() == pytest.approx(contrast_ref(pos, neg, tp, tn, 8, 0.7, "topk", 4, False),
+                                       rel=1e-12)
+
+
+def test_include_positive_lets_the_positive_be_selected() -> None:
+    """Eq. (2.4): the positive joins the candidates with its own (s⁺, τ⁺)."""
+    inf, d, beta = -math.inf, 8, 0.5
+    pos = torch.tensor([[0.95, 0.0, 0.3]], dtype=torch.float64, requires_grad=True)
+    neg = torch.tensor([[[0.3, 0.1, inf], [0.6, 0.2, -0.5], [inf, inf, inf]]],
+                       dtype=torch.float64)
+    tp = torch.tensor([[0.4, 0.7, 0.2]], dtype=torch.float64)
+    tn = torch.tensor([[[0.9, 0.3, 1.1], [0.5, 0.05, 0.8], [0.6, 0.6, 0.6]]],
+                      dtype=torch.float64)
+
+    def ell(s: float, t: float) -> float:
+        return s / t - beta * omega_ref(t, d)
+
+    kw = dict(dim=d, beta=beta, include_positive=True, reduction="none")
+    per = F.amcl_contrast(pos, neg, tp, tn, kappa=1, **kw)[0]
+    # anchor 0: the positive is the top candidate, its own ℓ⁺ cancels; anchor 2 has only it
+    assert per[0].item() == 0.0 and per[2].item() == 0.0
+    assert per[1].item() == pytest.approx(-ell(0.0, 0.7) + ell(0.6, 0.5), rel=1e-14)
+    (gp,) = torch.autograd.grad(per.sum(), pos)
+    assert gp[0, 0].item() == 0.0 and gp[0, 1].item() == pytest.approx(-1 / 0.7, rel=1e-14)
+    # κ = 2 in anchor 0: the positive and the top negative are averaged
+    per2 = F.amcl_contrast(pos, neg, tp, tn, kappa=2, **kw)[0]
+    want = -ell(0.95, 0.4) + 0.5 * (ell(0.95, 0.4) + ell(0.3, 0.9))
+    assert per2[0].item() == pytest.approx(want, rel=1e-14)
+    (gp2,) = torch.autograd.grad(per2.sum(), pos)
+    assert gp2[0, 0].item() == pytest.approx(-0.5 / 0.4, rel=1e-14)
+    # Eq. (2.1): the positive is never a candidate, so anchor 0 pays its hardest negative
+    excl = F.amcl_contrast(pos[:, :2], neg[:, :2], tp[:, :2], tn[:, :2], dim=d, beta=beta,
+                           kappa=1, reduction="none")[0]
+    assert excl[0].item() == pytest.approx(-ell(0.95, 0.4) + ell(0.3, 0.9), rel=1e-14)
+    with pytest.raises(ValueError, match="at least one finite negative"):
+        F.amcl_contrast(pos, neg, tp, tn, dim=d, beta=beta, kappa=1)
+
+
+def _topk_selection(
+    pos: torch.Tensor, neg: torch.Tensor, kappa: int, include_positive: bool
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Weights 1/κ' of the selected candidates (positive [C, M], negatives [C, M, K])."""
+    w_pos, w_neg = torch.zeros_like(pos), torch.zeros_like(neg)
+    heads, m, k = neg.shape
+    for c in range(heads):
+        for i in range(m):
+            cands = [(neg[c, i, n].item(), n) for n in range(k) if math.isfinite(neg[c, i, n])]
+            if include_positive:
+                cands.append((pos[c, i].item(), -1))
+            chosen = sorted(cands, reverse=True)[:kappa]
+            for _, n in chosen:
+                if n < 0:
+                    w_pos[c, i] = 1 / len(chosen)
+                else:
+                    w_neg[c, i, n] = 1 / len(chosen)
+    return w_pos, w_neg
+
+
+def _check_closed_form_grads(
+    inputs: Inputs, w_pos: torch.Tensor, w_neg: torch.Tensor, beta: float, **kwargs: object
+) -> None:
+    """Autograd vs ``∂L/∂x = (1/M)·Σ weight·∂ℓ/∂x`` with weight −1 (+ w⁺) on the positive."""
+    pos, neg, tp, tn = (x.clone().requires_grad_(True) for x in inputs)
+    d, m = 8, pos.shape[1]
+    loss = F.amcl_contrast(pos, neg, tp, tn, dim=d, beta=beta, **kwargs)
+    g_pos, g_neg, g_tp, g_tn = torch.autograd.grad(loss, (pos, neg, tp, tn))
+    p, n, t_p, t_n = (x.detach() for x in (pos, neg, tp, tn))
+    a_pos = (w_pos - 1) / m
+    assert torch.allclose(g_pos, a_pos / t_p, rtol=1e-10, atol=1e-12)
+    assert torch.allclose(g_tp, a_pos * _dlogit_dtau(p, t_p, d, beta), rtol=1e-10, atol=1e-12)
+    assert torch.allclose(g_neg, w_neg / (m * t_n), rtol=1e-10, atol=1e-12)
+    assert torch.allclose(g_tn, w_neg / m * _dlogit_dtau(n, t_n, d, beta),
+                          rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("include_positive", [False, True])
+@pytest.mark.parametrize("kappa", [1, 3])
+def test_topk_gradients_closed_form(kappa: int, include_positive: bool) -> None:
+    inputs = random_inputs(heads=2, m=5, k=6, seed=8)
+    w_pos, w_neg = _topk_selection(inputs[0], inputs[1], kappa, include_positive)
+    if include_positive:
+        assert (w_pos > 0).any()  # the positive is selected somewhere
+    _check_closed_form_grads(inputs, w_pos, w_neg, 0.7, kappa=kappa,
+                             include_positive=include_positive)
+
+
+@pytest.mark.parametrize("include_positive", [False, True])
+def test_softmax_gradients_closed_form(include_positive: bool) -> None:
+    """Weights are the softmax of the logits ℓ over the candidates."""
+    inputs = random_inputs(heads=2, m=5, k=6, seed=9)
+    pos, neg, tp, tn = inputs
+    beta = 0.7
+    l_pos = pos / tp - beta * F.amcl_omega(tp, 8)
+    l_neg = torch.where(torch.isfinite(neg), neg / tn - beta * F.amcl_omega(tn, 8), -math.inf)
+    logits = torch.cat([l_pos[..., None], l_neg], 2) if include_positive else l_neg
+    weights = torch.softmax(logits, dim=2)
+    if include_positive:
+        w_pos, w_neg = weights[..., 0], weights[..., 1:]
+    else:
+        w_pos, w_neg = torch.zeros_like(pos), weights
+    _check_closed_form_grads(inputs, w_pos, w_neg, beta, negatives="softmax",
+                             include_positive=include_positive)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
+@pytest.mark.parametrize("include_positive", [False, True])
+@pytest.mark.parametrize("negatives", ["topk", "softmax"])
+def test_finite_at_temperature_bounds(
+    negatives: str, include_positive: bool, dtype: torch.dtype
+) -> None:
+    """τ at the paper's bounds 1e-5 and 2, d' = 128, β = 10: finite loss and gradients.
+
+    The loss is computed and returned in float32. Gradients land in the leaves' dtype: the
+    similarity gradients (<= 1/(Mτ) ≈ 1.7e4) are finite in float16 too, but
+    ``|∂L/∂τ| ≈ |s⁺ − β|/(Mτ²) ≈ 1e10`` at τ = 1e-5 exceeds float16's 65504, so there a
+    float16 τ-gradient can only be the rounding of the exact value: ±inf, never NaN.
+    """
+    pos, neg, _, _ = random_inputs(heads=3, m=6, k=8, seed=11, dtype=dtype)
+    g = torch.Generator().manual_seed(12)
+    tp = torch.where(torch.rand(pos.shape, generator=g) < 0.5, 1e-5, 2.0).to(dtype)
+    tn = torch.where(torch.rand(neg.shape, generator=g) < 0.5, 1e-5, 2.0).to(dtype)
+    tp[0], tn[0] = 1e-5, 1e-5  # one head entirely at the lower bound
+    kw = dict(dim=128, beta=10.0, negatives=negatives, kappa=3, include_positive=include_positive)
+    leaves = [x.clone().requires_grad_(True) for x in (pos, neg, tp, tn)]
+    loss = F.amcl_contrast(*leaves, **kw)
+    assert loss.dtype == torch.float32
+    assert torch.isfinite(loss)
+    want = contrast_ref(pos, neg, tp, tn, 128, 10.0, negatives, 3, include_positive)
+    assert loss.item() == pytest.approx(want, rel=1e-6)  # terms reach ~1e6
+    grads = torch.autograd.grad(loss, leaves)
+    exact_leaves = [x.detach().double().requires_grad_(True) for x in (pos, neg, tp, tn)]
+    exact = torch.autograd.grad(F.amcl_contrast(*exact_leaves, **kw), exact_leaves)
+    for name, got, ref in zip(("pos", "neg", "tau_pos", "tau_neg"), grads, exact, strict=True):
+        assert got.dtype == dtype
+        assert not torch.isnan(got).any(), name
+        if dtype == torch.float32 or not name.startswith("tau"):
+            assert torch.isfinite(got).all(), name
+        rounded = ref.to(dtype)  # the exact gradient rounded to the leaves' dtype
+        assert torch.equal(torch.isfinite(got), torch.isfinite(rounded)), name
+        assert torch.allclose(got.double(), rounded.double(), rtol=1e-3, atol=1e-2), name
+    if dtype == torch.float16:  # the large τ = 2 temperatures keep finite gradients
+        assert torch.isfinite(grads[3][tn == 2.0]).all() and (grads[3][tn == 2.0] != 0).any()
+
+
+def test_bad_inputs_raise_clear_errors() -> None:
+    pos, neg, tp, tn = random_inputs(heads=2, m=3, k=4, seed=13)
+    good = dict(pos_sim=pos, neg_sim=neg, tau_pos=tp, tau_neg=tn, dim=8)
+    zero_col = tn.index_fill(2, torch.tensor([1]), 0.0)
+    inf_col = tn.index_fill(2, torch.tensor([1]), math.inf)
+    no_neg = neg.index_fill(1, torch.tensor([2]), -math.inf)  # anchor 2 has no negative
+    cases: list[tuple[type[Exception], str, dict]] = [
+        (TypeError, "pos_sim", dict(pos_sim=pos.tolist())),
+        (TypeError, "neg_sim", dict(neg_sim=neg.long())),
+        (ValueError, "pos_sim", dict(pos_sim=pos[0])),
+        (ValueError, "neg_sim", dict(neg_sim=neg[:, :2])),
+        (ValueError, "tau_pos", dict(tau_pos=tp[:, :2])),
+        (ValueError, "tau_neg", dict(tau_neg=tn[..., :3])),
+        (ValueError, "tau_pos", dict(tau_pos=-tp)),
+        (ValueError, "tau_neg", dict(tau_neg=zero_col)),
+        (ValueError, "tau_neg", dict(tau_neg=inf_col)),
+        *((ValueError, "kappa", dict(kappa=kappa)) for kappa in (0, -2, 2.0, True)),
+        (ValueError, "negatives", dict(negatives="max")),
+        *((ValueError, "dim", dict(dim=dim)) for dim in (0, 2.5, True)),
+        *((ValueError, "beta", dict(beta=beta)) for beta in (-0.1, math.inf, math.nan)),
+        (TypeError, "beta", dict(beta="1")),
+        (ValueError, "reduction", dict(reduction="avg")),
+        (ValueError, "neg_sim must hold at least one finite negative", dict(neg_sim=no_neg)),
+    ]
+    for exc, match, change in cases:
+        with pytest.raises(exc, match=match):
+            F.amcl_contrast(**{**good, **change})
+    with pytest.raises(TypeError, match="tau"):
+        F.amcl_omega([0.1], 8)
+    with pytest.raises(ValueError, match="dim"):
+        F.amcl_omega(tp, 0)
+    with pytest.raises(ValueError, match="sim_b"):
+        F.amcl_simsiam(pos, pos[:, :2], tp, tp, dim=8)
+    with pytest.raises(ValueError, match="tau_a"):
+        F.amcl_simsiam(pos, pos, torch.zeros_like(tp), tp, dim=8)
+
+
+def test_simsiam_matches_eq_2_2_and_gradients() -> None:
+    """Eq. (2.2) per head and sample: −s_a/(2τ_a) − s_b/(2τ_b) + βΩ(τ_a) + βΩ(τ_b)."""
+    heads, m, d, beta = 3, 4, 8, 0.6
+    g = torch.Generator().manual_seed(14)
+    sa, sb = (2 * torch.rand(heads, m, generator=g, dtype=torch.float64) - 1 for _ in range(2))
+    ta, tb = (0.05 + torch.rand(heads, m, generator=g, dtype=torch.float64) for _ in range(2))
+    leaves = [x.clone().requires_grad_(True) for x in (sa, sb, ta, tb)]
+    got = F.amcl_simsiam(*leaves, dim=d, beta=beta)
+    want = 0.0
+    for i in range(m):
+        for c in range(heads):
+            for s, t in ((sa[c, i].item(), ta[c, i].item()), (sb[c, i].item(), tb[c, i].item())):
+                want += -s / (2 * t) + beta * omega_ref(t, d)
+    assert got.item() == pytest.approx(want / m, rel=1e-12)
+    none = F.amcl_simsiam(sa, sb, ta, tb, dim=d, beta=beta, reduction="none")
+    assert none.shape == (heads, m)
+    assert F.amcl_simsiam(sa, sb, ta, tb, dim=d, beta=beta, reduction="sum").item() == (
+        pytest.approx(none.sum().item(), rel=1e-12))
+    g_sa, g_sb, g_ta, g_tb = torch.autograd.grad(got, leaves)
+    for g_s, g_t, s, t in ((g_sa, g_ta, sa, ta), (g_sb, g_tb, sb, tb)):
+        assert torch.allclose(g_s, -1 / (2 * m * t), rtol=1e-12)
+        d_tau = s / (2 * t**2) + beta * (d / (2 * t) - 1 / t**2)
+        assert torch.allclose(g_t, d_tau / m, rtol=1e-12)

@@ -6,18 +6,16 @@ vectorised code under test.
 
 from __future__ import annotations
 
+import itertools
+import math
+
 import pytest
 import torch
+from amcl_reference import _module_reference, _unit, omega_ref
 
 from contrastkit import losses
 from contrastkit.losses import AMCL, AdaptiveTemperature
 from contrastkit.losses import functional as F
-
-D = 8  # d' of the small fixtures
-
-
-def _unit(x: torch.Tensor) -> torch.Tensor:
-    return torch.nn.functional.normalize(x, dim=-1)
 
 
 def test_temperature_stays_in_bounds_for_any_input():
@@ -89,6 +87,25 @@ def test_module_matches_2n_layout_reference(base, negatives):
         got = module(h1, h2).item()
         want = _module_reference(module, h1, h2)
     assert got == pytest.approx(want, rel=1e-9)
+
+
+def test_module_simsiam_matches_eq_2_2():
+    """Eq. (2.2) per head and sample, τ from single-pair calls of φ on the unit vectors."""
+    torch.manual_seed(1)
+    module = AMCL(in_dim=10, base="simsiam", heads=2, out_dim=8, beta=0.5, lower=0.05).double()
+    h1, h2 = torch.randn(4, 10, dtype=torch.float64), torch.randn(4, 10, dtype=torch.float64)
+    with torch.no_grad():
+        got = module(h1, h2).item()
+        z1, z2 = module.projector(h1), module.projector(h2)
+        p1, p2 = module.predictor(z1), module.predictor(z2)
+        cos = torch.nn.functional.cosine_similarity
+        want = 0.0
+        for c in range(2):
+            for i in range(4):
+                for p, t in ((p1[c, i], z2[c, i]), (p2[c, i], z1[c, i])):
+                    tau = module.adaptive_temperature(_unit(p), _unit(t)).item()
+                    want += -cos(p, t, dim=0).item() / (2 * tau) + 0.5 * omega_ref(tau, 8)
+    assert got == pytest.approx(want / 4, rel=1e-9)
 
 
 def test_module_simsiam_stops_gradient_at_the_targets():
