@@ -14,9 +14,25 @@ Without an initialised process group every function here is the identity.
 
 from __future__ import annotations
 
+import inspect
+import os
+
 import torch
 import torch.distributed as dist
 from torch import Tensor
+
+
+def init_from_env(backend: str = "gloo") -> bool:
+    """Join the process group ``torchrun`` describes (``WORLD_SIZE`` > 1 in the
+    environment), once; return whether training is distributed."""
+    if int(os.environ.get("WORLD_SIZE", "1")) > 1 and not dist.is_initialized():
+        dist.init_process_group(backend)
+    return is_distributed()
+
+
+def accepts_gather(loss_cls: type) -> bool:
+    """Whether a loss class takes ``gather_distributed=``."""
+    return "gather_distributed" in inspect.signature(loss_cls).parameters
 
 
 def is_distributed() -> bool:

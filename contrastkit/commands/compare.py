@@ -19,12 +19,33 @@ from typing import Any
 
 from ..frameworks import framework_class
 from ..training import FINAL, TrainConfig, Trainer, load_yaml
+from ..training.label_aware import trainer_class
 from ..training.trainer import CHECKPOINT, METRICS
 from .train import add_train_arguments, merge, overrides_from_args
 
 NAME = "compare"
 HELP = "train several losses over several seeds and compare their metrics"
 METRIC_COLUMNS = ("knn_accuracy", "linear_accuracy", "alignment", "uniformity", "train_time_s")
+# label-aware runs (training/label_aware.py): downstream head and LASCon §4.2 geometry
+LABEL_COLUMNS = (
+    "head_mae",
+    "head_pearson",
+    "head_spearman",
+    "head_accuracy",
+    "label_alignment",
+    "label_uniformity",
+)
+HEADERS = {
+    "knn_accuracy": "kNN k=200",
+    "linear_accuracy": "linear",
+    "train_time_s": "train s/run",
+    "head_mae": "head MAE",
+    "head_pearson": "head Pearson",
+    "head_spearman": "head Spearman",
+    "head_accuracy": "head acc",
+    "label_alignment": "label align",
+    "label_uniformity": "label unif",
+}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -94,42 +115,44 @@ def _mean_std(values: list[float]) -> tuple[float, float]:
     return mean, math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1))
 
 
-def run_one(config: TrainConfig, directory: Path, resume: bool, progress: bool) -> dict[str, Any]:
-    """Train (or, with ``resume``, reuse / continue) one run; returns its final metrics."""
+def run_one(
+    config: TrainConfig, directory: Path, resume: bool, progress: bool, label_aware: bool = False
+) -> dict[str, Any]:
+    """Train (or, with ``resume``, reuse / continue) one run; returns its final metrics.
+    ``label_aware`` evaluates it like the label-aware runs it is compared with."""
     if resume and (directory / FINAL).exists():
         return json.loads((directory / FINAL).read_text())
     continuing = resume and (directory / CHECKPOINT).exists()
-    return Trainer(config, directory, progress=progress).fit(resume=continuing)
+    trainer = trainer_class(config, label_aware)(config, directory, progress=progress)
+    return trainer.fit(resume=continuing)
 
 
 def markdown_table(summary: dict[str, dict[str, Any]], seeds: list[int]) -> str:
     """The mean ± std table (std over seeds, n - 1 denominator)."""
-    small_k = next(iter(summary.values()))["small_k_column"]
-    cols = ["knn_accuracy", small_k, "linear_accuracy", "alignment", "uniformity", "train_time_s"]
-    head = [
-        "run",
-        "kNN k=200",
-        small_k.replace("knn_accuracy_k", "kNN k="),
-        "linear",
-        "alignment",
-        "uniformity",
-        "train s/run",
-        "seeds",
-    ]
+    cols = list(dict.fromkeys(c for entry in summary.values() for c in entry["metrics"]))
+    cols.append(cols.pop(cols.index("train_time_s")))
+    head = ["run", *(_header(c) for c in cols), "seeds"]
     lines = [f"| {' | '.join(head)} |", "|" + "---|" * len(head)]
     for label, entry in summary.items():
         cells = []
         for col in cols:
+            if col not in entry["metrics"]:
+                cells.append("-")
+                continue
             mean, std = entry["metrics"][col]["mean"], entry["metrics"][col]["std"]
             cells.append(
                 f"{mean:.1f} ± {std:.1f}" if col == "train_time_s" else f"{mean:.4f} ± {std:.4f}"
             )
-        n = len(entry["metrics"]["knn_accuracy"]["values"])
+        n = len(entry["metrics"]["train_time_s"]["values"])
         lines.append(f"| {label} | {' | '.join(cells)} | {n} |")
     lines.append(
         f"\nseeds {', '.join(map(str, seeds))}; mean ± std (n - 1) over the finished seeds."
     )
     return "\n".join(lines)
+
+
+def _header(col: str) -> str:
+    return HEADERS.get(col, col.replace("knn_accuracy_k", "kNN k="))
 
 
 def plot(out: Path, runs: dict[str, list[Path]]) -> list[str]:
@@ -193,6 +216,8 @@ def run(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     summary: dict[str, dict[str, Any]] = {}
     dirs: dict[str, list[Path]] = {}
+    # one label-aware run (SupCon, LASCon) gives every run the downstream head and geometry
+    label_aware = any(trainer_class(config) is not Trainer for _, config in planned)
     for label, config in planned:
         finals, dirs[label] = [], []
         for seed in seeds:
@@ -204,14 +229,19 @@ def run(args: argparse.Namespace) -> int:
                 continue
             seeded = TrainConfig.from_dict({**config.to_dict(), "seed": seed})
             print(f"[compare] {label} seed {seed} -> {directory}", flush=True)
-            finals.append(run_one(seeded, directory, args.resume, not args.no_progress))
+            finals.append(
+                run_one(seeded, directory, args.resume, not args.no_progress, label_aware)
+            )
             dirs[label].append(directory)
         if not finals:
             del dirs[label]
             continue
         small_k = f"knn_accuracy_k{config.knn_small_k}"
         metrics = {}
-        for col in (*METRIC_COLUMNS, small_k):
+        knn, rest = METRIC_COLUMNS[0], METRIC_COLUMNS[1:-1]  # train_time_s last
+        for col in (knn, small_k, *rest, *LABEL_COLUMNS, "train_time_s"):
+            if not all(col in f for f in finals):  # kNN for classes only, head metrics ...
+                continue
             values = [float(f[col]) for f in finals]
             mean, std = _mean_std(values)
             metrics[col] = {"mean": mean, "std": std, "values": values}

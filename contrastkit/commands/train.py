@@ -10,7 +10,8 @@ import argparse
 import json
 from typing import Any
 
-from ..training import TrainConfig, Trainer, load_yaml, parse_assignments
+from ..training import TrainConfig, load_yaml, parse_assignments
+from ..training.label_aware import trainer_class
 
 NAME = "train"
 HELP = "train a self-supervised encoder with any registered loss and evaluate it"
@@ -19,7 +20,7 @@ HELP = "train a self-supervised encoder with any registered loss and evaluate it
 FLAGS: dict[str, tuple[str, type, str]] = {
     "--framework": ("framework", str, "simclr, moco, simsiam, barlow_twins, multiview, supervised"),
     "--loss": ("loss", str, "registered loss name (see `contrastkit.losses.available()`)"),
-    "--dataset": ("dataset", str, "digits or mnist1d"),
+    "--dataset": ("dataset", str, "digits, mnist1d, or regression: digits_rotation, diabetes"),
     "--num-samples": ("num_samples", int, "mnist1d: samples generated in total (default 20000)"),
     "--epochs": ("epochs", int, "training epochs"),
     "--batch-size": ("batch_size", int, "batch size N (>= 2)"),
@@ -37,7 +38,12 @@ FLAGS: dict[str, tuple[str, type, str]] = {
     "--knn-k": ("knn_k", int, "k of the weighted kNN evaluation (200)"),
     "--knn-small-k": ("knn_small_k", int, "the small-k kNN reading (20)"),
     "--eval-every": ("eval_every", int, "kNN evaluation every this many epochs"),
-    "--threads": ("threads", int, "torch threads"),
+    "--threads": ("threads", int, "torch threads (default 1: small CNNs on shared CPUs)"),
+    "--binarize-threshold": (
+        "binarize_threshold",
+        float,
+        "supervised framework on regression data: the loss gets labels 1[y >= T] (SupCon)",
+    ),
 }
 
 
@@ -54,6 +60,11 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--temperature", type=float, help="shortcut for --loss-arg temperature=T")
     parser.add_argument("--heads", type=int, help="AMCL: shortcut for --loss-arg heads=C")
+    parser.add_argument(
+        "--similarity", help="LASCon: linear, tanh or indicator (--loss-arg similarity=...)"
+    )
+    parser.add_argument("--c", type=float, help="LASCon: steepness c of Eq. (5) (--loss-arg c=C)")
+    parser.add_argument("--variant", help="LASCon: out or in (--loss-arg variant=...)")
     parser.add_argument("--resume", action="store_true", help="continue the run in --out")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
@@ -73,6 +84,9 @@ def overrides_from_args(args: argparse.Namespace) -> dict[str, Any]:
         loss_args["temperature"] = args.temperature
     if args.heads is not None:
         loss_args["heads"] = args.heads
+    for key in ("similarity", "c", "variant"):
+        if getattr(args, key) is not None:
+            loss_args[key] = getattr(args, key)
     if loss_args:
         values["loss_args"] = loss_args
     return values
@@ -93,7 +107,8 @@ def run(args: argparse.Namespace) -> int:
     config = TrainConfig.from_dict(merge(base, overrides_from_args(args)))
     if args.resume and out is None:
         raise ValueError("--resume needs --out (the run directory to continue)")
-    final = Trainer(config, out, progress=not args.no_progress).fit(resume=args.resume)
-    shown = {k: v for k, v in final.items() if k != "config"}
-    print(json.dumps(shown, indent=2))
+    trainer = trainer_class(config)(config, out, progress=not args.no_progress)
+    final = trainer.fit(resume=args.resume)
+    if final:  # under torchrun only rank 0 evaluates
+        print(json.dumps({k: v for k, v in final.items() if k != "config"}, indent=2))
     return 0

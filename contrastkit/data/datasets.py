@@ -20,7 +20,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-DATASETS = ("digits", "mnist1d")
+DATASETS = ("digits", "mnist1d", "digits_rotation", "diabetes")  # the last two: regression.py
 DIGITS_TEST_FRACTION = 0.2
 DIGITS_SPLIT_SEED = 0
 MNIST1D_DEFAULT_SAMPLES = 20_000
@@ -89,6 +89,12 @@ def load_dataset(name: str, num_samples: int | None = None) -> Split:
         return load_digits()
     if name == "mnist1d":
         return load_mnist1d(MNIST1D_DEFAULT_SAMPLES if num_samples is None else int(num_samples))
+    if name in ("digits_rotation", "diabetes"):
+        if num_samples is not None:
+            raise ValueError(f"num_samples is fixed for {name}; leave it unset")
+        from .regression import load_regression
+
+        return load_regression(name)
     raise ValueError(f"unknown dataset {name!r}; available: {', '.join(DATASETS)}")
 
 

@@ -8,6 +8,9 @@ from collections.abc import Mapping, Sequence
 import torch
 from torch import Tensor, nn
 
+from .. import distributed
+from ..losses import CACR
+from ..losses import functional as F
 from ..losses.registry import LossInfo
 from ..losses.views import cross_view_similarities, normalize
 from ..models.encoders import mlp
@@ -26,8 +29,11 @@ class MoCo(Framework):
     * InfoNCE-family "pair" losses (NT-Xent, DCL, MACL, FlatNCE...):
       ``loss.similarity_loss(pos [N], neg [N, Q])`` built by
       :func:`~contrastkit.losses.views.cross_view_similarities`;
-    * "views" losses (CACR, CMC): ``loss(stack([q, k]), queue)``; the key rows carry no
-      gradient, so only the query side is trained, as in MoCo.
+    * CACR (the only "views" loss accepted): CACR's MoCo form (CACR Algorithm 3 with one
+      positive and ``with_intra_batch`` off): attraction cost ``‖q_i - k_i‖²`` ``[N, 1]``,
+      repulsion costs ``‖q_i - queue_j‖²`` ``[N, Q]``, both on normalised vectors, fed to
+      :func:`~contrastkit.losses.functional.cacr` with the module's t⁺, t⁻ and detach
+      flags. CMC is refused: its full graph over views has no single query side.
 
     Args:
         queue_size: Q (MoCo uses 65,536 on ImageNet; 4,096 suits 16k-sample data).
@@ -35,7 +41,8 @@ class MoCo(Framework):
         proj_dim, hidden_dim: projection head widths (128 as in MoCo v2).
 
     BatchNorm statistics are per batch; MoCo's shuffle-BN (a multi-GPU device) is not
-    reproduced on one CPU.
+    reproduced on one CPU. Under ``torchrun`` every rank enqueues all ranks' keys, so the
+    queue is shared and identical on every rank.
     """
 
     name = "moco"
@@ -67,6 +74,8 @@ class MoCo(Framework):
     def accepts(cls, loss_info: LossInfo) -> bool:
         if loss_info.inputs == "pair":
             return loss_info.similarity_level
+        if loss_info.inputs == "views":
+            return issubclass(loss_info.cls, CACR)
         return loss_info.inputs in cls.input_kinds
 
     def forward(self, views: Sequence[Tensor], labels: Tensor | None = None) -> Tensor:
@@ -79,11 +88,28 @@ class MoCo(Framework):
         if self.loss_kind == "query_key":
             loss = self.loss(q, k, queue)
         elif self.loss_kind == "views":
-            loss = self.loss(torch.stack([q, k]), queue)
+            loss = self._cacr(normalize(q), k, queue)
         else:
             loss = self.loss.similarity_loss(*cross_view_similarities(q, k, queue))
-        self._enqueue(k)
+        self._enqueue(distributed.gather(k))  # every rank's keys: one shared queue
         return loss
+
+    def _cacr(self, q: Tensor, k: Tensor, queue: Tensor) -> Tensor:
+        """CACR against the queue (CACR Algorithm 3, K = 1, no intra-batch negatives)."""
+        cacr = self.loss
+        pos_cost = (q - k).pow(2).sum(dim=1, keepdim=True)
+        neg_cost = (2.0 - 2.0 * q @ queue.T).clamp(min=0.0)
+        total, attraction, repulsion = F.cacr(
+            pos_cost,
+            neg_cost,
+            cacr.t_pos,
+            cacr.t_neg,
+            cacr.detach_pos_weights,
+            cacr.detach_neg_weights,
+            return_parts=True,
+        )
+        cacr.last_parts = (float(attraction.detach()), float(repulsion.detach()))
+        return total
 
     @torch.no_grad()
     def _momentum_update(self) -> None:

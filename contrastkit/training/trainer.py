@@ -11,6 +11,13 @@ A run directory holds:
 
 Shuffling and augmentation draw from a generator seeded by ``(seed, epoch)``, so
 ``epochs=2`` + ``resume`` to 4 replays exactly the batches and views of a 4-epoch run.
+
+Under ``torchrun --nproc-per-node W`` the trainer joins the gloo process group, wraps the
+framework in DDP and gives every rank ``batch_size / W`` samples of the same global batch
+(every rank draws the same shuffling and views and keeps its slice). Losses that take
+``gather_distributed`` get it, so they contrast against every rank's embeddings (see
+:mod:`contrastkit.distributed`). BatchNorm statistics stay per rank: ``SyncBatchNorm`` has
+no CPU implementation. Rank 0 alone evaluates and writes the run directory.
 """
 
 from __future__ import annotations
@@ -24,7 +31,8 @@ from typing import Any
 import torch
 from tqdm import tqdm
 
-from ..data import Augment, load_dataset
+from .. import distributed, losses
+from ..data import Augment, Split, load_dataset
 from ..evaluation import alignment_uniformity, knn_accuracy, linear_probe
 from ..frameworks import build_framework
 from ..models import build_encoder
@@ -60,38 +68,59 @@ class Trainer:
     ) -> None:
         self.config = config
         self.out = None if out is None else Path(out)
-        self.progress = progress
         if config.threads is not None:
             torch.set_num_threads(config.threads)
-        self.data = load_dataset(config.dataset, config.num_samples)
+        self.world, self.rank = (
+            (distributed.world_size(), distributed.rank())
+            if distributed.init_from_env()
+            else (1, 0)
+        )
+        self.progress = progress and self.rank == 0
+        self.data = self.load_data()
         n_train = self.data.x_train.shape[0]
         if config.batch_size > n_train:
             raise ValueError(
                 f"batch_size {config.batch_size} exceeds the {n_train} training samples "
                 f"of {config.dataset}"
             )
+        if config.batch_size % self.world:
+            raise ValueError(
+                f"batch_size {config.batch_size} must divide evenly over {self.world} processes"
+            )
         torch.manual_seed(config.seed)
-        encoder = build_encoder(
-            self.data.kind, self.data.input_shape, config.feature_dim, config.width
-        )
+        loss_args = dict(config.loss_args)
+        if self.world > 1 and distributed.accepts_gather(losses.info(config.loss).cls):
+            loss_args.setdefault("gather_distributed", True)
         self.model = build_framework(
             config.framework,
-            encoder,
+            self.build_encoder(),
             config.loss,
-            config.loss_args,
+            loss_args,
             proj_dim=config.proj_dim,
             hidden_dim=config.hidden_dim,
             queue_size=config.queue_size,
             momentum=config.momentum,
             num_views=config.num_views,
         )
-        self.augment = Augment(self.data.kind, config.aug_types)
+        self.ddp = torch.nn.parallel.DistributedDataParallel(self.model) if self.world > 1 else None
+        self.augment = self.build_augment()
         self.optimizer = torch.optim.Adam(
             self.model.parameters(), lr=config.effective_lr, weight_decay=config.weight_decay
         )
         self.epoch = 0
         self.history: list[dict[str, Any]] = []
         self.train_time = 0.0
+
+    def load_data(self) -> Split:
+        """The dataset the loss trains on."""
+        return load_dataset(self.config.dataset, self.config.num_samples)
+
+    def build_encoder(self) -> torch.nn.Module:
+        cfg = self.config
+        return build_encoder(self.data.kind, self.data.input_shape, cfg.feature_dim, cfg.width)
+
+    def build_augment(self) -> Any:
+        return Augment(self.data.kind, self.config.aug_types)
 
     # ----------------------------------------------------------------- training
     def train_epoch(self) -> dict[str, Any]:
@@ -111,10 +140,14 @@ class Trainer:
             leave=False,
             disable=not self.progress,
         )
+        local = slice(
+            self.rank * cfg.batch_size // self.world, (self.rank + 1) * cfg.batch_size // self.world
+        )
+        forward = self.ddp or model
         for idx in bar:
             batch = x[idx]
-            views = [self.augment(batch, gen) for _ in range(model.num_views)]
-            loss = model(views, y[idx] if model.needs_labels else None)
+            views = [self.augment(batch, gen)[local] for _ in range(model.num_views)]
+            loss = forward(views, y[idx][local] if model.needs_labels else None)
             self.optimizer.zero_grad(set_to_none=True)
             loss.backward()
             self.optimizer.step()
@@ -123,7 +156,7 @@ class Trainer:
                 logs[key].append(value)
         seconds = time.perf_counter() - start
         self.train_time += seconds
-        mean_loss = float(total) / steps
+        mean_loss = float(distributed.global_mean(total)) / steps
         if not torch.isfinite(torch.tensor(mean_loss)):
             raise FloatingPointError(f"non-finite training loss at epoch {self.epoch + 1}")
         record: dict[str, Any] = {
@@ -162,14 +195,19 @@ class Trainer:
         while self.epoch < self.config.epochs:
             record = self.train_epoch()
             self.epoch += 1
-            if self.epoch % self.config.eval_every == 0 or self.epoch == self.config.epochs:
+            evaluate = self.epoch % self.config.eval_every == 0 or self.epoch == self.config.epochs
+            if evaluate and self.rank == 0:
                 record.update(self.knn(*self.features()))
             self.history.append(record)
             self._save_epoch(record)
         return self.finish()
 
     def finish(self) -> dict[str, Any]:
-        """Final evaluation; writes ``final.json`` when there is a run directory."""
+        """Final evaluation; writes ``final.json`` when there is a run directory.
+
+        Under ``torchrun`` only rank 0 evaluates; the other ranks return ``{}``."""
+        if self.rank != 0:
+            return {}
         d, cfg = self.data, self.config
         train_feats, test_feats = self.features()
         geometry = alignment_uniformity(
@@ -182,6 +220,7 @@ class Trainer:
             "epochs": self.epoch,
             "train_time_s": self.train_time,
             "seed": cfg.seed,
+            "world_size": self.world,
             "config": cfg.to_dict(),
         }
         if self.out is not None:
@@ -190,7 +229,7 @@ class Trainer:
 
     # ------------------------------------------------------------ persistence
     def _save_epoch(self, record: dict[str, Any]) -> None:
-        if self.out is None:
+        if self.out is None or self.rank != 0:
             return
         with (self.out / METRICS).open("a") as fh:
             fh.write(json.dumps(record) + "\n")
@@ -230,4 +269,5 @@ class Trainer:
             (self.out / METRICS).read_text().splitlines() if (self.out / METRICS).exists() else []
         )
         self.history = [json.loads(line) for line in lines[: self.epoch]]
-        (self.out / METRICS).write_text("".join(json.dumps(r) + "\n" for r in self.history))
+        if self.rank == 0:
+            (self.out / METRICS).write_text("".join(json.dumps(r) + "\n" for r in self.history))

@@ -73,6 +73,8 @@ def test_compatibility_follows_input_kinds() -> None:
             expected = info.inputs in cls.input_kinds
             if name == "moco" and info.inputs == "pair":
                 expected = info.similarity_level  # MoCo needs similarity_loss(pos, neg)
+            if name == "moco" and info.inputs == "views":
+                expected = loss == "cacr"  # CACR's MoCo form; CMC has no query side
             assert (loss in accepted) == expected, (name, loss)
     assert {"infonce", "macl", "dcl", "cacr"} <= set(compatible_losses("moco"))
     assert "barlow_twins" not in compatible_losses("moco")
@@ -81,7 +83,13 @@ def test_compatibility_follows_input_kinds() -> None:
 
 @pytest.mark.parametrize(
     ("framework", "loss"),
-    [("simsiam", "ntxent"), ("moco", "barlow_twins"), ("simclr", "cacr"), ("multiview", "macl")],
+    [
+        ("simsiam", "ntxent"),
+        ("moco", "barlow_twins"),
+        ("simclr", "cacr"),
+        ("moco", "cmc"),
+        ("multiview", "macl"),
+    ],
 )
 def test_incompatible_loss_is_refused_with_the_compatible_list(framework: str, loss: str) -> None:
     with pytest.raises(ValueError) as err:
@@ -105,6 +113,9 @@ def test_moco_loss_uses_queue_as_negatives_and_updates_state(digits_batch: torch
     model = build_framework("moco", encoder(), "macl", proj_dim=16, queue_size=96, momentum=0.9)
     assert isinstance(model, MoCo)
     x1, x2 = digits_batch[:64], digits_batch[64:128]
+    with torch.no_grad():  # make the key encoder differ from the query encoder
+        for p in model.key_encoder.parameters():
+            p.add_(0.05 * torch.randn_like(p))
     queue_before = model.queue.clone()
     query_before = copy.deepcopy(torch.nn.Sequential(model.encoder, model.projector))
     key_before = copy.deepcopy(model.key_encoder)
@@ -152,3 +163,26 @@ def test_wrong_number_of_views_and_missing_labels(digits_batch: torch.Tensor) ->
     sup = build_framework("supervised", encoder(), "supcon")
     with pytest.raises(ValueError, match="needs labels"):
         sup([digits_batch[:8], digits_batch[8:16]])
+
+
+def test_moco_cacr_is_algorithm_3_against_the_queue(digits_batch: torch.Tensor) -> None:
+    torch.manual_seed(0)
+    t_pos, t_neg = 1.0, 0.9
+    model = build_framework(
+        "moco", encoder(), "cacr", {"t_pos": t_pos, "t_neg": t_neg}, proj_dim=8, queue_size=32
+    )
+    model.eval()  # BN on running stats, so the reference below sees the same network
+    x1, x2 = digits_batch[:16], digits_batch[16:32]
+    queue = model.queue.clone().double()
+    with torch.no_grad():
+        q = normalize(model.projector(model.encoder(x1))).double()
+        k = normalize(model.key_encoder(x2)).double()  # momentum 0.99 of identical copies
+    attraction, repulsion = 0.0, 0.0
+    for i in range(16):
+        attraction += float((q[i] - k[i]).pow(2).sum()) / 16  # one positive: weight 1
+        costs = [float((q[i] - queue[j]).pow(2).sum()) for j in range(32)]
+        weights = torch.softmax(-t_neg * torch.tensor(costs, dtype=torch.float64), 0)
+        repulsion -= sum(float(w) * c for w, c in zip(weights, costs, strict=True)) / 16
+    loss = model([x1, x2])
+    assert float(loss.detach()) == pytest.approx(attraction + repulsion, rel=1e-4)
+    assert model.loss.last_parts == pytest.approx((attraction, repulsion), rel=1e-4)

@@ -1,0 +1,172 @@
+"""Training with labels: the ``supervised`` framework and regression tasks.
+
+:class:`LabelAwareTrainer` extends :class:`~contrastkit.training.Trainer` for
+
+* continuous-label datasets (:mod:`contrastkit.data.regression`): an MLP encoder for
+  tabular data, label-preserving augmentations, no kNN accuracy (labels are not classes);
+* SupCon on a regression task with ``binarize_threshold``: the loss sees
+  ``1[y >= threshold]`` (LASCon Table 1's protocol); evaluation uses the continuous labels;
+* every run it handles, ``final.json`` gains the downstream MLP head's metrics
+  (:func:`~contrastkit.evaluation.downstream.prediction_head`: MAE / Pearson / Spearman, or
+  accuracy), LASCon §4.2's label-aware alignment and uniformity on two views of the test
+  split, and (with a run directory) ``circular.png``, the §4.2 circular plot of the test
+  representations.
+
+Label-aware geometry is measured with one similarity for every run of a task, so runs
+trained with different losses are comparable: Eq. (5) linear with c = 1 for continuous
+labels (LASCon Table 3 uses linear similarity), the class indicator for classes.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+
+from ..data import Augment, Split, load_dataset
+from ..data.regression import AUGMENT_TYPES, TabularAugment, binarize, is_regression
+from ..evaluation import alignment_uniformity, linear_probe
+from ..evaluation.downstream import prediction_head
+from ..evaluation.label_geometry import circular_plot, two_view_label_geometry
+from ..losses.views import normalize
+from .config import TrainConfig
+from .trainer import FINAL, Trainer
+
+CIRCULAR_PNG = "circular.png"
+
+
+class MLPEncoder(nn.Module):
+    """Encoder of tabular rows ``[B, F]``: (Linear-BN-ReLU) ×2 at ``width``, then
+    Linear-BN-ReLU to ``feature_dim``, the same output block as the conv encoders."""
+
+    def __init__(self, in_dim: int, feature_dim: int = 128, width: int = 64) -> None:
+        super().__init__()
+        self.feature_dim = feature_dim
+        self.in_dim = in_dim
+        layers: list[nn.Module] = []
+        for a, b in ((in_dim, width), (width, width), (width, feature_dim)):
+            layers += [nn.Linear(a, b, bias=False), nn.BatchNorm1d(b), nn.ReLU(inplace=True)]
+        self.net = nn.Sequential(*layers)
+
+    def forward(self, x: Tensor) -> Tensor:
+        if x.dim() != 2 or x.shape[1] != self.in_dim:
+            raise ValueError(f"x must have shape [B, {self.in_dim}], got {tuple(x.shape)}")
+        return self.net(x)
+
+
+def trainer_class(config: TrainConfig, label_aware: bool = False) -> type[Trainer]:
+    """:class:`LabelAwareTrainer` for label-aware runs, regression data or when
+    ``label_aware`` is set (a SimCLR baseline compared with SupCon), else :class:`Trainer`."""
+    label_aware = (
+        label_aware
+        or config.framework == "supervised"
+        or is_regression(config.dataset)
+        or config.binarize_threshold is not None
+    )
+    return LabelAwareTrainer if label_aware else Trainer
+
+
+class LabelAwareTrainer(Trainer):
+    """A :class:`Trainer` that also handles continuous labels (see the module docstring)."""
+
+    def __init__(
+        self, config: TrainConfig, out: str | Path | None = None, progress: bool = True
+    ) -> None:
+        self.regression = is_regression(config.dataset)
+        if config.binarize_threshold is not None and not (
+            self.regression and config.framework == "supervised"
+        ):
+            raise ValueError(
+                "binarize_threshold applies to the supervised framework on a regression "
+                f"dataset, got framework {config.framework!r} on {config.dataset!r}"
+            )
+        if self.regression and config.aug_types is not None:
+            raise ValueError(
+                f"aug_types does not apply to the regression dataset {config.dataset!r} "
+                "(its augmentations are fixed so that they keep the label)"
+            )
+        super().__init__(config, out, progress)
+
+    def load_data(self) -> Split:
+        """The task with continuous labels in :attr:`task`; what the loss trains on (the
+        labels binarised at ``binarize_threshold`` for SupCon) is returned."""
+        config = self.config
+        self.task = load_dataset(config.dataset, config.num_samples)
+        if config.binarize_threshold is None:
+            return self.task
+        y_bin = binarize(self.task.y_train, config.binarize_threshold)
+        if y_bin.min() == y_bin.max():
+            raise ValueError(
+                f"binarize_threshold {config.binarize_threshold} puts every training "
+                "sample in one class"
+            )
+        return Split(
+            self.task.name,
+            self.task.kind,
+            self.task.x_train,
+            y_bin,
+            self.task.x_test,
+            binarize(self.task.y_test, config.binarize_threshold),
+        )
+
+    def build_encoder(self) -> nn.Module:
+        if self.task.kind == "tabular":
+            return MLPEncoder(self.task.input_shape[0], self.config.feature_dim, self.config.width)
+        return super().build_encoder()
+
+    def build_augment(self) -> Any:
+        if self.task.kind == "tabular":
+            return TabularAugment()
+        types = AUGMENT_TYPES.get(self.config.dataset)
+        return Augment(self.task.kind, types=types) if types else super().build_augment()
+
+    def knn(self, train_feats: Tensor, test_feats: Tensor) -> dict[str, float]:
+        """kNN accuracy for class labels; nothing for continuous labels."""
+        return {} if self.regression else super().knn(train_feats, test_feats)
+
+    def finish(self) -> dict[str, Any]:
+        """Final evaluation with downstream head and label-aware geometry; writes
+        ``final.json`` and ``circular.png`` when there is a run directory."""
+        t, cfg = self.task, self.config
+        train_feats, test_feats = self.features()
+        task = "regression" if self.regression else "classification"
+        metrics: dict[str, Any] = {}
+        if not self.regression:
+            metrics.update(self.knn(train_feats, test_feats))
+            metrics["linear_accuracy"] = linear_probe(train_feats, t.y_train, test_feats, t.y_test)
+        metrics.update(
+            prediction_head(train_feats, t.y_train, test_feats, t.y_test, task, seed=cfg.seed)
+        )
+        gen = torch.Generator().manual_seed(cfg.seed)
+        metrics.update(alignment_uniformity(self.model.encode, t.x_test, self.augment, gen))
+        metrics.update(self.label_geometry(torch.Generator().manual_seed(cfg.seed)))
+        final: dict[str, Any] = {
+            **metrics,
+            "task": task,
+            "epochs": self.epoch,
+            "train_time_s": self.train_time,
+            "seed": cfg.seed,
+            "config": cfg.to_dict(),
+        }
+        if self.out is not None:
+            self.out.mkdir(parents=True, exist_ok=True)
+            (self.out / FINAL).write_text(json.dumps(final, indent=2) + "\n")
+            circular_plot(
+                normalize(test_feats.double()),
+                t.y_test,
+                self.out / CIRCULAR_PNG,
+                f"{cfg.framework}/{cfg.loss} on {cfg.dataset} (test, seed {cfg.seed})",
+            )
+        return final
+
+    def label_geometry(self, generator: torch.Generator) -> dict[str, float]:
+        """LASCon §4.2 alignment / uniformity of two augmented views of the test split."""
+        x, y = self.task.x_test, self.task.y_test
+        with torch.no_grad():
+            z1 = normalize(self.model.encode(self.augment(x, generator)).double())
+            z2 = normalize(self.model.encode(self.augment(x, generator)).double())
+        similarity = "linear" if self.regression else "indicator"
+        return two_view_label_geometry(z1, z2, y, similarity, 1.0)
