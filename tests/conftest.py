@@ -1,4 +1,4 @@
-"""Single-threaded torch for these tests: on a shared 2-core machine, torch's default
+"""Single-threaded torch for every test: on a shared 2-core machine, torch's default
 thread pool oversubscribes the cores and slows tiny models by an order of magnitude."""
 
 from __future__ import annotations
