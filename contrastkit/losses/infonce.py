@@ -20,6 +20,8 @@ Example:
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
+from typing import ClassVar
 
 from torch import Tensor, nn
 
@@ -55,13 +57,11 @@ class TwoViewContrastive(nn.Module, ABC):
         module's hyper-parameters."""
 
 
-@register("ntxent", "pair", "SimCLR (Chen et al., 2020); MACL Eq. (1)")
-class NTXent(TwoViewContrastive):
-    """NT-Xent: InfoNCE over SimCLR's 2N views (MACL Eq. 1; LASCon Eq. 1).
+class SingleTemperature(TwoViewContrastive):
+    """A 2N-layout loss whose only hyper-parameter is τ: subclasses name the functional
+    form as ``loss_fn(pos, neg, temperature)``."""
 
-    Args:
-        temperature: τ; 0.1 as in MACL's SimCLR experiments (SimCLR used 0.1–0.5).
-    """
+    loss_fn: ClassVar[Callable[..., Tensor]]
 
     def __init__(
         self,
@@ -74,7 +74,18 @@ class NTXent(TwoViewContrastive):
         self.temperature = temperature
 
     def similarity_loss(self, pos: Tensor, neg: Tensor | Negatives) -> Tensor:
-        return F.info_nce(pos, neg, self.temperature)
+        return type(self).loss_fn(pos, neg, self.temperature)
+
+
+@register("ntxent", "pair", "SimCLR (Chen et al., 2020); MACL Eq. (1)")
+class NTXent(SingleTemperature):
+    """NT-Xent: InfoNCE over SimCLR's 2N views (MACL Eq. 1; LASCon Eq. 1).
+
+    Args:
+        temperature: τ; 0.1 as in MACL's SimCLR experiments (SimCLR used 0.1–0.5).
+    """
+
+    loss_fn = staticmethod(F.info_nce)
 
 
 @register("infonce", "query_key", "MoCo (He et al., 2020); SimCSE (Gao et al., 2021)")
@@ -114,24 +125,13 @@ class InfoNCE(nn.Module):
 
 
 @register("dcl", "pair", "Yeh et al., ECCV 2022, Eq. (6)")
-class DCL(TwoViewContrastive):
+class DCL(SingleTemperature):
     """Decoupled contrastive loss: the positive leaves the denominator.
 
     Mean over 2N anchors; the authors' code sums the two directions, i.e. twice this.
     """
 
-    def __init__(
-        self,
-        temperature: float = 0.1,
-        *,
-        block_size: int | None = None,
-        gather_distributed: bool = False,
-    ) -> None:
-        super().__init__(block_size, gather_distributed)
-        self.temperature = temperature
-
-    def similarity_loss(self, pos: Tensor, neg: Tensor | Negatives) -> Tensor:
-        return F.dcl(pos, neg, self.temperature)
+    loss_fn = staticmethod(F.dcl)
 
 
 @register("dclw", "pair", "Yeh et al., ECCV 2022, §3.3 (weighted DCL)")
@@ -155,21 +155,10 @@ class DCLW(TwoViewContrastive):
 
 
 @register("flatnce", "pair", "Chen et al., 2021 (FlatNCE); MACL §5.2")
-class FlatNCE(TwoViewContrastive):
+class FlatNCE(SingleTemperature):
     """FlatNCE: reports InfoNCE's value, follows DCL's gradient."""
 
-    def __init__(
-        self,
-        temperature: float = 0.1,
-        *,
-        block_size: int | None = None,
-        gather_distributed: bool = False,
-    ) -> None:
-        super().__init__(block_size, gather_distributed)
-        self.temperature = temperature
-
-    def similarity_loss(self, pos: Tensor, neg: Tensor | Negatives) -> Tensor:
-        return F.flatnce(pos, neg, self.temperature)
+    loss_fn = staticmethod(F.flatnce)
 
 
 @register("dual_temperature", "pair", "Zhang et al., CVPR 2022")
