@@ -10,7 +10,6 @@ from torch import Tensor, nn
 
 from .. import distributed
 from ..losses import CACR
-from ..losses import functional as F
 from ..losses.registry import LossInfo
 from ..losses.views import cross_view_similarities, normalize
 from ..models.encoders import mlp
@@ -96,20 +95,9 @@ class MoCo(Framework):
 
     def _cacr(self, q: Tensor, k: Tensor, queue: Tensor) -> Tensor:
         """CACR against the queue (CACR Algorithm 3, K = 1, no intra-batch negatives)."""
-        cacr = self.loss
         pos_cost = (q - k).pow(2).sum(dim=1, keepdim=True)
         neg_cost = (2.0 - 2.0 * q @ queue.T).clamp(min=0.0)
-        total, attraction, repulsion = F.cacr(
-            pos_cost,
-            neg_cost,
-            cacr.t_pos,
-            cacr.t_neg,
-            cacr.detach_pos_weights,
-            cacr.detach_neg_weights,
-            return_parts=True,
-        )
-        cacr.last_parts = (float(attraction.detach()), float(repulsion.detach()))
-        return total
+        return self.loss.cost_loss(pos_cost, neg_cost)
 
     @torch.no_grad()
     def _momentum_update(self) -> None:

@@ -60,7 +60,11 @@ class CACR(nn.Module):
     def forward(self, views: Tensor, queue: Tensor | None = None) -> Tensor:
         if self.gather_distributed:
             views = torch.stack([distributed.gather_with_grad(v) for v in check_multiview(views)])
-        pos_cost, neg_cost = multiview_sq_distances(views, queue)
+        return self.cost_loss(*multiview_sq_distances(views, queue))
+
+    def cost_loss(self, pos_cost: Tensor, neg_cost: Tensor) -> Tensor:
+        """CACR on costs built any other way (MoCo's queue), with this module's t⁺, t⁻ and
+        detach flags; records :attr:`last_parts`."""
         total, attraction, repulsion = F.cacr(
             pos_cost,
             neg_cost,
