@@ -18,10 +18,9 @@ import itertools
 import torch
 from torch import Tensor, nn
 
-from .. import distributed
 from . import functional as F
 from .registry import register
-from .views import check_multiview, cross_view_similarities, multiview_sq_distances
+from .views import check_multiview, cross_view_similarities, multiview_negatives
 
 
 @register("cacr", "views", "Zheng et al., NeurIPS 2021, Eq. (2)-(5)")
@@ -31,11 +30,19 @@ class CACR(nn.Module):
     ``queue``) are the negatives; the loss is averaged over all V·N queries, which matches
     the paper's MoCo code (Algorithm 3) dividing the per-view sum by the number of views.
 
+    The embeddings are L2-normalised, so the costs are ``2 - 2·cos`` and the loss goes
+    through :func:`functional.cacr_cosine` with the fused negatives of
+    :func:`~contrastkit.losses.views.multiview_negatives`: no ``[V·N, V·N]`` cost matrix is
+    gathered, and the repulsion costs one matrix product forward and two backward.
+
     Args:
         t_pos, t_neg: t⁺ and t⁻ (the paper's CIFAR-10 values: t⁺ = 1; t⁻ = 2 for K = 1,
             0.9 for K = 4).
         detach_pos_weights, detach_neg_weights: see :func:`functional.cacr`.
-        gather_distributed: use every rank's samples (each rank then holds the global loss).
+        block_size: compute the repulsion ``block_size`` queries at a time, recomputing in
+            backward (memory O(V·N·block) instead of O((V·N)²)).
+        gather_distributed: negatives from every rank's samples; each rank's loss is the
+            mean over its own queries (:mod:`contrastkit.distributed`).
 
     After each call :attr:`last_parts` holds ``(L_CA, L_CR)`` as floats.
     """
@@ -47,9 +54,11 @@ class CACR(nn.Module):
         detach_pos_weights: bool = False,
         detach_neg_weights: bool = False,
         *,
+        block_size: int | None = None,
         gather_distributed: bool = False,
     ) -> None:
         super().__init__()
+        self.block_size = block_size
         self.gather_distributed = gather_distributed
         self.t_pos = t_pos
         self.t_neg = t_neg
@@ -58,22 +67,21 @@ class CACR(nn.Module):
         self.last_parts: tuple[float, float] | None = None
 
     def forward(self, views: Tensor, queue: Tensor | None = None) -> Tensor:
-        if self.gather_distributed:
-            views = torch.stack([distributed.gather_with_grad(v) for v in check_multiview(views)])
-        return self.cost_loss(*multiview_sq_distances(views, queue))
+        pos_sim, negatives = multiview_negatives(
+            views, queue, self.block_size, self.gather_distributed
+        )
+        return self._record(F.cacr_cosine(pos_sim, negatives, *self._hyper(), return_parts=True))
 
     def cost_loss(self, pos_cost: Tensor, neg_cost: Tensor) -> Tensor:
         """CACR on costs built any other way (MoCo's queue), with this module's t⁺, t⁻ and
         detach flags; records :attr:`last_parts`."""
-        total, attraction, repulsion = F.cacr(
-            pos_cost,
-            neg_cost,
-            self.t_pos,
-            self.t_neg,
-            self.detach_pos_weights,
-            self.detach_neg_weights,
-            return_parts=True,
-        )
+        return self._record(F.cacr(pos_cost, neg_cost, *self._hyper(), return_parts=True))
+
+    def _hyper(self) -> tuple[float, float, bool, bool]:
+        return self.t_pos, self.t_neg, self.detach_pos_weights, self.detach_neg_weights
+
+    def _record(self, parts: Tensor | tuple[Tensor, Tensor, Tensor]) -> Tensor:
+        total, attraction, repulsion = parts
         self.last_parts = (float(attraction.detach()), float(repulsion.detach()))
         return total
 

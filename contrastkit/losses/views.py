@@ -161,14 +161,19 @@ def check_multiview(views: object) -> Tensor:
 
 
 @functools.lru_cache(maxsize=32)
+def _other_views(v: int, device: torch.device) -> Tensor:
+    """``[V, V-1]``: row ``a`` lists the views other than ``a``, in order."""
+    views = torch.arange(v, device=device)
+    return torch.stack([views[views != a] for a in range(v)])
+
+
+@functools.lru_cache(maxsize=32)
 def _multiview_index(v: int, n: int, device: torch.device) -> tuple[Tensor, Tensor]:
     """Column indices into the flattened ``[V·N]`` views: positives ``[V·N, V-1]`` and
     negatives ``[V·N, V·(N-1)]`` of every row ``(view a, sample i)``."""
     row_view = torch.arange(v, device=device).repeat_interleave(n)
     row_sample = torch.arange(n, device=device).repeat(v)
-    views = torch.arange(v, device=device)
-    other_views = torch.stack([views[views != a] for a in range(v)])  # [V, V-1]
-    pos_idx = other_views[row_view] * n + row_sample[:, None]
+    pos_idx = _other_views(v, device)[row_view] * n + row_sample[:, None]
     cols = torch.arange(v * n, device=device)
     neg_keep = (cols[None] % n) != row_sample[:, None]
     neg_idx = cols.expand(v * n, -1)[neg_keep].view(v * n, v * (n - 1))
@@ -193,6 +198,44 @@ def multiview_sq_distances(views: Tensor, queue: Tensor | None = None) -> tuple[
     if queue is not None:
         neg_cost = torch.cat([neg_cost, (2.0 - 2.0 * (z @ queue.T)).clamp(min=0.0)], dim=1)
     return pos_cost, neg_cost
+
+
+def multiview_negatives(
+    views: Tensor,
+    queue: Tensor | None = None,
+    block_size: int | None = None,
+    gather_distributed: bool = False,
+) -> tuple[Tensor, GramNegatives]:
+    """The layout of :func:`multiview_sq_distances` in similarities, without a cost matrix.
+
+    Returns ``pos_sim [V·N, V-1]`` (row ``a·N + i``: sample ``i``'s other views, in view
+    order) and a :class:`GramNegatives` over the ``V·(N-1)`` views of the other samples
+    (every rank's, with ``gather_distributed``) plus the constant ``queue``;
+    :func:`~contrastkit.losses.functional.cacr_cosine` takes both.
+    """
+    views = check_multiview(views)
+    v, n, d = views.shape
+    queue = _check_queue(queue, d)
+    z = normalize(views.to(compute_dtype(views)))
+    gram = torch.einsum("and,bnd->nab", z, z)  # [N, V, V] per-sample view similarities
+    rows = torch.arange(v, device=z.device)[:, None]
+    pos_sim = gram[:, rows, _other_views(v, z.device)]  # [N, V, V-1]
+    pos_sim = pos_sim.transpose(0, 1).reshape(v * n, v - 1)
+    anchors, keys, total, offset = z.reshape(v * n, d), None, n, 0
+    if gather_distributed and distributed.is_distributed():
+        keys = torch.cat([distributed.gather_with_grad(view) for view in z])
+        total, offset = n * distributed.world_size(), n * distributed.rank()
+    exclude = _multiview_exclude(v, n, total, offset, z.device)
+    extra = None if queue is None else queue.to(z.dtype)
+    return pos_sim, GramNegatives(anchors, keys, extra, exclude, block_size)
+
+
+@functools.lru_cache(maxsize=32)
+def _multiview_exclude(v: int, n: int, total: int, offset: int, device: torch.device) -> Tensor:
+    """``[V·n, V]`` global columns of each local row's own sample in all V views."""
+    local = torch.arange(n, device=device) + offset
+    cols = torch.arange(v, device=device)[None, :] * total + local[:, None]  # [n, V]
+    return cols.repeat(v, 1)
 
 
 def check_labels(labels: object, n: int) -> Tensor:

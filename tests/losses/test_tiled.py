@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from contrastkit import losses
+from contrastkit.losses import functional as F
 
 CASES = [
     ("ntxent", {}),
@@ -72,3 +73,19 @@ def test_bad_block_size_is_refused() -> None:
         losses.NTXent(block_size=0)(torch.randn(4, 3), torch.randn(4, 3))
     with pytest.raises(ValueError, match="block_size"):
         losses.LASCon(variant="in", block_size=4)
+
+
+@pytest.mark.parametrize("block", [2, 5])
+def test_blocked_backward_handles_negative_and_zero_upstream_gradients(block: int) -> None:
+    # the blocked backward folds |∂L/∂lse_i| into the exponent and restores its sign
+    g = torch.Generator().manual_seed(5)
+    a = torch.randn(9, 4, generator=g, dtype=torch.float64)
+    upstream = torch.randn(9, generator=g, dtype=torch.float64)
+    upstream[[1, 6]] = 0.0
+    exclude = torch.arange(9)[:, None]
+    grads = []
+    for block_size in (block, None):
+        leaf = a.clone().requires_grad_(True)
+        lse = F.GramNegatives(leaf, exclude=exclude, block_size=block_size).logsumexp(3.0)
+        grads.append(torch.autograd.grad((lse * upstream).sum(), leaf)[0])
+    torch.testing.assert_close(grads[0], grads[1], rtol=1e-10, atol=1e-12)

@@ -7,7 +7,7 @@ that hold the hyper-parameters and build the similarities from raw embeddings.
 from ._negatives import DenseNegatives, GramNegatives, Negatives
 from .alignment import alignment, uniformity
 from .amcl import amcl_contrast, amcl_omega, amcl_simsiam
-from .cacr import cacr
+from .cacr import cacr, cacr_cosine
 from .infonce import dcl, dclw, dual_temperature, flatnce, hcl, info_nce, info_nce_terms
 from .macl import macl, macl_temperature
 from .modified import barlow_l2, mbarlow, mhe, mhs, mmhe, mmhs, mvicreg, vicreg_l2
@@ -27,6 +27,7 @@ __all__ = [
     "barlow_l2",
     "barlow_twins",
     "cacr",
+    "cacr_cosine",
     "dcl",
     "dclw",
     "dual_temperature",

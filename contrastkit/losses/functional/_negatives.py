@@ -1,12 +1,14 @@
-"""How the InfoNCE family sees its negatives: through row log-sum-exps.
+"""How the InfoNCE family and CACR see their negatives: through row-wise softmax statistics.
 
 Every loss in :mod:`.infonce` and :mod:`.macl` depends on an anchor's negatives only
-through ``log Σ_j exp(s·neg_j)`` at one or two inverse temperatures ``s`` and their count.
+through ``log Σ_j exp(s·neg_j)`` at one or two inverse temperatures ``s`` and their count;
+CACR's repulsion (:mod:`.cacr`) only through the softmax mean ``Σ_j softmax_j(s·neg)·neg_j``.
 :class:`Negatives` is that interface. :class:`DenseNegatives` serves a ``[M, K]`` tensor;
 :class:`GramNegatives` serves negatives that are inner products of anchors with key
-embeddings (SimCLR's 2N views, cross-view pairs, a queue) straight from the embeddings,
-through :func:`gram_logsumexp`: one matrix product forward, the softmax formed once in
-place, two products backward, and, with ``block_size``, O(M·block) memory.
+embeddings (SimCLR's 2N views, cross-view pairs, a queue, V views) straight from the
+embeddings, through :func:`gram_logsumexp` and :func:`gram_softmax_mean`: one matrix
+product forward, the softmax gradient formed in place, two products backward, and, with
+``block_size``, O(M·block) memory.
 """
 
 from __future__ import annotations
@@ -33,6 +35,11 @@ class Negatives(ABC):
     def logsumexp(self, scale: float) -> Tensor:
         """``[M]`` differentiable ``log Σ_j exp(scale·neg_ij)``; ``scale >= 0``."""
 
+    @abstractmethod
+    def softmax_mean(self, scale: float, detach_weights: bool = False) -> Tensor:
+        """``[M]`` differentiable ``Σ_j p_ij·neg_ij`` with ``p_i = softmax_j(scale·neg_ij)``;
+        ``detach_weights`` stops the gradient through ``p``."""
+
 
 class DenseNegatives(Negatives):
     """Negatives given as a ``[M, K]`` similarity tensor; ``-inf`` marks an absent one."""
@@ -53,6 +60,13 @@ class DenseNegatives(Negatives):
             return torch.logsumexp(torch.zeros_like(self.neg).masked_fill(absent, float("-inf")), 1)
         return torch.logsumexp(self.neg * scale, dim=1)
 
+    def softmax_mean(self, scale: float, detach_weights: bool = False) -> Tensor:
+        present = torch.isfinite(self.neg)
+        p = torch.softmax(self.neg * scale, dim=1)
+        if detach_weights:
+            p = p.detach()
+        return (p * torch.where(present, self.neg, 0.0)).sum(dim=1)
+
 
 def _shifted_logits(anchors: Tensor, keys: Tensor, scale: float, shift: Tensor) -> Tensor:
     """``scale·a·kᵀ - shift``, the shift folded into the matrix product as its bias."""
@@ -66,12 +80,15 @@ def _exp_block(
     rows: slice,
     exclude: Tensor | None,
     recompute: tuple[Tensor, Tensor],
+    keep_logits: bool = False,
 ) -> tuple[Tensor, Tensor]:
-    """``exp(logits)`` in place with excluded columns zeroed, and its row sums.
+    """``exp(logits)`` with excluded columns zeroed, and its row sums; in place unless
+    ``keep_logits``.
 
     Rows whose sum underflows are recomputed from ``recompute = (anchors, keys)`` with their
-    exact maximum as shift (``shift`` is updated in place)."""
-    e = logits.exp_()
+    exact maximum as shift (``shift`` is updated in place, and so are those rows of
+    ``logits`` when kept, with 0 at excluded columns)."""
+    e = logits.exp() if keep_logits else logits.exp_()
     if exclude is not None:
         e.scatter_(1, exclude[rows], 0.0)
     row_sum = e.sum(dim=1)
@@ -79,13 +96,16 @@ def _exp_block(
     if tiny.any():
         idx = tiny.nonzero().squeeze(1)
         anchors, keys = recompute
-        logits = scale * (anchors[rows][idx] @ keys.T)
+        exact = scale * (anchors[rows][idx] @ keys.T)
         if exclude is not None:
-            logits.scatter_(1, exclude[rows][idx], float("-inf"))
-        local_shift = logits.amax(dim=1)
+            exact.scatter_(1, exclude[rows][idx], float("-inf"))
+        local_shift = exact.amax(dim=1)
         shift[rows.start + idx] = local_shift
-        e[idx] = (logits - local_shift[:, None]).exp()
+        exact -= local_shift[:, None]
+        e[idx] = exact.exp()
         row_sum[idx] = e[idx].sum(dim=1)
+        if keep_logits:
+            logits[idx] = exact.nan_to_num(neginf=0.0)
     return e, row_sum
 
 
@@ -147,15 +167,116 @@ class _GramLogSumExp(torch.autograd.Function):
             if ctx.block is None:
                 e, row_sum = kept  # P = e / row_sum, scaled in place into ∂L/∂sim
                 g = e.mul_((grad_lse * scale / row_sum)[:, None])
-            else:
-                g = _shifted_logits(anchors[rows], k, scale, lse[rows]).exp_()
+            else:  # g_i·s·P_ij = sign(g_i)·exp(s·a_i·k_j - lse_i + log|g_i·s|): one pass
+                coef = grad_lse[rows] * scale
+                g = _shifted_logits(anchors[rows], k, scale, lse[rows] - coef.abs().log()).exp_()
                 if exclude is not None:
                     g.scatter_(1, exclude[rows], 0.0)
-                g.mul_((grad_lse[rows] * scale)[:, None])
+                if bool((coef < 0).any()):
+                    g.mul_(coef.sign()[:, None])
             grad_a[rows] += g @ k
             if grad_own is not None:
                 grad_own += g[:, :n_own].T @ anchors[rows]
         return grad_a, (None if keys is None else grad_own), None, None, None, None
+
+
+class _GramSoftmaxMean(torch.autograd.Function):
+    """``E_i = Σ_j p_ij·s_ij``, ``p_i = softmax_j(β·s_ij)``, ``s_ij = a_i·k_j`` over the
+    columns not in ``exclude``; same layout, shift and underflow handling as
+    :class:`_GramLogSumExp`.
+
+    With ``L = β·s - shift`` (kept) and ``P = exp(L)`` (unnormalised),
+    ``β·E_i = Σ_j P_ij·L_ij / Z_i + shift_i``. The gradient is
+    ``∂E_i/∂s_ij = p_ij·(1 + β·(s_ij - E_i))`` (just ``p_ij`` with ``detach``), formed in
+    place as ``(g_i/Z_i)·(P_ij·(1 + shift_i - β·E_i) + (P∘L)_ij)``.
+    """
+
+    @staticmethod
+    def forward(  # type: ignore[override]
+        ctx,
+        anchors: Tensor,
+        keys: Tensor | None,
+        extra: Tensor | None,
+        exclude: Tensor | None,
+        scale: float,
+        block: int | None,
+        detach: bool,
+    ) -> Tensor:
+        own = anchors if keys is None else keys
+        k = own if extra is None else torch.cat([own, extra])
+        m = anchors.shape[0]
+        bound = scale * anchors.norm(dim=1).max() * k.norm(dim=1).max()
+        shift = bound.expand(m).clone()
+        step = m if block is None else block
+        mean, row_sum = anchors.new_empty(m), anchors.new_empty(m)
+        kept = []
+        for r0 in range(0, m, step):
+            rows = slice(r0, min(m, r0 + step))
+            logits = _shifted_logits(anchors[rows], k, scale, shift[rows])
+            e, row_sum[rows] = _exp_block(
+                logits, scale, shift, rows, exclude, (anchors, k), keep_logits=True
+            )
+            weighted = logits.mul_(e)
+            mean[rows] = (weighted.sum(dim=1) / row_sum[rows] + shift[rows]) / scale
+            if block is None:
+                kept = [e, weighted]
+        ctx.save_for_backward(anchors, keys, k, exclude, shift, row_sum, mean, *kept)
+        ctx.scale, ctx.block, ctx.detach, ctx.used = scale, block, detach, False
+        return mean
+
+    @staticmethod
+    def backward(ctx, grad_mean: Tensor) -> tuple:  # type: ignore[override]
+        if ctx.used and ctx.block is None:
+            raise RuntimeError("the fused softmax mean supports one backward pass per graph")
+        ctx.used = True
+        anchors, keys, k, exclude, shift, row_sum, mean, *kept = ctx.saved_tensors
+        scale, m = ctx.scale, anchors.shape[0]
+        n_own = m if keys is None else keys.shape[0]
+        grad_a = torch.zeros_like(anchors)
+        keys_need_grad = keys is not None and ctx.needs_input_grad[1]
+        grad_own = grad_a if keys is None else (torch.zeros_like(keys) if keys_need_grad else None)
+        step = m if ctx.block is None else ctx.block
+        for r0 in range(0, m, step):
+            rows = slice(r0, min(m, r0 + step))
+            if ctx.block is None:
+                e, weighted = kept
+            else:
+                logits = _shifted_logits(anchors[rows], k, scale, shift[rows])
+                e = logits.exp()
+                if exclude is not None:
+                    e.scatter_(1, exclude[rows], 0.0)
+                weighted = logits.mul_(e)
+            g = grad_mean[rows] / row_sum[rows]
+            if ctx.detach:
+                e.mul_(g[:, None])
+            else:
+                e.mul_((g * (1.0 + shift[rows] - scale * mean[rows]))[:, None])
+                e.addcmul_(weighted, g[:, None])
+            grad_a[rows] += e @ k
+            if grad_own is not None:
+                grad_own += e[:, :n_own].T @ anchors[rows]
+        return grad_a, (None if keys is None else grad_own), None, None, None, None, None
+
+
+def gram_softmax_mean(
+    anchors: Tensor,
+    scale: float,
+    keys: Tensor | None = None,
+    extra: Tensor | None = None,
+    exclude: Tensor | None = None,
+    block_size: int | None = None,
+    detach_weights: bool = False,
+) -> Tensor:
+    """Fused ``[M]`` softmax mean ``Σ_j softmax_j(scale·s_ij)·s_ij`` of the inner products
+    ``s_ij = a_i·k_j`` with ``k = cat(keys or anchors, extra)``, ``scale > 0``; arguments
+    as :func:`gram_logsumexp`. ``detach_weights`` stops the gradient through the softmax.
+    """
+    if block_size is not None and block_size < 1:
+        raise ValueError(f"block_size must be a positive integer or None, got {block_size}")
+    extra = None if extra is None else extra.detach()
+    return _GramSoftmaxMean.apply(
+        anchors, keys, extra, exclude, float(scale), block_size, bool(detach_weights)
+    )
 
 
 def gram_logsumexp(
@@ -211,4 +332,15 @@ class GramNegatives(Negatives):
     def logsumexp(self, scale: float) -> Tensor:
         return gram_logsumexp(
             self.anchors, scale, self.keys, self.extra, self.exclude, self.block_size
+        )
+
+    def softmax_mean(self, scale: float, detach_weights: bool = False) -> Tensor:
+        return gram_softmax_mean(
+            self.anchors,
+            scale,
+            self.keys,
+            self.extra,
+            self.exclude,
+            self.block_size,
+            detach_weights,
         )

@@ -50,13 +50,15 @@ def check_finite(value: float, name: str) -> float:
     return float(value)
 
 
-def _eye(s: Tensor) -> Tensor:
-    return torch.eye(s.shape[0], dtype=torch.bool, device=s.device)
-
-
 def negatives_masked(s: Tensor, fill: float = float("-inf")) -> Tensor:
-    """``s [N, N]`` with its diagonal (the positives) replaced by ``fill``."""
-    return s.masked_fill(_eye(s), fill)
+    """A copy of ``s [N, N]`` with its diagonal (the positives) replaced by ``fill``."""
+    return _diagonal_filled(s.clone(), fill)
+
+
+def _diagonal_filled(x: Tensor, fill: float) -> Tensor:
+    """``x`` (a fresh tensor) with its diagonal set to ``fill`` in place."""
+    x.diagonal().fill_(fill)
+    return x
 
 
 def clamp_cos(c: Tensor) -> Tensor:
@@ -94,13 +96,13 @@ def gd_fraction(s: Tensor, temperature: float, pos: Tensor | None = None) -> Ten
     ``pos`` defaults to ``s_ii``; ArcCon passes ``cos(θ_ii + u)``.
     """
     pos = torch.diagonal(s) if pos is None else pos
-    lse_neg = torch.logsumexp(negatives_masked(s) / temperature, dim=1)
+    lse_neg = torch.logsumexp(_diagonal_filled(s / temperature, float("-inf")), dim=1)
     return torch.sigmoid(lse_neg - pos / temperature)
 
 
 def weight_softmax(s: Tensor, temperature: float) -> Tensor:
     """``e^{s_ij/τ} / Σ_{k≠i} e^{s_ik/τ}`` over ``j ≠ i`` (Eq. 5's baseline weight)."""
-    return torch.softmax(negatives_masked(s) / temperature, dim=1)
+    return torch.softmax(_diagonal_filled(s / temperature, float("-inf")), dim=1)
 
 
 def weight_hardest(s: Tensor) -> Tensor:
@@ -111,8 +113,7 @@ def weight_hardest(s: Tensor) -> Tensor:
 
 def weight_uniform(s: Tensor) -> Tensor:
     """``1/(N − 1)`` on every negative: no negative is preferred."""
-    n = s.shape[0]
-    return (~_eye(s)).to(s.dtype) / (n - 1)
+    return _diagonal_filled(torch.full_like(s, 1.0 / (s.shape[0] - 1)), 0.0)
 
 
 def ratio_arccon(s: Tensor, arc_margin: float) -> Tensor:
@@ -144,6 +145,20 @@ def paradigm_components(
     The choices are Table 1's: ``gd`` in :data:`GD_KINDS`, ``weight`` in
     :data:`WEIGHT_KINDS`, ``ratio_kind`` in :data:`RATIO_KINDS` (``"static"`` is ``ratio``).
     """
+    g, w = _gd_and_weight(s, margin, temperature, gd, weight, ratio_kind)
+    if ratio_kind == "static":
+        r = torch.full_like(s, ratio)
+    elif ratio_kind == "arccon":
+        r = ratio_arccon(s, arc_margin)
+    else:
+        r = ratio_met(s)
+    return g, w, r
+
+
+def _gd_and_weight(
+    s: Tensor, margin: float, temperature: float, gd: str, weight: str, ratio_kind: str
+) -> tuple[Tensor, Tensor]:
+    """GD ``[N]`` and a freshly allocated W ``[N, N]`` after checking the three choices."""
     for value, name, kinds in ((gd, "gd", GD_KINDS), (weight, "weight", WEIGHT_KINDS),
                                (ratio_kind, "ratio_kind", RATIO_KINDS)):
         if value not in kinds:
@@ -160,13 +175,34 @@ def paradigm_components(
         w = weight_hardest(s)
     else:
         w = weight_uniform(s)
+    return g, w
+
+
+def paradigm_coefficients(
+    s: Tensor,
+    margin: float = 0.3,
+    temperature: float = 0.05,
+    ratio: float = 1.0,
+    gd: str = "indicator",
+    weight: str = "softmax",
+    ratio_kind: str = "static",
+    arc_margin: float = ARCCON_MARGIN,
+) -> Tensor:
+    """``C [N, N]`` with ``Σ_i L_i = Σ_ij C_ij s_ij`` for Eq. (5) at fixed GD, W, R.
+
+    ``C_ij = GD_i·W_ij`` off the diagonal and ``C_ii = -GD_i·Σ_j W_ij R_ij``, so ``C`` is
+    also ``∂(Σ_i L_i)/∂s``; a static ratio never forms the ``[N, N]`` R.
+    """
+    g, w = _gd_and_weight(s, margin, temperature, gd, weight, ratio_kind)
     if ratio_kind == "static":
-        r = torch.full_like(s, ratio)
+        wr = ratio * w.sum(dim=1)
     elif ratio_kind == "arccon":
-        r = ratio_arccon(s, arc_margin)
+        wr = w.sum(dim=1) * ratio_arccon(s, arc_margin)[:, 0]
     else:
-        r = ratio_met(s)
-    return g, w, r
+        wr = (w * ratio_met(s)).sum(dim=1)
+    c = w.mul_(g[:, None])  # W has a zero diagonal
+    c.diagonal().copy_(-g * wr)
+    return c
 
 
 # ----------------------------------------------------------------------------------------
@@ -203,21 +239,25 @@ def paradigm(
     GD with m = 0.3, softmax weight with τ = 0.05, static ratio r = 1. ``arc_margin`` is
     ArcCon's u (10°), used only by ``ratio_kind="arccon"``.
 
+    At fixed GD, W and R the loss is linear in ``s = h hpᵀ`` (:func:`paradigm_coefficients`),
+    so it is evaluated as ``⟨h, C hp⟩/N`` with ``C`` built from one detached ``s``; the
+    swapped direction adds ``⟨hp, C' h⟩/N``. That is six ``N×N×d`` matrix products in all,
+    half the work of one InfoNCE over the 2N views, and a few passes over ``[N, N]``.
+
     Args:
         h, hp: ``[N, d]`` two views, N >= 2. Returns a scalar (see the module docstring).
     """
     margin, ratio = check_finite(margin, "margin"), check_finite(ratio, "ratio")
     temperature = check_positive(temperature, "temperature")
-
-    def one(a: Tensor, b: Tensor) -> Tensor:
-        s = a @ b.T
-        g, w, r = paradigm_components(
-            s.detach(), margin, temperature, ratio, gd, weight, ratio_kind, arc_margin
-        )
-        pull_push = s - r * torch.diagonal(s)[:, None]
-        return (g * (w * pull_push).sum(dim=1)).mean()
-
-    return both_ways(one, h, hp, symmetric)
+    a, b = unit_views(h, hp)
+    hyper = (margin, temperature, ratio, gd, weight, ratio_kind, arc_margin)
+    pairs = ((a, b), (b, a)) if symmetric else ((a, b),)
+    loss = a.new_zeros(())
+    for x, y in pairs:
+        with torch.no_grad():
+            c = paradigm_coefficients(x @ y.T, *hyper)
+        loss = loss + (x * (c @ y)).sum()
+    return (loss / a.shape[0]).to(h.dtype)
 
 
 def arccon(
