@@ -10,6 +10,9 @@ single-process training on the concatenated batch. Labels and positive indices a
 by ``rank × local batch``; local batch sizes must be equal on every rank.
 
 Without an initialised process group every function here is the identity.
+
+:class:`SyncBatchNorm` is batch normalisation over every rank's samples on any device
+(``torch.nn.SyncBatchNorm`` runs on GPUs only); :func:`convert_sync_batchnorm` swaps it in.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ import os
 
 import torch
 import torch.distributed as dist
-from torch import Tensor
+from torch import Tensor, nn
 
 
 def init_from_env(backend: str = "gloo") -> bool:
@@ -87,3 +90,93 @@ def global_mean(x: Tensor) -> Tensor:
         dist.all_reduce(mean, op=dist.ReduceOp.SUM)
         mean /= dist.get_world_size()
     return mean
+
+
+class _AllReduceSum(torch.autograd.Function):
+    """Sum over ranks; the backward sums the incoming gradients over ranks too."""
+
+    @staticmethod
+    def forward(ctx, x: Tensor) -> Tensor:  # type: ignore[override]
+        out = x.contiguous().clone()
+        dist.all_reduce(out, op=dist.ReduceOp.SUM)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad: Tensor) -> Tensor:  # type: ignore[override]
+        grad = grad.contiguous().clone()
+        dist.all_reduce(grad, op=dist.ReduceOp.SUM)
+        return grad
+
+
+def _all_reduce_sum(x: Tensor) -> Tensor:
+    return _AllReduceSum.apply(x)
+
+
+class SyncBatchNorm(nn.modules.batchnorm._BatchNorm):
+    """Batch normalisation whose training statistics cover every rank's samples.
+
+    In training mode under an initialised process group the per-channel mean and biased
+    variance are those of the concatenated global batch (two differentiable all-reduces:
+    the sums, then the squared deviations from the global mean), so DDP training equals
+    single-process training on the global batch; the running statistics are updated as
+    ``nn.BatchNorm*`` does (unbiased variance, ``momentum`` or the cumulative average for
+    ``momentum=None``). Otherwise it is plain batch normalisation. Input ``[N, C, *]``;
+    parameters and buffers are those of ``nn.BatchNorm*``, so state dicts load either way.
+    """
+
+    def _check_input_dim(self, x: Tensor) -> None:
+        if x.dim() < 2:
+            raise ValueError(f"input must have shape [N, C, *], got {tuple(x.shape)}")
+
+    def forward(self, x: Tensor) -> Tensor:
+        self._check_input_dim(x)
+        if not (self.training and is_distributed()):
+            return super().forward(x)
+        dims = [0, *range(2, x.dim())]
+        shape = [1, -1] + [1] * (x.dim() - 2)
+        count = _all_reduce_sum(x.new_tensor(float(x.numel() // x.shape[1])))
+        mean = _all_reduce_sum(x.sum(dims)) / count
+        centred = x - mean.view(shape)
+        var = _all_reduce_sum(centred.pow(2).sum(dims)) / count
+        if self.track_running_stats:
+            self._update_running_stats(mean.detach(), var.detach(), float(count))
+        y = centred * torch.rsqrt(var + self.eps).view(shape)
+        if self.affine:
+            y = y * self.weight.view(shape) + self.bias.view(shape)
+        return y
+
+    @torch.no_grad()
+    def _update_running_stats(self, mean: Tensor, var: Tensor, count: float) -> None:
+        self.num_batches_tracked.add_(1)  # type: ignore[union-attr]
+        momentum = self.momentum
+        if momentum is None:
+            momentum = 1.0 / float(self.num_batches_tracked)  # type: ignore[arg-type]
+        unbiased = var * count / max(count - 1.0, 1.0)
+        self.running_mean.lerp_(mean, momentum)  # type: ignore[union-attr]
+        self.running_var.lerp_(unbiased, momentum)  # type: ignore[union-attr]
+
+
+def convert_sync_batchnorm(module: nn.Module) -> nn.Module:
+    """``module`` with every ``nn.BatchNorm1d/2d/3d`` replaced by :class:`SyncBatchNorm`
+    carrying the same parameters and buffers (returned; children are replaced in place)."""
+    if isinstance(module, nn.modules.batchnorm._BatchNorm) and not isinstance(
+        module, SyncBatchNorm
+    ):
+        like = next(iter([*module.parameters(), *module.buffers()]), None)
+        sync = SyncBatchNorm(
+            module.num_features,
+            module.eps,
+            module.momentum,
+            module.affine,
+            module.track_running_stats,
+            device=None if like is None else like.device,
+            dtype=None if like is None or not like.is_floating_point() else like.dtype,
+        )
+        sync.load_state_dict(module.state_dict())
+        for name, param in sync.named_parameters():
+            param.requires_grad_(getattr(module, name).requires_grad)  # e.g. a momentum encoder
+        sync.train(module.training)
+        return sync
+    for name, child in module.named_children():
+        setattr(module, name, convert_sync_batchnorm(child))
+    return module

@@ -14,6 +14,7 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 
 from contrastkit import losses
+from contrastkit.distributed import convert_sync_batchnorm
 
 WORLD, LOCAL, IN_DIM, OUT_DIM = 2, 4, 6, 5
 CASES = {
@@ -40,6 +41,26 @@ def batch() -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
 def encoder() -> torch.nn.Module:
     torch.manual_seed(1)
     return torch.nn.Linear(IN_DIM, OUT_DIM).double()
+
+
+def bn_encoder() -> torch.nn.Module:
+    """Linear → BatchNorm1d (momentum None: the running stats are the batch's) → ReLU →
+    Linear, with a 3-d batch norm input to cover the spatial dimensions."""
+    torch.manual_seed(2)
+    return torch.nn.Sequential(
+        torch.nn.Linear(IN_DIM, 2 * OUT_DIM),
+        torch.nn.Unflatten(1, (OUT_DIM, 2)),
+        torch.nn.BatchNorm1d(OUT_DIM, momentum=None),
+        torch.nn.Flatten(),
+        torch.nn.ReLU(),
+        torch.nn.Linear(2 * OUT_DIM, OUT_DIM),
+    ).double()
+
+
+def bn_state(model: torch.nn.Module) -> list[torch.Tensor]:
+    """Parameter gradients, then the batch norm's running mean and variance."""
+    bn = next(m for m in model.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm))
+    return [*(p.grad.clone() for p in model.parameters()), bn.running_mean, bn.running_var]
 
 
 def loss_of(
@@ -69,6 +90,9 @@ def _worker(rank: int, init_file: str, out_dir: str) -> None:
         )
         loss.backward()
         grads[name] = [p.grad.clone() for p in model.parameters()]
+    model = torch.nn.parallel.DistributedDataParallel(convert_sync_batchnorm(bn_encoder()))
+    loss_of("ntxent", model, x[:, rows], (), gather=True).backward()
+    grads["sync_batchnorm"] = bn_state(model.module)
     torch.save(grads, Path(out_dir) / f"rank{rank}.pt")
     dist.destroy_process_group()
 
@@ -84,3 +108,9 @@ def test_ddp_parameter_gradients_equal_single_process(tmp_path: Path) -> None:
         for rank_grads in per_rank:
             for got, want in zip(rank_grads[name], expected, strict=True):
                 torch.testing.assert_close(got, want, rtol=1e-6, atol=1e-9, msg=f"{name}")
+
+    model = bn_encoder()
+    loss_of("ntxent", model, x, (), gather=False).backward()
+    for rank_state in per_rank:
+        for got, want in zip(rank_state["sync_batchnorm"], bn_state(model), strict=True):
+            torch.testing.assert_close(got, want, rtol=1e-6, atol=1e-9, msg="sync_batchnorm")

@@ -65,6 +65,13 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--c", type=float, help="LASCon: steepness c of Eq. (5) (--loss-arg c=C)")
     parser.add_argument("--variant", help="LASCon: out or in (--loss-arg variant=...)")
+    parser.add_argument(
+        "--no-sync-batchnorm",
+        dest="sync_batchnorm",
+        action="store_false",
+        default=None,
+        help="under torchrun: batch norm per rank instead of over the global batch",
+    )
     parser.add_argument("--resume", action="store_true", help="continue the run in --out")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
@@ -79,6 +86,8 @@ def overrides_from_args(args: argparse.Namespace) -> dict[str, Any]:
     values = {
         key: getattr(args, key) for key, _, _ in FLAGS.values() if getattr(args, key) is not None
     }
+    if args.sync_batchnorm is not None:
+        values["sync_batchnorm"] = args.sync_batchnorm
     loss_args = parse_assignments(args.loss_arg)
     if args.temperature is not None:
         loss_args["temperature"] = args.temperature

@@ -48,6 +48,8 @@ class TrainConfig:
     # small CNNs took 0.35 s with 1 thread and 24 s with 2 (oversubscription). None = torch's.
     threads: int | None = 1
     binarize_threshold: float | None = None  # SupCon on regression data: 1[y >= t]
+    # under torchrun: batch norm over the global batch ("global BN", SimCLR §2.2)
+    sync_batchnorm: bool = True
 
     def __post_init__(self) -> None:
         self.validate()

@@ -16,8 +16,10 @@ Under ``torchrun --nproc-per-node W`` the trainer joins the gloo process group, 
 framework in DDP and gives every rank ``batch_size / W`` samples of the same global batch
 (every rank draws the same shuffling and views and keeps its slice). Losses that take
 ``gather_distributed`` get it, so they contrast against every rank's embeddings (see
-:mod:`contrastkit.distributed`). BatchNorm statistics stay per rank: ``SyncBatchNorm`` has
-no CPU implementation. Rank 0 alone evaluates and writes the run directory.
+:mod:`contrastkit.distributed`). With ``sync_batchnorm`` (default) every batch norm layer
+normalises over the global batch (:class:`contrastkit.distributed.SyncBatchNorm`, which,
+unlike ``torch.nn.SyncBatchNorm``, runs on CPU), so a W-process run computes what one
+process would on the whole batch. Rank 0 alone evaluates and writes the run directory.
 """
 
 from __future__ import annotations
@@ -102,7 +104,11 @@ class Trainer:
             momentum=config.momentum,
             num_views=config.num_views,
         )
-        self.ddp = torch.nn.parallel.DistributedDataParallel(self.model) if self.world > 1 else None
+        self.ddp = None
+        if self.world > 1:
+            if config.sync_batchnorm:
+                self.model = distributed.convert_sync_batchnorm(self.model)
+            self.ddp = torch.nn.parallel.DistributedDataParallel(self.model)
         self.augment = self.build_augment()
         self.optimizer = torch.optim.Adam(
             self.model.parameters(), lr=config.effective_lr, weight_decay=config.weight_decay
