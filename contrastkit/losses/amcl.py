@@ -23,8 +23,18 @@ from .functional._common import check_views
 from .registry import register
 from .views import _pair_mask, normalize
 
-_BASES = ("ntxent", "infonce", "simsiam")
+_BASES = ("ntxent", "infonce", "simsiam", "barlow_twins")
 _ADAPT = ("both", "pos", "neg", "none")
+# per-base defaults of β and of the fixed temperature (see the AMCL docstring)
+_DEFAULT_BETA = {"ntxent": 10.0, "infonce": 10.0, "simsiam": 10.0, "barlow_twins": 0.0}
+_DEFAULT_TEMPERATURE = {"ntxent": 0.1, "infonce": 0.1, "simsiam": 0.1, "barlow_twins": 1.0}
+_STD_EPS = 1e-5  # as functional.barlow_twins
+
+
+def _standardise(z: Tensor) -> Tensor:
+    """Each channel of ``z: [C, N, d']`` to mean 0 and (biased) std 1 over the batch."""
+    centred = z - z.mean(dim=1, keepdim=True)
+    return centred / (z.std(dim=1, unbiased=False, keepdim=True) + _STD_EPS)
 
 
 class AdaptiveTemperature(nn.Module):
@@ -85,6 +95,25 @@ class AdaptiveTemperature(nn.Module):
         """All pairs: ``za: [..., Na, d']``, ``zb: [..., Nb, d']`` → ``τ: [..., Na, Nb]``."""
         return self.squash(self._embed(za, "za") @ self._embed(zb, "zb").transpose(-1, -2))
 
+    def channelwise(self, za: Tensor, zb: Tensor) -> Tensor:
+        """Channel pairs (Eq. 2.3): ``za, zb: [..., N, d']`` → ``τ: [..., d', d']``.
+
+        ``τ_lm = σ(R_lm)`` with ``R = φ(za)ᵀ φ(zb) / N``: ``φ`` acts on every sample's
+        ``d'``-vector, as in the other rows, and the inner product of channel ``l`` of
+        ``φ(za)`` with channel ``m`` of ``φ(zb)`` runs over the batch, as a mean, so ``R``
+        does not grow with ``N``. (The paper applies ``φ: R^{d'} → R^{d'}`` to the
+        batch-long channel vectors ``z_{l:} ∈ R^N``, which type-checks only when ``N = d'``.)
+        For batch-centred inputs, as AMCL passes, ``φ(z) = Wz + b`` makes this
+        ``R = W (zaᵀzb/N) Wᵀ + b bᵀ``: a learned function of the cross-correlation itself.
+        """
+        a, b = self._embed(za, "za"), self._embed(zb, "zb")
+        if a.dim() < 2 or a.shape != b.shape:
+            raise ValueError(
+                f"za and zb must have the same shape [..., N, {self.dim}], "
+                f"got {tuple(za.shape)} and {tuple(zb.shape)}"
+            )
+        return self.squash(a.transpose(-1, -2) @ b / a.shape[-2])
+
     def extra_repr(self) -> str:
         return f"dim={self.dim}, lower={self.lower}, upper={self.upper}"
 
@@ -100,9 +129,10 @@ class AMCL(nn.Module):
     Sub-modules: ``projector`` (:class:`MultiHeadProjector`), ``adaptive_temperature``
     (:class:`AdaptiveTemperature`, the shared ``φ``) and ``predictor`` (SimSiam only).
 
-    Pipeline (Fig. 2): ``C`` projection heads → ``z^c`` (L2-normalised), pair-wise
-    temperatures from the shared :class:`AdaptiveTemperature` on the normalised ``z^c``
-    (the same vectors whose cosine the loss uses), then the Table 2 loss of ``base``:
+    Pipeline (Fig. 2): ``C`` projection heads → ``z^c`` (L2-normalised for the cosine
+    bases, standardised per channel for Barlow Twins), temperatures from the shared
+    :class:`AdaptiveTemperature` on those same vectors (the ones the loss compares), then
+    the Table 2 loss of ``base``:
 
     * ``"ntxent"`` (Eq. 2.1) and ``"infonce"`` (Eq. 2.4): SimCLR's 2N layout per head, each
       of the 2N views an anchor with its other view as positive and the other 2N - 2 views
@@ -116,16 +146,29 @@ class AMCL(nn.Module):
       paper writes these targets as ``[h]_sg``; they must be the ``d'``-dim projections
       for ``φ: R^{d'} → R^{d'}`` to apply. There are no negatives, so no τ⁻.
 
-    Barlow Twins (Eq. 2.3) is not provided: its temperatures apply ``φ: R^{d'} → R^{d'}``
-    to batch-long channel vectors ``z_{l:} ∈ R^N``, which is only defined when ``N = d'``.
+    * ``"barlow_twins"`` (Eq. 2.3): per head, the projections are *not* L2-normalised but
+      standardised per channel over the batch (mean 0, biased std 1, as
+      :func:`functional.barlow_twins`), ``C^c = Ẑ1ᵀẐ2/N``, and the channel-pair
+      temperatures are :meth:`AdaptiveTemperature.channelwise` on the same ``Ẑ``
+      (``τ⁺_l`` its diagonal, ``τ⁻_lm`` the rest). The paper's ``φ(z_{l:})`` on batch-long
+      channel vectors is only defined when ``N = d'``; we keep ``φ`` the per-sample layer
+      of the other rows and take the channel inner product over the batch, which gives
+      the ``[d', d']`` index structure of Eq. (2.3) for any ``N``. The loss is
+      :func:`functional.amcl_barlow_twins` with λ = ``lambd``; Eq. (3)'s Ω terms are
+      added with the channels as anchors (row 2.3 prints none; β = 0 is the row
+      verbatim). Read that function's caveat: a learned τ⁺ can absorb the invariance
+      term (β = 0) or move its target from ``C_ll = 1`` to ``≈ 2/d'`` (β > 0).
 
     Args:
         in_dim: encoder feature width ``d``.
-        base: ``"ntxent"``, ``"infonce"`` or ``"simsiam"``.
+        base: ``"ntxent"``, ``"infonce"``, ``"simsiam"`` or ``"barlow_twins"``.
         heads: ``C``; 3 as in the paper (Fig. 4).
         out_dim: ``d'``; 128, SimCLR's projection size (the paper keeps each method's head).
         hidden: hidden width of the heads; ``None`` = ``in_dim`` (SimCLR).
-        beta: β of Eq. (3); 10, see :func:`functional.amcl_contrast` for why.
+        beta: β of Eq. (3); ``None`` = the base's default: 10 for the cosine bases (see
+            :func:`functional.amcl_contrast` for why) and 0 for ``"barlow_twins"``
+            (measured, docs/amcl.md).
+        lambd: λ of Eq. (2.3), Barlow Twins only; 5e-3 (§5.1, as Zbontar et al.).
         negatives: ``"topk"`` (default, the paper's best on STL-10) or ``"softmax"``
             (Eq. 7); on sklearn digits we measured softmax well ahead (docs/amcl.md).
         kappa: κ of top-κ; 100 (Fig. 4), clamped to the number of negatives (2N - 2).
@@ -135,7 +178,10 @@ class AMCL(nn.Module):
             These are the ablations of the paper's Fig. 5; with ``"none"`` the
             regularisers are constant and the loss is the plain multi-head base loss.
             SimSiam has only positive temperatures (``"neg"`` fixes them).
-        temperature: the constant τ where ``adapt`` fixes it; 0.1 as :class:`NTXent`.
+        temperature: the constant τ where ``adapt`` fixes it; ``None`` = 0.1 (as
+            :class:`NTXent`) for the cosine bases and 1 for ``"barlow_twins"``, where a
+            constant ``t`` sets the invariance target ``C_ll = t`` and ``t = 1`` is plain
+            Barlow Twins per head.
     """
 
     def __init__(
@@ -145,17 +191,20 @@ class AMCL(nn.Module):
         heads: int = 3,
         out_dim: int = 128,
         hidden: int | None = None,
-        beta: float = 10.0,
+        beta: float | None = None,
+        lambd: float = 5e-3,
         negatives: str = "topk",
         kappa: int = 100,
         lower: float = 1e-5,
         upper: float = 2.0,
         adapt: str = "both",
-        temperature: float = 0.1,
+        temperature: float | None = None,
     ) -> None:
         super().__init__()
         if base not in _BASES:
             raise ValueError(f"base must be one of {_BASES}, got {base!r}")
+        beta = _DEFAULT_BETA[base] if beta is None else beta
+        temperature = _DEFAULT_TEMPERATURE[base] if temperature is None else temperature
         if adapt not in _ADAPT:
             raise ValueError(f"adapt must be one of {_ADAPT}, got {adapt!r}")
         if not isinstance(temperature, (int, float)) or not lower <= temperature <= upper:
@@ -166,8 +215,11 @@ class AMCL(nn.Module):
             raise ValueError(f"kappa must be an int >= 1, got {kappa!r}")
         if not isinstance(beta, (int, float)) or not (beta >= 0 and math.isfinite(beta)):
             raise ValueError(f"beta must be a finite number >= 0, got {beta!r}")
+        if not isinstance(lambd, (int, float)) or not (lambd >= 0 and math.isfinite(lambd)):
+            raise ValueError(f"lambd must be a finite number >= 0, got {lambd!r}")
         self.base = base
         self.beta = float(beta)
+        self.lambd = float(lambd)
         self.negatives = negatives
         self.kappa = kappa
         self.adapt = adapt
@@ -194,6 +246,8 @@ class AMCL(nn.Module):
         z1, z2 = self.projector(h1), self.projector(h2)  # [C, N, d']
         if self.predictor is not None:
             return self._simsiam(self.predictor, z1, z2)
+        if self.base == "barlow_twins":
+            return self._barlow_twins(z1, z2)
         return self._contrast(z1, z2)
 
     def _contrast(self, z1: Tensor, z2: Tensor) -> Tensor:
@@ -232,6 +286,17 @@ class AMCL(nn.Module):
         self._record(torch.cat([tau_a, tau_b], dim=1), None, None)
         return F.amcl_simsiam(sim_a, sim_b, tau_a, tau_b, dim=self.out_dim, beta=self.beta)
 
+    def _barlow_twins(self, z1: Tensor, z2: Tensor) -> Tensor:
+        a, b = _standardise(z1), _standardise(z2)  # [C, N, d']
+        corr = a.transpose(1, 2) @ b / a.shape[1]  # [C, d', d']
+        tau = self.adaptive_temperature.channelwise(a, b)
+        diagonal = torch.eye(self.out_dim, dtype=torch.bool, device=tau.device)
+        if self.adapt != "both":
+            learned = {"pos": diagonal, "neg": ~diagonal, "none": torch.zeros_like(diagonal)}
+            tau = torch.where(learned[self.adapt], tau, self._fixed(tau))
+        self._record(torch.diagonal(tau, dim1=1, dim2=2), tau, ~diagonal)
+        return F.amcl_barlow_twins(corr, tau, dim=self.out_dim, lambd=self.lambd, beta=self.beta)
+
     def _fixed(self, like: Tensor) -> Tensor:
         return torch.full_like(like, self.fixed_temperature)
 
@@ -248,7 +313,8 @@ class AMCL(nn.Module):
         """``{"tau_pos/head{c}": mean τ⁺, "tau_neg/head{c}": mean τ⁻}`` of the last call.
 
         Means over the batch's anchors (τ⁺) and over all present negative pairs (τ⁻, not
-        only the top-κ); SimSiam has no τ⁻ keys. Empty before the first call.
+        only the top-κ); for Barlow Twins over the diagonal (τ⁺_l) and the off-diagonal
+        (τ⁻_lm) channel pairs. SimSiam has no τ⁻ keys. Empty before the first call.
         """
         stats: dict[str, float] = {}
         for key, values in (("tau_pos", self._tau_pos), ("tau_neg", self._tau_neg)):

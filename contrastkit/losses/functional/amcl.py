@@ -15,6 +15,10 @@ the Gaussian log-likelihood of a pair up to a constant, so that the terms of Tab
 * Eq. (7)'s soft maximum: ``log Σ_n τ_n^{-d'/2}·exp((sim_n - 1)/τ_n) = logsumexp_n ℓ_n`` at
   β = 1 (the value the derivation uses).
 
+Barlow Twins' row (Eq. 2.3) has no similarities and no logits: it divides the entries of
+each head's cross-correlation matrix by per-channel-pair temperatures, see
+:func:`amcl_barlow_twins`.
+
 Shapes: ``pos_sim [C, M]`` (C heads, M anchors), ``neg_sim [C, M, K]``, temperatures of
 the same shapes. ``-inf`` in ``neg_sim`` marks an absent negative, as elsewhere in
 :mod:`contrastkit.losses.functional`.
@@ -42,12 +46,13 @@ def _check_dim(dim: object) -> int:
     return dim
 
 
-def _check_beta(beta: object) -> float:
-    if not isinstance(beta, (int, float)) or isinstance(beta, bool):
-        raise TypeError(f"beta must be a number, got {type(beta).__name__}")
-    if not (beta >= 0 and math.isfinite(beta)):
-        raise ValueError(f"beta must be a finite number >= 0, got {beta}")
-    return float(beta)
+def _check_weight(value: object, name: str) -> float:
+    """A loss weight such as β or λ: a finite number >= 0."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        raise TypeError(f"{name} must be a number, got {type(value).__name__}")
+    if not (value >= 0 and math.isfinite(value)):
+        raise ValueError(f"{name} must be a finite number >= 0, got {value}")
+    return float(value)
 
 
 def _check_temperature(tau: Tensor, name: str) -> None:
@@ -159,7 +164,7 @@ def amcl_contrast(
             heads), ``"sum"`` (over both) or ``"none"`` (``[C, M]``).
     """
     pos, neg, t_pos, t_neg = _check_contrast_inputs(pos_sim, neg_sim, tau_pos, tau_neg)
-    dim, beta = _check_dim(dim), _check_beta(beta)
+    dim, beta = _check_dim(dim), _check_weight(beta, "beta")
     if negatives not in _NEGATIVES:
         raise ValueError(f"negatives must be one of {_NEGATIVES}, got {negatives!r}")
     if not isinstance(kappa, int) or isinstance(kappa, bool) or kappa < 1:
@@ -222,7 +227,7 @@ def amcl_simsiam(
             raise ValueError(f"{name} must match sim_a {tuple(a.shape)}, got {tuple(x.shape)}")
     _check_temperature(tau_a, "tau_a")
     _check_temperature(tau_b, "tau_b")
-    dim, beta = _check_dim(dim), _check_beta(beta)
+    dim, beta = _check_dim(dim), _check_weight(beta, "beta")
     check_reduction(reduction)
     dtype = compute_dtype(a, sim_b)
     terms = [
@@ -230,3 +235,73 @@ def amcl_simsiam(
         for s, t in ((a, tau_a), (sim_b, tau_b))
     ]
     return _reduce_heads(terms[0] + terms[1], reduction)
+
+
+def _check_square_stack(corr: object, tau: object) -> tuple[Tensor, Tensor]:
+    c = check_tensor(corr, "corr", 3, "[C, d', d']")
+    if c.shape[1] != c.shape[2] or c.shape[1] < 2:
+        raise ValueError(f"corr must have shape [C, d', d'] with d' >= 2, got {tuple(c.shape)}")
+    t = check_tensor(tau, "tau", 3, "[C, d', d']")
+    if t.shape != c.shape:
+        raise ValueError(f"tau must have corr's shape {tuple(c.shape)}, got {tuple(t.shape)}")
+    _check_temperature(t, "tau")
+    return c, t
+
+
+def amcl_barlow_twins(
+    corr: Tensor,
+    tau: Tensor,
+    *,
+    dim: int,
+    lambd: float = 5e-3,
+    beta: float = 0.0,
+) -> Tensor:
+    """Multi-head Barlow Twins with channel-pair temperatures, AMCL Eq. (2.3) plus Eq. (3)'s Ω.
+
+    For every head ``c``, with ``C = corr[c]`` and ``τ = tau[c]`` (diagonal ``τ⁺_l``,
+    off-diagonal ``τ⁻_lm``)::
+
+        Σ_l (1 - C_ll/τ⁺_l)²  +  λ·Σ_l Σ_{m≠l} C_lm²/τ⁻_lm
+          + β·Σ_l [ Ω(τ⁺_l) - mean_{m≠l} Ω(τ⁻_lm) ]
+
+    summed over heads, as Eq. (2.3) sums over ``c``. The first two terms are Table 2's row
+    (2.3) verbatim; that row prints no regulariser, so ``beta=0`` reproduces it exactly. The
+    third term is the general form Eq. (3), ``+βΩ(τ⁺) - βΩ(τ⁻)``, applied with the channels
+    in the role of anchors: channel ``l`` has one positive temperature (its own pair across
+    the two views) and ``d' - 1`` negative ones, whose Ω is averaged, just as the top-κ form
+    of :func:`amcl_contrast` averages over its selected negatives.
+
+    Caveat (tested): ``(1 - C/τ)²`` is smallest at ``C = τ``, not at ``C = 1``. A learned τ⁺
+    can therefore *absorb* the invariance term (at ``beta=0``, moving τ⁺ onto ``C_ll``
+    lowers the loss without changing the embeddings, and ``∂L/∂C_ll = -2(1 - C_ll/τ)/τ``
+    vanishes there), and with ``beta > 0`` Ω pulls τ⁺ toward ``2/d'``, which in turn pulls
+    ``C_ll`` toward ``2/d'`` instead of 1. With one constant temperature ``t`` the Ω terms
+    cancel and the loss is Barlow Twins with targets ``C_ll = t``; ``t = 1`` is
+    :func:`barlow_twins` per head.
+
+    Args:
+        corr: ``[C, d', d']`` cross-correlation of the batch-standardised projections of the
+            two views, one matrix per head (``d' >= 2``).
+        tau: ``[C, d', d']`` temperatures > 0: ``τ⁺`` on the diagonal, ``τ⁻`` off it.
+        dim: ``d'`` in Ω (Eq. 4); normally ``corr.shape[-1]``.
+        lambd: λ >= 0, the off-diagonal weight; 5e-3 (§5.1, as Zbontar et al.).
+        beta: β >= 0; 0: Table 2's row as printed, and the least harmful value in our
+            short runs (β = 0.01, 1 and 10 all trained worse; docs/amcl.md).
+
+    Returns a scalar, in float32 for half-precision inputs (at τ = 1e-5, ``1/τ`` and Ω
+    exceed float16's range).
+    """
+    c, t = _check_square_stack(corr, tau)
+    dim = _check_dim(dim)
+    lambd, beta = _check_weight(lambd, "lambd"), _check_weight(beta, "beta")
+    dtype = compute_dtype(c, t)
+    c, t = c.to(dtype), t.to(dtype)
+    width = c.shape[-1]
+    diagonal = torch.eye(width, dtype=torch.bool, device=c.device)
+    ratio = c / t
+    invariance = (1.0 - torch.diagonal(ratio, dim1=1, dim2=2)).pow(2).sum()
+    redundancy = (c * ratio).masked_fill(diagonal, 0.0).sum()
+    omega = amcl_omega(t, dim)
+    omega_pos = torch.diagonal(omega, dim1=1, dim2=2).sum()
+    omega_neg = omega.masked_fill(diagonal, 0.0).sum() / (width - 1)
+    return invariance + lambd * redundancy + beta * (omega_pos - omega_neg)
