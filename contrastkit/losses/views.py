@@ -276,9 +276,9 @@ def _label_weighted_keys(
         count = torch.bincount(cls2).to(keys.dtype)
         mine = torch.cat([cls[local], cls[local]])
         return class_sum[mine] - anchors, count[mine] - 1.0
-    with torch.no_grad():
-        s = label_similarity(labels_all, similarity, c)[local].to(keys.dtype)  # [n, N]
-    s_self = s[torch.arange(n, device=s.device), local]
+    with torch.no_grad():  # the local rows are a contiguous slice: a view, not a copy
+        s = label_similarity(labels_all, similarity, c)[offset : offset + n].to(keys.dtype)
+    s_self = torch.diagonal(s, offset)  # [n, N]: local sample i is column offset + i
     half = s @ (keys[:total] + keys[total:])
     weighted = torch.cat([half, half]) - torch.cat([s_self, s_self])[:, None] * anchors
     mass = 2.0 * s.sum(dim=1) - s_self

@@ -52,9 +52,17 @@ def test_count_and_scale_zero_give_the_number_of_negatives() -> None:
     torch.testing.assert_close(gram.logsumexp(0.0), torch.full((8,), 9.0).log())
 
 
-def test_second_backward_is_refused_not_wrong() -> None:
+def test_a_second_backward_through_the_kept_exponentials_is_right() -> None:
     z = torch.nn.functional.normalize(torch.randn(6, 4), dim=1).requires_grad_(True)
     lse = F.GramNegatives(z).logsumexp(5.0).sum()  # all other rows as negatives
-    lse.backward(retain_graph=True)
+    (first,) = torch.autograd.grad(lse, z, retain_graph=True)
+    (second,) = torch.autograd.grad(lse, z)
+    torch.testing.assert_close(second, first, rtol=0, atol=0)
+
+
+def test_softmax_mean_refuses_a_second_backward_instead_of_a_wrong_one() -> None:
+    z = torch.nn.functional.normalize(torch.randn(6, 4), dim=1).requires_grad_(True)
+    mean = F.GramNegatives(z).softmax_mean(5.0).sum()
+    mean.backward(retain_graph=True)
     with pytest.raises(RuntimeError, match="one backward"):
-        lse.backward()
+        mean.backward()

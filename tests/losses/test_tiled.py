@@ -77,7 +77,7 @@ def test_bad_block_size_is_refused() -> None:
 
 @pytest.mark.parametrize("block", [2, 5])
 def test_blocked_backward_handles_negative_and_zero_upstream_gradients(block: int) -> None:
-    # the blocked backward folds |∂L/∂lse_i| into the exponent and restores its sign
+    # the upstream gradient scales rows of the products, whatever its sign, and zero rows
     g = torch.Generator().manual_seed(5)
     a = torch.randn(9, 4, generator=g, dtype=torch.float64)
     upstream = torch.randn(9, generator=g, dtype=torch.float64)

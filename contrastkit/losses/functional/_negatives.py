@@ -7,7 +7,7 @@ CACR's repulsion (:mod:`.cacr`) only through the softmax mean ``Σ_j softmax_j(s
 :class:`GramNegatives` serves negatives that are inner products of anchors with key
 embeddings (SimCLR's 2N views, cross-view pairs, a queue, V views) straight from the
 embeddings, through :func:`gram_logsumexp` and :func:`gram_softmax_mean`: one matrix
-product forward, the softmax gradient formed in place, two products backward, and, with
+product forward, the softmax gradient formed once, two products backward, and, with
 ``block_size``, O(M·block) memory.
 """
 
@@ -114,9 +114,9 @@ class _GramLogSumExp(torch.autograd.Function):
 
     A constant shift ``s·max‖a‖·max‖k‖`` bounds every
     logit, so ``exp`` never overflows; rows whose sum underflows are redone with their
-    exact maximum. Without ``block`` the exponentials are kept and scaled in place in
-    backward (which may therefore run once); with ``block`` rows are processed ``block``
-    at a time and recomputed in backward, so extra memory is O(block·K).
+    exact maximum. Without ``block`` the exponentials are kept for backward; with
+    ``block`` rows are processed ``block`` at a time and recomputed in backward, so extra
+    memory is O(block·K).
     """
 
     @staticmethod
@@ -145,39 +145,46 @@ class _GramLogSumExp(torch.autograd.Function):
             if block is None:
                 kept = [e, row_sum]
         ctx.save_for_backward(anchors, keys, k, exclude, lse, *kept)
-        ctx.scale, ctx.block, ctx.used = scale, block, False
+        ctx.scale, ctx.block = scale, block
         return lse
 
     @staticmethod
     def backward(ctx, grad_lse: Tensor) -> tuple:  # type: ignore[override]
-        if ctx.used and ctx.block is None:
-            raise RuntimeError(
-                "the fused contrastive log-sum-exp supports one backward pass per graph"
-            )
-        ctx.used = True
         anchors, keys, k, exclude, lse, *kept = ctx.saved_tensors
         scale, m = ctx.scale, anchors.shape[0]
-        n_own = m if keys is None else keys.shape[0]
-        grad_a = torch.zeros_like(anchors)
-        keys_need_grad = keys is not None and ctx.needs_input_grad[1]
-        grad_own = grad_a if keys is None else (torch.zeros_like(keys) if keys_need_grad else None)
+        grads = _Grads(anchors, keys, k, ctx.needs_input_grad[1])
         step = m if ctx.block is None else ctx.block
         for r0 in range(0, m, step):
             rows = slice(r0, min(m, r0 + step))
-            if ctx.block is None:
-                e, row_sum = kept  # P = e / row_sum, scaled in place into ∂L/∂sim
-                g = e.mul_((grad_lse * scale / row_sum)[:, None])
-            else:  # g_i·s·P_ij = sign(g_i)·exp(s·a_i·k_j - lse_i + log|g_i·s|): one pass
-                coef = grad_lse[rows] * scale
-                g = _shifted_logits(anchors[rows], k, scale, lse[rows] - coef.abs().log()).exp_()
+            if ctx.block is None:  # ∂lse_i/∂sim_ij = s·e_ij / row_sum_i
+                e, row_sum = kept
+                grads.add(rows, e, grad_lse * scale / row_sum)
+            else:
+                e = _shifted_logits(anchors[rows], k, scale, lse[rows]).exp_()
                 if exclude is not None:
-                    g.scatter_(1, exclude[rows], 0.0)
-                if bool((coef < 0).any()):
-                    g.mul_(coef.sign()[:, None])
-            grad_a[rows] += g @ k
-            if grad_own is not None:
-                grad_own += g[:, :n_own].T @ anchors[rows]
-        return grad_a, (None if keys is None else grad_own), None, None, None, None
+                    e.scatter_(1, exclude[rows], 0.0)
+                grads.add(rows, e, grad_lse[rows] * scale)
+        return grads.anchors, grads.keys, None, None, None, None
+
+
+class _Grads:
+    """Gradients w.r.t. ``anchors`` and ``keys`` from ``∂L/∂sim = diag(r)·X``, block by block.
+
+    The row scaling goes on the ``[rows, d]`` products, never on the ``[rows, K]`` block
+    ``X`` (which stays unchanged): ``∂a = diag(r)·(X·k)``, ``∂own = X[:, :own]ᵀ·(diag(r)·a)``.
+    """
+
+    def __init__(self, anchors: Tensor, keys: Tensor | None, k: Tensor, need_keys: bool) -> None:
+        self.a, self.k = anchors, k
+        self.anchors = torch.zeros_like(anchors)
+        self.n_own = anchors.shape[0] if keys is None else keys.shape[0]
+        self.keys = torch.zeros_like(keys) if keys is not None and need_keys else None
+        self._own = self.anchors if keys is None else self.keys
+
+    def add(self, rows: slice, x: Tensor, r: Tensor) -> None:
+        self.anchors[rows] += r[:, None] * (x @ self.k)
+        if self._own is not None:
+            self._own += x[:, : self.n_own].T @ (r[:, None] * self.a[rows])
 
 
 class _GramSoftmaxMean(torch.autograd.Function):
@@ -188,7 +195,8 @@ class _GramSoftmaxMean(torch.autograd.Function):
     With ``L = β·s - shift`` (kept) and ``P = exp(L)`` (unnormalised),
     ``β·E_i = Σ_j P_ij·L_ij / Z_i + shift_i``. The gradient is
     ``∂E_i/∂s_ij = p_ij·(1 + β·(s_ij - E_i))`` (just ``p_ij`` with ``detach``), formed in
-    place as ``(g_i/Z_i)·(P_ij·(1 + shift_i - β·E_i) + (P∘L)_ij)``.
+    place in ``P∘L`` as ``(g_i/Z_i)·(P_ij·(1 + shift_i - β·E_i) + (P∘L)_ij)`` (so the
+    backward runs once, unless ``detach``), the row factor ``g_i/Z_i`` on the products.
     """
 
     @staticmethod
@@ -226,15 +234,12 @@ class _GramSoftmaxMean(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad_mean: Tensor) -> tuple:  # type: ignore[override]
-        if ctx.used and ctx.block is None:
+        if ctx.used and ctx.block is None and not ctx.detach:
             raise RuntimeError("the fused softmax mean supports one backward pass per graph")
         ctx.used = True
         anchors, keys, k, exclude, shift, row_sum, mean, *kept = ctx.saved_tensors
         scale, m = ctx.scale, anchors.shape[0]
-        n_own = m if keys is None else keys.shape[0]
-        grad_a = torch.zeros_like(anchors)
-        keys_need_grad = keys is not None and ctx.needs_input_grad[1]
-        grad_own = grad_a if keys is None else (torch.zeros_like(keys) if keys_need_grad else None)
+        grads = _Grads(anchors, keys, k, ctx.needs_input_grad[1])
         step = m if ctx.block is None else ctx.block
         for r0 in range(0, m, step):
             rows = slice(r0, min(m, r0 + step))
@@ -246,16 +251,11 @@ class _GramSoftmaxMean(torch.autograd.Function):
                 if exclude is not None:
                     e.scatter_(1, exclude[rows], 0.0)
                 weighted = logits.mul_(e)
-            g = grad_mean[rows] / row_sum[rows]
-            if ctx.detach:
-                e.mul_(g[:, None])
-            else:
-                e.mul_((g * (1.0 + shift[rows] - scale * mean[rows]))[:, None])
-                e.addcmul_(weighted, g[:, None])
-            grad_a[rows] += e @ k
-            if grad_own is not None:
-                grad_own += e[:, :n_own].T @ anchors[rows]
-        return grad_a, (None if keys is None else grad_own), None, None, None, None, None
+            if not ctx.detach:  # P∘(1 + shift - βE + L), formed in place in P∘L
+                own = 1.0 + shift[rows] - scale * mean[rows]
+                e = weighted.addcmul_(e, own[:, None])
+            grads.add(rows, e, grad_mean[rows] / row_sum[rows])
+        return grads.anchors, grads.keys, None, None, None, None, None
 
 
 def gram_softmax_mean(

@@ -141,7 +141,7 @@ def label_similarity(
     tiny = torch.finfo(y.dtype).eps
     if y.dim() == 1:
         y_tilde = y / y.abs().max().clamp(min=tiny)
-        scaled = c * (y_tilde[:, None] - y_tilde[None]).abs() / 2.0
+        scaled = (y_tilde[:, None] - y_tilde[None]).abs_().mul_(c / 2.0)
     else:
         dist = torch.cdist(y, y, p=1.0)
         n = y.shape[0]
@@ -150,6 +150,6 @@ def label_similarity(
             lo, hi = dist[off].min(), dist[off].max()
         else:
             lo = hi = dist.new_zeros(())
-        scaled = c * (dist - lo) / (hi - lo).clamp(min=tiny)
-    act = torch.tanh(scaled) if similarity == "tanh" else scaled
-    return (1.0 - act).clamp(0.0, 1.0)
+        scaled = dist.sub_(lo).mul_(c / (hi - lo).clamp(min=tiny))
+    act = scaled.tanh_() if similarity == "tanh" else scaled
+    return act.neg_().add_(1.0).clamp_(0.0, 1.0)  # every step in place on [N, N]
