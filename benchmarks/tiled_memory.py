@@ -1,10 +1,11 @@
 """Memory-tiled mode: peak loss memory and time of ``block_size=...`` against dense.
 
-For each batch size N (pairs, 2N views, d = 128) and each loss, one forward+backward runs
-in a fresh subprocess; the extra peak resident memory over the inputs is reported, and
-the time. Dense runs only where its [2N, 2N] matrices fit under ``--dense-limit-gb``.
+For each batch size N (pairs, 2N views, d = 128), each loss and each block size, forward +
+backward runs in a fresh subprocess (repeated until 2 s are timed, best kept); the extra
+peak resident memory over the inputs is reported, and the time. Dense runs only where its
+[2N, 2N] matrices fit under ``--dense-limit-gb``.
 
-Usage: ``python benchmarks/tiled_memory.py [--sizes 4096,16384,65536] [--block 1024]``
+Usage: ``python benchmarks/tiled_memory.py [--sizes 4096,16384,65536] [--block 128,1024]``
 """
 
 from __future__ import annotations
@@ -84,7 +85,7 @@ def main() -> None:
     parser.add_argument("--losses", default=",".join(LOSSES))
     parser.add_argument("--dim", type=int, default=128)
     # 128 was the fastest of 32…1024 at N = 4096 and 8192 on our 2-core machine (README)
-    parser.add_argument("--block", type=int, default=128)
+    parser.add_argument("--block", default="128", help="anchors per block; a list compares")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--dense-limit-gb", type=float, default=8.0, help="skip dense above this")
@@ -93,20 +94,25 @@ def main() -> None:
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     if args.child:
-        block = None if args.dense else args.block
+        block = None if args.dense else int(args.block)
         print(json.dumps(child(args.child, sizes[0], args.dim, block, args.threads, args.repeats)))
         return
+    blocks = [int(b) for b in args.block.split(",")]
     print(f"forward+backward, d = {args.dim}, {args.threads} threads, block = {args.block} anchors")
-    print("| loss | N pairs | dense | tiled | tiled / dense time |")
-    print("|---|---:|---|---|---:|")
+    tiled_cols = [f"tiled ({b}) | tiled / dense" for b in blocks]
+    print("| loss | N pairs | dense | " + " | ".join(tiled_cols) + " |")
+    print("|---|---:|---|" + "---|---:|" * len(blocks))
     for name in args.losses.split(","):
         for n in sizes:
             dense_gb = 2 * (2 * n) ** 2 * 4 / 2**30  # two [2N, 2N] float32 buffers
             dense = run(name, n, None, args) if dense_gb <= args.dense_limit_gb else "does not fit"
-            tiled = run(name, n, args.block, args)
-            both = isinstance(dense, dict) and isinstance(tiled, dict)
-            ratio = f"{tiled['s'] / dense['s']:.2f}×" if both else "–"  # type: ignore[index]
-            print(f"| {name} | {n} | {cell(dense)} | {cell(tiled)} | {ratio} |", flush=True)
+            cells = [cell(dense)]
+            for block in blocks:
+                tiled = run(name, n, block, args)
+                both = isinstance(dense, dict) and isinstance(tiled, dict)
+                ratio = f"{tiled['s'] / dense['s']:.2f}×" if both else "–"  # type: ignore[index]
+                cells += [cell(tiled), ratio]
+            print(f"| {name} | {n} | " + " | ".join(cells) + " |", flush=True)
 
 
 if __name__ == "__main__":
