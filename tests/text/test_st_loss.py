@@ -74,3 +74,28 @@ def test_trains_with_sentence_transformer_trainer(
     assert torch.isfinite(torch.tensor(result.training_loss))
     changed = [k for k, v in model.state_dict().items() if not torch.equal(before[k], v)]
     assert changed, "no parameter moved"
+
+
+def test_a_loss_with_its_own_parameters_is_trained_too(
+    tmp_path: Path, tiny_st_bert: Path, sentences: list[str]
+) -> None:
+    from datasets import Dataset
+
+    model = tiny_model(tiny_st_bert)
+    loss = ContrastkitLoss(model, "amcl", heads=2, out_dim=8)
+    before = {k: v.clone() for k, v in loss.loss.state_dict().items()}
+    args = st.SentenceTransformerTrainingArguments(
+        output_dir=str(tmp_path / "out"),
+        per_device_train_batch_size=4,
+        max_steps=2,
+        learning_rate=1e-2,
+        report_to="none",
+        save_strategy="no",
+        use_cpu=True,
+        disable_tqdm=True,
+    )
+    data = Dataset.from_dict({"anchor": sentences, "positive": sentences})
+    st.SentenceTransformerTrainer(model=model, args=args, train_dataset=data, loss=loss).train()
+    moved = {k for k, v in loss.loss.state_dict().items() if not torch.equal(before[k], v)}
+    assert any(k.startswith("projector.") for k in moved), moved
+    assert any(k.startswith("adaptive_temperature.") for k in moved), moved
