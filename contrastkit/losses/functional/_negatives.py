@@ -73,6 +73,17 @@ def _shifted_logits(anchors: Tensor, keys: Tensor, scale: float, shift: Tensor) 
     return torch.addmm(-shift[:, None], anchors, keys.T, alpha=scale)
 
 
+def _keys_and_shift(
+    anchors: Tensor, keys: Tensor | None, extra: Tensor | None, scale: float
+) -> tuple[Tensor, Tensor]:
+    """The key matrix ``cat(keys or anchors, extra)`` and the per-row shift, initially the
+    bound ``scale·max‖a‖·max‖k‖`` on every logit (so ``exp`` never overflows)."""
+    own = anchors if keys is None else keys
+    k = own if extra is None else torch.cat([own, extra])
+    bound = scale * anchors.norm(dim=1).max() * k.norm(dim=1).max()
+    return k, bound.expand(anchors.shape[0]).clone()
+
+
 def _exp_block(
     logits: Tensor,
     scale: float,
@@ -129,11 +140,8 @@ class _GramLogSumExp(torch.autograd.Function):
         scale: float,
         block: int | None,
     ) -> Tensor:
-        own = anchors if keys is None else keys
-        k = own if extra is None else torch.cat([own, extra])
+        k, shift = _keys_and_shift(anchors, keys, extra, scale)
         m = anchors.shape[0]
-        bound = scale * anchors.norm(dim=1).max() * k.norm(dim=1).max()
-        shift = bound.expand(m).clone()
         step = m if block is None else block
         lse = anchors.new_empty(m)
         kept = []
@@ -210,11 +218,8 @@ class _GramSoftmaxMean(torch.autograd.Function):
         block: int | None,
         detach: bool,
     ) -> Tensor:
-        own = anchors if keys is None else keys
-        k = own if extra is None else torch.cat([own, extra])
+        k, shift = _keys_and_shift(anchors, keys, extra, scale)
         m = anchors.shape[0]
-        bound = scale * anchors.norm(dim=1).max() * k.norm(dim=1).max()
-        shift = bound.expand(m).clone()
         step = m if block is None else block
         mean, row_sum = anchors.new_empty(m), anchors.new_empty(m)
         kept = []
