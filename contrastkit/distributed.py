@@ -2,7 +2,8 @@
 
 The rule every loss with ``gather_distributed=True`` follows: embeddings are all-gathered
 *with* gradients; each rank computes its loss for its own anchors against the global keys
-(or, for batch-statistic losses such as Barlow Twins, the global loss); the gather's
+(the InfoNCE family, SupCon, LASCon, CACR) or the loss of the whole global batch (Barlow
+Twins, VICReg, alignment/uniformity, CMC, AMCL and the gradient-paradigm losses); the gather's
 backward sums every rank's gradient and keeps this rank's slice. The gradient reaching a
 rank's local embeddings is therefore ``world_size ×`` the single-process gradient of the
 concatenated batch, and DDP's division by ``world_size`` makes parameter gradients equal to
@@ -69,6 +70,12 @@ class _GatherWithGrad(torch.autograd.Function):
 def gather_with_grad(x: Tensor) -> Tensor:
     """``cat`` of ``x`` over ranks (rank order); the backward sums over ranks, keeps ours."""
     return _GatherWithGrad.apply(x) if is_distributed() else x
+
+
+def gather_all_with_grad(*xs: Tensor, enabled: bool = True) -> tuple[Tensor, ...]:
+    """:func:`gather_with_grad` of each tensor when ``enabled``: the inputs of a loss that
+    every rank computes on the global batch (Barlow Twins, VICReg, the paradigm losses)."""
+    return tuple(gather_with_grad(x) for x in xs) if enabled else xs
 
 
 @torch.no_grad()

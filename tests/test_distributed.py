@@ -2,7 +2,9 @@
 
 Each rank encodes its half of a fixed batch with a DDP-wrapped linear encoder and calls the
 loss with ``gather_distributed=True``. After DDP's averaging the parameter gradients must
-equal those of one process on the concatenated batch (float64, within 1e-6).
+equal those of one process on the concatenated batch (float64, within 1e-6), for every
+loss that takes the option; a loss's own parameters (AMCL) must get the single-process
+gradient on every rank.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 
 from contrastkit import losses
-from contrastkit.distributed import convert_sync_batchnorm
+from contrastkit.distributed import accepts_gather, convert_sync_batchnorm
 
 WORLD, LOCAL, IN_DIM, OUT_DIM = 2, 4, 6, 5
 CASES = {
@@ -27,6 +29,23 @@ CASES = {
     "cacr": {},
     "barlow_twins": {},
     "vicreg": {},
+    # every rank computes the global-batch loss
+    "cmc": {},
+    "align_uniform": {},
+    "paradigm": {},
+    "arccon": {},
+    "mpt": {},
+    "met": {},
+    "mhe": {},
+    "mhs": {},
+    "barlow_l2": {},
+    "vicreg_l2": {},
+    "mmhe": {},
+    "mmhs": {},
+    "mbarlow": {},
+    "mvicreg": {},
+    "amcl": {"in_dim": OUT_DIM, "heads": 2, "out_dim": 4, "hidden": 6},
+    "amcl_bt": {"in_dim": OUT_DIM, "heads": 2, "out_dim": 4, "base": "barlow_twins"},
 }
 
 
@@ -65,16 +84,23 @@ def bn_state(model: torch.nn.Module) -> list[torch.Tensor]:
 
 def loss_of(
     name: str, model: torch.nn.Module, x: torch.Tensor, labels: tuple, gather: bool
-) -> torch.Tensor:
+) -> tuple[torch.Tensor, torch.nn.Module]:
+    """The loss value and the loss module (AMCL's heads and φ have parameters too)."""
     v, n, _ = x.shape
     z = model(x.reshape(v * n, IN_DIM)).reshape(v, n, OUT_DIM)
-    loss = losses.get(name, gather_distributed=gather, **CASES[name])
-    kind = losses.info(name).inputs
+    registered = name.removesuffix("_bt")
+    torch.manual_seed(3)
+    loss = losses.get(registered, gather_distributed=gather, **CASES[name]).double()
+    kind = losses.info(registered).inputs
     if kind == "views":
-        return loss(z)
+        return loss(z), loss
     if kind == "labeled":
-        return loss(z[0], z[1], labels[0] if name == "supcon" else labels[1])
-    return loss(z[0], z[1])
+        return loss(z[0], z[1], labels[0] if name == "supcon" else labels[1]), loss
+    return loss(z[0], z[1]), loss
+
+
+def all_grads(*modules: torch.nn.Module) -> list[torch.Tensor]:
+    return [p.grad.clone() for m in modules for p in m.parameters()]
 
 
 def _worker(rank: int, init_file: str, out_dir: str) -> None:
@@ -85,15 +111,16 @@ def _worker(rank: int, init_file: str, out_dir: str) -> None:
     grads = {}
     for name in CASES:
         model = torch.nn.parallel.DistributedDataParallel(encoder())
-        loss = loss_of(
+        loss, module = loss_of(
             name, model, x[:, rows], (class_labels[rows], real_labels[rows]), gather=True
         )
         loss.backward()
-        grads[name] = [p.grad.clone() for p in model.parameters()]
+        grads[name] = all_grads(model, module)
     model = torch.nn.parallel.DistributedDataParallel(convert_sync_batchnorm(bn_encoder()))
-    loss_of("ntxent", model, x[:, rows], (), gather=True).backward()
+    loss_of("ntxent", model, x[:, rows], (), gather=True)[0].backward()
     grads["sync_batchnorm"] = bn_state(model.module)
     torch.save(grads, Path(out_dir) / f"rank{rank}.pt")
+    dist.barrier()  # no rank tears the group down while another still talks to it
     dist.destroy_process_group()
 
 
@@ -103,14 +130,21 @@ def test_ddp_parameter_gradients_equal_single_process(tmp_path: Path) -> None:
     per_rank = [torch.load(tmp_path / f"rank{r}.pt", weights_only=True) for r in range(WORLD)]
     for name in CASES:
         model = encoder()
-        loss_of(name, model, x, (class_labels, real_labels), gather=False).backward()
-        expected = [p.grad for p in model.parameters()]
+        loss, module = loss_of(name, model, x, (class_labels, real_labels), gather=False)
+        loss.backward()
+        expected = all_grads(model, module)
         for rank_grads in per_rank:
             for got, want in zip(rank_grads[name], expected, strict=True):
                 torch.testing.assert_close(got, want, rtol=1e-6, atol=1e-9, msg=f"{name}")
 
     model = bn_encoder()
-    loss_of("ntxent", model, x, (), gather=False).backward()
+    loss_of("ntxent", model, x, (), gather=False)[0].backward()
     for rank_state in per_rank:
         for got, want in zip(rank_state["sync_batchnorm"], bn_state(model), strict=True):
             torch.testing.assert_close(got, want, rtol=1e-6, atol=1e-9, msg="sync_batchnorm")
+
+
+def test_every_loss_but_simsiam_takes_the_option_and_is_checked_above() -> None:
+    takes = {n for n in losses.available() if accepts_gather(losses.info(n).cls)}
+    assert takes == set(losses.available()) - {"simsiam"}  # SimSiam's loss is per sample
+    assert takes <= {name.removesuffix("_bt") for name in CASES}

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from torch import Tensor, nn
 
+from .. import distributed
 from . import functional as F
 from .registry import register
 from .views import normalize
@@ -21,15 +22,26 @@ class AlignUniform(nn.Module):
     """``alignment(z1, z2; α) + weight·(uniformity(z1; t) + uniformity(z2; t)) / 2``.
 
     Defaults α = 2, t = 2, weight = 1 are the paper's recommended ones.
+    ``gather_distributed=True`` computes the loss of the global batch on every rank
+    (uniformity runs over every pair of the global batch; :mod:`contrastkit.distributed`).
     """
 
-    def __init__(self, alpha: float = 2.0, t: float = 2.0, weight: float = 1.0) -> None:
+    def __init__(
+        self,
+        alpha: float = 2.0,
+        t: float = 2.0,
+        weight: float = 1.0,
+        *,
+        gather_distributed: bool = False,
+    ) -> None:
         super().__init__()
         self.alpha = alpha
         self.t = t
         self.weight = weight
+        self.gather_distributed = gather_distributed
 
     def forward(self, z1: Tensor, z2: Tensor) -> Tensor:
+        z1, z2 = distributed.gather_all_with_grad(z1, z2, enabled=self.gather_distributed)
         a, b = normalize(z1), normalize(z2)
         uniform = (F.uniformity(a, self.t) + F.uniformity(b, self.t)) / 2.0
         return F.alignment(a, b, self.alpha) + self.weight * uniform

@@ -17,6 +17,7 @@ import math
 import torch
 from torch import Tensor, nn
 
+from .. import distributed
 from ..models.multihead import MultiHeadProjector
 from . import functional as F
 from .functional._common import check_views
@@ -182,6 +183,9 @@ class AMCL(nn.Module):
             :class:`NTXent`) for the cosine bases and 1 for ``"barlow_twins"``, where a
             constant ``t`` sets the invariance target ``C_ll = t`` and ``t = 1`` is plain
             Barlow Twins per head.
+        gather_distributed: compute the loss of the global batch on every rank: every
+            rank's encoder features are gathered with gradient before the heads
+            (:mod:`contrastkit.distributed`).
     """
 
     def __init__(
@@ -199,6 +203,8 @@ class AMCL(nn.Module):
         upper: float = 2.0,
         adapt: str = "both",
         temperature: float | None = None,
+        *,
+        gather_distributed: bool = False,
     ) -> None:
         super().__init__()
         if base not in _BASES:
@@ -218,6 +224,7 @@ class AMCL(nn.Module):
         if not isinstance(lambd, (int, float)) or not (lambd >= 0 and math.isfinite(lambd)):
             raise ValueError(f"lambd must be a finite number >= 0, got {lambd!r}")
         self.base = base
+        self.gather_distributed = gather_distributed
         self.beta = float(beta)
         self.lambd = float(lambd)
         self.negatives = negatives
@@ -243,6 +250,7 @@ class AMCL(nn.Module):
     def forward(self, h1: Tensor, h2: Tensor) -> Tensor:
         """Loss over encoder features ``h1, h2: [N, in_dim]`` of two views (N >= 2)."""
         h1, h2 = check_views(h1, h2, names=("h1", "h2"))
+        h1, h2 = distributed.gather_all_with_grad(h1, h2, enabled=self.gather_distributed)
         z1, z2 = self.projector(h1), self.projector(h2)  # [C, N, d']
         if self.predictor is not None:
             return self._simsiam(self.predictor, z1, z2)

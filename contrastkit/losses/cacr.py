@@ -18,6 +18,7 @@ import itertools
 import torch
 from torch import Tensor, nn
 
+from .. import distributed
 from . import functional as F
 from .registry import register
 from .views import check_multiview, cross_view_similarities, multiview_negatives
@@ -94,14 +95,19 @@ class CMC(nn.Module):
 
     Args:
         temperature: τ; 0.07 as in CMC and CACR's CMC (K = 4) baseline.
+        gather_distributed: compute the loss of the global batch on every rank, from every
+            rank's views gathered with gradient (:mod:`contrastkit.distributed`).
     """
 
-    def __init__(self, temperature: float = 0.07) -> None:
+    def __init__(self, temperature: float = 0.07, *, gather_distributed: bool = False) -> None:
         super().__init__()
         self.temperature = temperature
+        self.gather_distributed = gather_distributed
 
     def forward(self, views: Tensor, queue: Tensor | None = None) -> Tensor:
         views = check_multiview(views)
+        if self.gather_distributed:
+            views = torch.stack(distributed.gather_all_with_grad(*views))
         pairs = itertools.permutations(range(views.shape[0]), 2)
         losses = [
             F.info_nce(*cross_view_similarities(views[a], views[b]), self.temperature)

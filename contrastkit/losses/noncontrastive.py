@@ -16,13 +16,6 @@ from . import functional as F
 from .registry import register
 
 
-def _gathered(z1: Tensor, z2: Tensor, gather_distributed: bool) -> tuple[Tensor, Tensor]:
-    """Every rank's rows, with gradient, when asked to: the batch statistics are global."""
-    if not gather_distributed:
-        return z1, z2
-    return distributed.gather_with_grad(z1), distributed.gather_with_grad(z2)
-
-
 @register("barlow_twins", "pair", "Zbontar et al., ICML 2021, Eq. (1)")
 class BarlowTwins(nn.Module):
     """Barlow Twins on raw projector outputs; λ = 5e-3 (the paper's).
@@ -37,7 +30,8 @@ class BarlowTwins(nn.Module):
         self.gather_distributed = gather_distributed
 
     def forward(self, z1: Tensor, z2: Tensor) -> Tensor:
-        return F.barlow_twins(*_gathered(z1, z2, self.gather_distributed), self.lambd)
+        z1, z2 = distributed.gather_all_with_grad(z1, z2, enabled=self.gather_distributed)
+        return F.barlow_twins(z1, z2, self.lambd)
 
 
 @register("vicreg", "pair", "Bardes et al., ICLR 2022, Eq. (6)")
@@ -62,7 +56,7 @@ class VICReg(nn.Module):
         self.cov_coeff = cov_coeff
 
     def forward(self, z1: Tensor, z2: Tensor) -> Tensor:
-        z1, z2 = _gathered(z1, z2, self.gather_distributed)
+        z1, z2 = distributed.gather_all_with_grad(z1, z2, enabled=self.gather_distributed)
         return F.vicreg(z1, z2, self.sim_coeff, self.std_coeff, self.cov_coeff)
 
 

@@ -18,6 +18,7 @@ from collections.abc import Callable
 
 from torch import Tensor, nn
 
+from .. import distributed
 from . import functional as F
 from .functional.paradigm import ARCCON_MARGIN, GD_KINDS, RATIO_KINDS, WEIGHT_KINDS
 from .registry import register
@@ -27,12 +28,16 @@ _REF = "Li, Zhang & Nie, ACL 2024"
 
 class _TwoViewLoss(nn.Module):
     """``forward(h, hp)`` = ``fn(h, hp, **hyper-parameters)``; each hyper-parameter is a
-    plain attribute (``loss.ratio = 2.0`` takes effect at the next call)."""
+    plain attribute (``loss.ratio = 2.0`` takes effect at the next call).
+
+    ``gather_distributed=True`` computes the loss of the global batch on every rank, from
+    every rank's embeddings gathered with gradient (:mod:`contrastkit.distributed`)."""
 
     fn: Callable[..., Tensor]
 
-    def __init__(self, **hparams: object) -> None:
+    def __init__(self, gather_distributed: bool = False, **hparams: object) -> None:
         super().__init__()
+        self.gather_distributed = gather_distributed
         self._hparam_names = tuple(hparams)
         for key, value in hparams.items():
             setattr(self, key, value)
@@ -41,6 +46,7 @@ class _TwoViewLoss(nn.Module):
         return {k: getattr(self, k) for k in self._hparam_names}
 
     def forward(self, h: Tensor, hp: Tensor) -> Tensor:
+        h, hp = distributed.gather_all_with_grad(h, hp, enabled=self.gather_distributed)
         return type(self).fn(h, hp, **self.hparams())
 
     def extra_repr(self) -> str:
@@ -54,16 +60,37 @@ class Paradigm(_TwoViewLoss):
 
     fn = staticmethod(F.paradigm)
 
-    def __init__(self, margin: float = 0.3, temperature: float = 0.05, ratio: float = 1.0,
-                 gd: str = "indicator", weight: str = "softmax", ratio_kind: str = "static",
-                 arc_margin: float = ARCCON_MARGIN, symmetric: bool = True) -> None:
-        for value, name, kinds in ((gd, "gd", GD_KINDS), (weight, "weight", WEIGHT_KINDS),
-                                   (ratio_kind, "ratio_kind", RATIO_KINDS)):
+    def __init__(
+        self,
+        margin: float = 0.3,
+        temperature: float = 0.05,
+        ratio: float = 1.0,
+        gd: str = "indicator",
+        weight: str = "softmax",
+        ratio_kind: str = "static",
+        arc_margin: float = ARCCON_MARGIN,
+        symmetric: bool = True,
+        *,
+        gather_distributed: bool = False,
+    ) -> None:
+        for value, name, kinds in (
+            (gd, "gd", GD_KINDS),
+            (weight, "weight", WEIGHT_KINDS),
+            (ratio_kind, "ratio_kind", RATIO_KINDS),
+        ):
             if value not in kinds:
                 raise ValueError(f"{name} must be one of {kinds}, got {value!r}")
-        super().__init__(margin=margin, temperature=temperature, ratio=ratio, gd=gd,
-                         weight=weight, ratio_kind=ratio_kind, arc_margin=arc_margin,
-                         symmetric=symmetric)
+        super().__init__(
+            margin=margin,
+            temperature=temperature,
+            ratio=ratio,
+            gd=gd,
+            weight=weight,
+            ratio_kind=ratio_kind,
+            arc_margin=arc_margin,
+            symmetric=symmetric,
+            gather_distributed=gather_distributed,
+        )
 
 
 @register("arccon", "pair", f"Zhang et al., 2022; {_REF}, Eq. (2)")
@@ -72,9 +99,20 @@ class ArcCon(_TwoViewLoss):
 
     fn = staticmethod(F.arccon)
 
-    def __init__(self, temperature: float = 0.05, margin: float = ARCCON_MARGIN,
-                 symmetric: bool = True) -> None:
-        super().__init__(temperature=temperature, margin=margin, symmetric=symmetric)
+    def __init__(
+        self,
+        temperature: float = 0.05,
+        margin: float = ARCCON_MARGIN,
+        symmetric: bool = True,
+        *,
+        gather_distributed: bool = False,
+    ) -> None:
+        super().__init__(
+            temperature=temperature,
+            margin=margin,
+            symmetric=symmetric,
+            gather_distributed=gather_distributed,
+        )
 
 
 @register("mpt", "pair", f"Nie et al., 2023; {_REF}, Eq. (3)")
@@ -83,8 +121,10 @@ class MPT(_TwoViewLoss):
 
     fn = staticmethod(F.mpt)
 
-    def __init__(self, margin: float = 0.3, symmetric: bool = True) -> None:
-        super().__init__(margin=margin, symmetric=symmetric)
+    def __init__(
+        self, margin: float = 0.3, symmetric: bool = True, *, gather_distributed: bool = False
+    ) -> None:
+        super().__init__(margin=margin, symmetric=symmetric, gather_distributed=gather_distributed)
 
 
 @register("met", "pair", f"Nie et al., 2023; {_REF}, Eq. (3)")
@@ -93,8 +133,10 @@ class MET(_TwoViewLoss):
 
     fn = staticmethod(F.met)
 
-    def __init__(self, margin: float = 0.3, symmetric: bool = True) -> None:
-        super().__init__(margin=margin, symmetric=symmetric)
+    def __init__(
+        self, margin: float = 0.3, symmetric: bool = True, *, gather_distributed: bool = False
+    ) -> None:
+        super().__init__(margin=margin, symmetric=symmetric, gather_distributed=gather_distributed)
 
 
 @register("mhe", "pair", f"Wang & Isola, 2020; {_REF}, §4")
@@ -103,8 +145,10 @@ class MHE(_TwoViewLoss):
 
     fn = staticmethod(F.mhe)
 
-    def __init__(self, nu: float = 1.0, symmetric: bool = True) -> None:
-        super().__init__(nu=nu, symmetric=symmetric)
+    def __init__(
+        self, nu: float = 1.0, symmetric: bool = True, *, gather_distributed: bool = False
+    ) -> None:
+        super().__init__(nu=nu, symmetric=symmetric, gather_distributed=gather_distributed)
 
 
 @register("mhs", "pair", f"{_REF}, §4")
@@ -113,8 +157,10 @@ class MHS(_TwoViewLoss):
 
     fn = staticmethod(F.mhs)
 
-    def __init__(self, nu: float = 1.0, symmetric: bool = True) -> None:
-        super().__init__(nu=nu, symmetric=symmetric)
+    def __init__(
+        self, nu: float = 1.0, symmetric: bool = True, *, gather_distributed: bool = False
+    ) -> None:
+        super().__init__(nu=nu, symmetric=symmetric, gather_distributed=gather_distributed)
 
 
 @register("barlow_l2", "pair", f"Zbontar et al., 2021, as in {_REF}, §4")
@@ -123,8 +169,10 @@ class BarlowL2(_TwoViewLoss):
 
     fn = staticmethod(F.barlow_l2)
 
-    def __init__(self, nu: float = 5e-3, symmetric: bool = True) -> None:
-        super().__init__(nu=nu, symmetric=symmetric)
+    def __init__(
+        self, nu: float = 5e-3, symmetric: bool = True, *, gather_distributed: bool = False
+    ) -> None:
+        super().__init__(nu=nu, symmetric=symmetric, gather_distributed=gather_distributed)
 
 
 @register("vicreg_l2", "pair", f"Bardes et al., 2022, as in {_REF}, §4")
@@ -133,9 +181,22 @@ class VICRegL2(_TwoViewLoss):
 
     fn = staticmethod(F.vicreg_l2)
 
-    def __init__(self, nu_cov: float = 0.04, nu_std: float = 1.0, gamma: float = 1.0,
-                 symmetric: bool = True) -> None:
-        super().__init__(nu_cov=nu_cov, nu_std=nu_std, gamma=gamma, symmetric=symmetric)
+    def __init__(
+        self,
+        nu_cov: float = 0.04,
+        nu_std: float = 1.0,
+        gamma: float = 1.0,
+        symmetric: bool = True,
+        *,
+        gather_distributed: bool = False,
+    ) -> None:
+        super().__init__(
+            nu_cov=nu_cov,
+            nu_std=nu_std,
+            gamma=gamma,
+            symmetric=symmetric,
+            gather_distributed=gather_distributed,
+        )
 
 
 @register("mmhe", "pair", f"{_REF}, Eq. (14), (16)")
@@ -144,9 +205,22 @@ class MMHE(_TwoViewLoss):
 
     fn = staticmethod(F.mmhe)
 
-    def __init__(self, margin: float = 0.3, ratio: float = 1.75, temperature: float = 0.05,
-                 symmetric: bool = True) -> None:
-        super().__init__(margin=margin, ratio=ratio, temperature=temperature, symmetric=symmetric)
+    def __init__(
+        self,
+        margin: float = 0.3,
+        ratio: float = 1.75,
+        temperature: float = 0.05,
+        symmetric: bool = True,
+        *,
+        gather_distributed: bool = False,
+    ) -> None:
+        super().__init__(
+            margin=margin,
+            ratio=ratio,
+            temperature=temperature,
+            symmetric=symmetric,
+            gather_distributed=gather_distributed,
+        )
 
 
 @register("mmhs", "pair", f"{_REF}, Eq. (15), (17)")
@@ -155,8 +229,17 @@ class MMHS(_TwoViewLoss):
 
     fn = staticmethod(F.mmhs)
 
-    def __init__(self, margin: float = 0.3, ratio: float = 1.75, symmetric: bool = True) -> None:
-        super().__init__(margin=margin, ratio=ratio, symmetric=symmetric)
+    def __init__(
+        self,
+        margin: float = 0.3,
+        ratio: float = 1.75,
+        symmetric: bool = True,
+        *,
+        gather_distributed: bool = False,
+    ) -> None:
+        super().__init__(
+            margin=margin, ratio=ratio, symmetric=symmetric, gather_distributed=gather_distributed
+        )
 
 
 @register("mbarlow", "pair", f"{_REF}, Eq. (6), (18)")
@@ -165,9 +248,22 @@ class MBarlow(_TwoViewLoss):
 
     fn = staticmethod(F.mbarlow)
 
-    def __init__(self, margin: float = 0.3, ratio: float = 1.5, temperature: float = 0.05,
-                 symmetric: bool = True) -> None:
-        super().__init__(margin=margin, ratio=ratio, temperature=temperature, symmetric=symmetric)
+    def __init__(
+        self,
+        margin: float = 0.3,
+        ratio: float = 1.5,
+        temperature: float = 0.05,
+        symmetric: bool = True,
+        *,
+        gather_distributed: bool = False,
+    ) -> None:
+        super().__init__(
+            margin=margin,
+            ratio=ratio,
+            temperature=temperature,
+            symmetric=symmetric,
+            gather_distributed=gather_distributed,
+        )
 
 
 @register("mvicreg", "pair", f"{_REF}, Eq. (13), (19)")
@@ -176,6 +272,19 @@ class MVICReg(_TwoViewLoss):
 
     fn = staticmethod(F.mvicreg)
 
-    def __init__(self, margin: float = 0.3, ratio: float = 1.5, temperature: float = 0.05,
-                 symmetric: bool = True) -> None:
-        super().__init__(margin=margin, ratio=ratio, temperature=temperature, symmetric=symmetric)
+    def __init__(
+        self,
+        margin: float = 0.3,
+        ratio: float = 1.5,
+        temperature: float = 0.05,
+        symmetric: bool = True,
+        *,
+        gather_distributed: bool = False,
+    ) -> None:
+        super().__init__(
+            margin=margin,
+            ratio=ratio,
+            temperature=temperature,
+            symmetric=symmetric,
+            gather_distributed=gather_distributed,
+        )
