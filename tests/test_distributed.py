@@ -9,6 +9,7 @@ gradient on every rank.
 
 from __future__ import annotations
 
+import gc
 from pathlib import Path
 
 import torch
@@ -22,6 +23,10 @@ WORLD, LOCAL, IN_DIM, OUT_DIM = 2, 4, 6, 5
 CASES = {
     "ntxent": {},
     "dcl": {},
+    "dclw": {},
+    "flatnce": {},
+    "hcl": {},
+    "dual_temperature": {},
     "macl": {"alpha": 0.8, "a0": 0.1},
     "infonce": {},
     "supcon": {},
@@ -103,9 +108,8 @@ def all_grads(*modules: torch.nn.Module) -> list[torch.Tensor]:
     return [p.grad.clone() for m in modules for p in m.parameters()]
 
 
-def _worker(rank: int, init_file: str, out_dir: str) -> None:
-    torch.set_num_threads(1)
-    dist.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=WORLD)
+def _distributed_grads(rank: int) -> dict[str, list[torch.Tensor]]:
+    """Every case on this rank's rows; the DDP wrappers die with this frame."""
     x, class_labels, real_labels = batch()
     rows = slice(rank * LOCAL, (rank + 1) * LOCAL)
     grads = {}
@@ -119,8 +123,15 @@ def _worker(rank: int, init_file: str, out_dir: str) -> None:
     model = torch.nn.parallel.DistributedDataParallel(convert_sync_batchnorm(bn_encoder()))
     loss_of("ntxent", model, x[:, rows], (), gather=True)[0].backward()
     grads["sync_batchnorm"] = bn_state(model.module)
-    torch.save(grads, Path(out_dir) / f"rank{rank}.pt")
-    dist.barrier()  # no rank tears the group down while another still talks to it
+    return grads
+
+
+def _worker(rank: int, init_file: str, out_dir: str) -> None:
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=WORLD)
+    torch.save(_distributed_grads(rank), Path(out_dir) / f"rank{rank}.pt")
+    gc.collect()  # no DDP reducer outlives the process group
+    dist.barrier()  # and no rank tears the group down while another still talks to it
     dist.destroy_process_group()
 
 

@@ -19,12 +19,15 @@ Example:
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import ClassVar
 
+import torch
 from torch import Tensor, nn
 
+from .. import distributed
 from . import functional as F
 from .functional import Negatives
 from .registry import register
@@ -136,7 +139,8 @@ class DCL(SingleTemperature):
 
 @register("dclw", "pair", "Yeh et al., ECCV 2022, §3.3 (weighted DCL)")
 class DCLW(TwoViewContrastive):
-    """DCL with the positive weighted by ``sg[2 - M·softmax(pos/σ)]`` (σ = 0.5)."""
+    """DCL with the positive weighted by ``sg[2 - M·softmax(pos/σ)]`` (σ = 0.5); with
+    ``gather_distributed`` the softmax runs over every rank's positives."""
 
     def __init__(
         self,
@@ -151,7 +155,11 @@ class DCLW(TwoViewContrastive):
         self.sigma = sigma
 
     def similarity_loss(self, pos: Tensor, neg: Tensor | Negatives) -> Tensor:
-        return F.dclw(pos, neg, self.temperature, self.sigma)
+        log_mean_exp = None
+        if self.gather_distributed and distributed.is_distributed():
+            logits = distributed.gather(pos.detach()) / self.sigma
+            log_mean_exp = torch.logsumexp(logits, dim=0) - math.log(logits.shape[0])
+        return F.dclw(pos, neg, self.temperature, self.sigma, log_mean_exp=log_mean_exp)
 
 
 @register("flatnce", "pair", "Chen et al., 2021 (FlatNCE); MACL §5.2")

@@ -151,6 +151,16 @@ def test_dclw_weights_harder_positives_more() -> None:
     assert w[pos.argmin()] == w.max()
 
 
+def test_dclw_normaliser_of_the_whole_batch_weights_a_subset_as_in_the_batch() -> None:
+    g = torch.Generator().manual_seed(4)
+    pos, neg = torch.rand(6, generator=g, dtype=torch.float64), torch.rand(6, 5, generator=g)
+    whole = F.dclw(pos, neg.double(), 0.1, 0.5, "none")
+    lme = torch.logsumexp(pos / 0.5, dim=0) - math.log(6)
+    part = F.dclw(pos[:2], neg[:2].double(), 0.1, 0.5, "none", log_mean_exp=lme)
+    torch.testing.assert_close(part, whole[:2], rtol=1e-12, atol=1e-12)
+    assert not torch.allclose(F.dclw(pos[:2], neg[:2].double(), 0.1, 0.5, "none"), part)
+
+
 def test_masked_negatives_are_absent() -> None:
     pos, neg = random_sims(4, 5, seed=21)
     masked = torch.cat([neg, torch.full((4, 3), -math.inf, dtype=torch.float64)], 1)

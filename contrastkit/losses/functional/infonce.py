@@ -88,17 +88,24 @@ def dclw(
     temperature: float = 0.1,
     sigma: float = 0.5,
     reduction: str = "mean",
+    log_mean_exp: Tensor | None = None,
 ) -> Tensor:
     """Weighted DCL (Yeh et al., ECCV 2022): ``-w·pos/τ + logsumexp(neg/τ)``.
 
     ``w = sg[2 - M·softmax(pos/σ)]`` over the ``M`` anchors, a von Mises–Fisher weighting
     that puts more weight on harder (less similar) positives; σ = 0.5 is the paper's value.
+    Written as ``2 - exp(pos/σ - log mean_j exp(pos_j/σ))``: ``log_mean_exp`` (a scalar)
+    overrides that normaliser, so a subset of the anchors (one rank's) can be weighted as
+    within the whole batch.
     """
     pos, neg = check_pos_neg(pos, neg)
     temperature = check_positive(temperature, "temperature")
     sigma = check_positive(sigma, "sigma")
     p = _scaled_pos(pos, temperature)
-    weight = (2.0 - pos.shape[0] * torch.softmax(pos.to(p.dtype) / sigma, dim=0)).detach()
+    logits = pos.detach().to(p.dtype) / sigma
+    if log_mean_exp is None:
+        log_mean_exp = torch.logsumexp(logits, dim=0) - math.log(pos.shape[0])
+    weight = 2.0 - torch.exp(logits - log_mean_exp.detach().to(p.dtype))
     per_anchor = neg.logsumexp(1.0 / temperature) - weight * p
     return reduce(per_anchor, check_reduction(reduction)).to(pos.dtype)
 
