@@ -37,8 +37,8 @@ class Negatives(ABC):
 
     @abstractmethod
     def softmax_mean(self, scale: float, detach_weights: bool = False) -> Tensor:
-        """``[M]`` differentiable ``Σ_j p_ij·neg_ij`` with ``p_i = softmax_j(scale·neg_ij)``;
-        ``detach_weights`` stops the gradient through ``p``."""
+        """``[M]`` differentiable ``Σ_j p_ij·neg_ij`` with ``p_i = softmax_j(scale·neg_ij)``,
+        ``scale > 0``; ``detach_weights`` stops the gradient through ``p``."""
 
 
 class DenseNegatives(Negatives):
