@@ -9,7 +9,7 @@ import torch
 from torch import Tensor, nn
 
 from .. import distributed
-from ..losses import CACR
+from ..losses import AMCL, CACR
 from ..losses.registry import LossInfo
 from ..losses.views import cross_view_similarities, normalize
 from ..models.encoders import mlp
@@ -33,6 +33,16 @@ class MoCo(Framework):
       repulsion costs ``‖q_i - queue_j‖²`` ``[N, Q]``, both on normalised vectors, fed to
       :func:`~contrastkit.losses.functional.cacr` with the module's t⁺, t⁻ and detach
       flags. CMC is refused: its full graph over views has no single query side.
+    * AMCL (the only "features" loss accepted), the paper's MoCo column: the loss owns
+      its ``C`` heads (``loss.projector``), so MoCo builds no projector of its own and
+      ``proj_dim`` / ``hidden_dim`` are unused (set AMCL's ``out_dim`` / ``hidden``
+      instead). Queries are ``loss.projector(encoder(x1))``; the key network is a momentum
+      copy of ``(encoder, loss.projector)``; the queue is ``[C, Q, d']``, one ``Q``-row
+      queue per head, and every head's keys are enqueued at the same pointer. The loss is
+      ``loss.queue_loss(q [C, N, d'], k [C, N, d'], queue [C, Q, d'])``. AMCL's ``φ``
+      (the temperature network) is trained, not momentum-copied: it only scores pairs and
+      is one layer shared by all heads. Bases ``"simsiam"`` and ``"barlow_twins"`` are
+      refused: they have no negatives for a queue to supply.
 
     Args:
         queue_size: Q (MoCo uses 65,536 on ImageNet; 4,096 suits 16k-sample data).
@@ -45,7 +55,7 @@ class MoCo(Framework):
     """
 
     name = "moco"
-    input_kinds = ("query_key", "pair", "views")
+    input_kinds = ("query_key", "pair", "views", "features")
 
     def __init__(
         self,
@@ -63,11 +73,26 @@ class MoCo(Framework):
         if not 0.0 <= momentum < 1.0:
             raise ValueError(f"momentum must be in [0, 1), got {momentum}")
         self.momentum = momentum
-        self.projector = mlp(encoder.feature_dim, hidden_dim or encoder.feature_dim, proj_dim)
-        self.key_encoder = copy.deepcopy(nn.Sequential(self.encoder, self.projector))
+        self.projector: nn.Module | None = None
+        if self.loss_kind == "features":  # AMCL: its own heads, one queue per head
+            if self.loss.base not in ("ntxent", "infonce"):
+                raise ValueError(
+                    f"framework {self.name!r} cannot train AMCL with base {self.loss.base!r}: "
+                    "only 'ntxent' and 'infonce' contrast queries with queued negatives"
+                )
+            queue_shape: tuple[int, ...] = (self.loss.heads, queue_size, self.loss.out_dim)
+        else:
+            self.projector = mlp(encoder.feature_dim, hidden_dim or encoder.feature_dim, proj_dim)
+            queue_shape = (queue_size, proj_dim)
+        self.key_encoder = copy.deepcopy(nn.Sequential(self.encoder, self.query_head))
         self.key_encoder.requires_grad_(False)
-        self.register_buffer("queue", normalize(torch.randn(queue_size, proj_dim)))
+        self.register_buffer("queue", normalize(torch.randn(queue_shape)))
         self.register_buffer("queue_ptr", torch.zeros((), dtype=torch.long))
+
+    @property
+    def query_head(self) -> nn.Module:
+        """The head after the encoder on the query side: MoCo's projector or AMCL's heads."""
+        return self.loss.projector if self.projector is None else self.projector
 
     @classmethod
     def accepts(cls, loss_info: LossInfo) -> bool:
@@ -75,22 +100,27 @@ class MoCo(Framework):
             return loss_info.similarity_level
         if loss_info.inputs == "views":
             return issubclass(loss_info.cls, CACR)
+        if loss_info.inputs == "features":
+            return issubclass(loss_info.cls, AMCL)
         return loss_info.inputs in cls.input_kinds
 
     def forward(self, views: Sequence[Tensor], labels: Tensor | None = None) -> Tensor:
         self.check_views(views)
-        q = self.projector(self.encoder(views[0]))
+        q = self.query_head(self.encoder(views[0]))  # [N, d] or, for AMCL, [C, N, d']
         with torch.no_grad():
             self._momentum_update()
             k = normalize(self.key_encoder(views[1]))
         queue = self.queue.clone()
-        if self.loss_kind == "query_key":
+        if self.loss_kind == "features":
+            loss = self.loss.queue_loss(q, k, queue)
+        elif self.loss_kind == "query_key":
             loss = self.loss(q, k, queue)
         elif self.loss_kind == "views":
             loss = self._cacr(normalize(q), k, queue)
         else:
             loss = self.loss.similarity_loss(*cross_view_similarities(q, k, queue))
-        self._enqueue(distributed.gather(k))  # every rank's keys: one shared queue
+        # every rank's keys, gathered along the sample axis: one shared queue
+        self._enqueue(distributed.gather(k.movedim(-2, 0)).movedim(0, -2))
         return loss
 
     def _cacr(self, q: Tensor, k: Tensor, queue: Tensor) -> Tensor:
@@ -101,16 +131,22 @@ class MoCo(Framework):
 
     @torch.no_grad()
     def _momentum_update(self) -> None:
-        query_params = [*self.encoder.parameters(), *self.projector.parameters()]
+        # the same order as key_encoder = deepcopy(Sequential(encoder, query_head))
+        query_params = [*self.encoder.parameters(), *self.query_head.parameters()]
         for key_param, query_param in zip(self.key_encoder.parameters(), query_params, strict=True):
             key_param.lerp_(query_param, 1.0 - self.momentum)
 
     @torch.no_grad()
     def _enqueue(self, keys: Tensor) -> None:
-        size = self.queue.shape[0]
-        idx = (self.queue_ptr + torch.arange(keys.shape[0])) % size
-        self.queue[idx[-size:]] = keys[-size:]
-        self.queue_ptr.copy_((self.queue_ptr + keys.shape[0]) % size)
+        """Write ``keys`` (``[n, d]``, or ``[C, n, d']`` for AMCL) at the pointer, FIFO.
+
+        The sample axis is the second-to-last of both keys and queue, so one code path
+        serves both layouts; with AMCL every head's keys go to the same rows of its queue.
+        """
+        size, n = self.queue.shape[-2], keys.shape[-2]
+        idx = (self.queue_ptr + torch.arange(n, device=self.queue.device)) % size
+        self.queue[..., idx[-size:], :] = keys[..., -size:, :]
+        self.queue_ptr.copy_((self.queue_ptr + n) % size)
 
 
 class SimSiam(Framework):

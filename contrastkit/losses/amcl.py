@@ -20,7 +20,7 @@ from torch import Tensor, nn
 from .. import distributed
 from ..models.multihead import MultiHeadProjector
 from . import functional as F
-from .functional._common import check_views
+from .functional._common import check_tensor, check_views
 from .registry import register
 from .views import _pair_mask, normalize
 
@@ -138,7 +138,8 @@ class AMCL(nn.Module):
     * ``"ntxent"`` (Eq. 2.1) and ``"infonce"`` (Eq. 2.4): SimCLR's 2N layout per head, each
       of the 2N views an anchor with its other view as positive and the other 2N - 2 views
       as negatives; :func:`functional.amcl_contrast` with ``include_positive`` False/True;
-      sum over heads, mean over the 2N anchors.
+      sum over heads, mean over the 2N anchors. Under MoCo (queries against momentum
+      keys and a queue of past keys) the framework calls :meth:`queue_loss` instead.
     * ``"simsiam"`` (Eq. 2.2): every head ``c`` gets its own predictor ``q^c`` (a
       :class:`MultiHeadProjector` fed head by head, ``d' → d'/4 → d'``: SimSiam's 4×
       bottleneck, without its batch norm) and the loss is
@@ -263,15 +264,24 @@ class AMCL(nn.Module):
         z = normalize(torch.cat([z1, z2], dim=1))  # [C, 2N, d']
         sim = z @ z.transpose(1, 2)
         tau = self.adaptive_temperature.pairwise(z, z)  # [C, 2N, 2N], symmetric
-        tau_neg = self._fixed(tau) if self.adapt in ("pos", "none") else tau
         partner = ((torch.arange(2 * n, device=z.device) + n) % (2 * n))[None, :, None]
         partner = partner.expand(z.shape[0], -1, 1)
         pos_sim, tau_pos = sim.gather(2, partner)[..., 0], tau.gather(2, partner)[..., 0]
+        mask = _pair_mask(n, z.device)
+        return self._contrast_terms(
+            pos_sim, sim.masked_fill(mask, float("-inf")), tau_pos, tau, ~mask
+        )
+
+    def _contrast_terms(
+        self, pos_sim: Tensor, neg_sim: Tensor, tau_pos: Tensor, tau_neg: Tensor, present: Tensor
+    ) -> Tensor:
+        """Eq. (2.1)/(2.4) with the module's settings, after fixing the temperatures that
+        ``adapt`` does not learn; records the temperatures of the ``present`` negatives."""
         if self.adapt in ("neg", "none"):
             tau_pos = self._fixed(tau_pos)
-        mask = _pair_mask(n, z.device)
-        neg_sim = sim.masked_fill(mask, float("-inf"))
-        self._record(tau_pos, tau_neg, ~mask)
+        if self.adapt in ("pos", "none"):
+            tau_neg = self._fixed(tau_neg)
+        self._record(tau_pos, tau_neg, present)
         return F.amcl_contrast(
             pos_sim,
             neg_sim,
@@ -283,6 +293,57 @@ class AMCL(nn.Module):
             kappa=self.kappa,
             include_positive=self.base == "infonce",
         )
+
+    def queue_loss(self, z_q: Tensor, z_k: Tensor, queue: Tensor) -> Tensor:
+        """AMCL in MoCo's layout: each query against its key and a queue of past keys.
+
+        Used by the MoCo framework, which computes the projections itself (queries through
+        :attr:`projector`, keys through a momentum copy of it) and keeps the queue.
+
+        Args:
+            z_q: ``[C, N, d']`` query projections of every head (with gradient).
+            z_k: ``[C, N, d']`` key projections from the momentum heads; detached here.
+            queue: ``[C, Q, d']`` past keys of every head; detached here.
+
+        All three are L2-normalised here (a no-op, up to rounding, on unit vectors). Per
+        head ``c`` and query ``i``: the positive is ``k_i`` with ``τ⁺ = σ(⟨φ(q_i), φ(k_i)⟩)``,
+        the negatives are the ``Q`` queue rows with ``τ⁻_ij = σ(⟨φ(q_i), φ(queue_j)⟩)`` and
+        no other query or key of the batch (as in MoCo). The terms are those of
+        :func:`functional.amcl_contrast` with the module's β, ``negatives``, κ (which that
+        function clamps to ``Q``) and ``adapt``; ``base="infonce"`` puts the positive in the
+        candidate set. Summed over heads, averaged over the ``N`` queries. Only the cosine
+        bases have negatives to take from a queue: ``"simsiam"`` and ``"barlow_twins"``
+        raise ``ValueError``. ``gather_distributed`` plays no part (MoCo shares the queue,
+        not the batch). :meth:`temperature_stats` then reports τ⁺ and τ⁻ over the queue.
+        """
+        if self.base not in ("ntxent", "infonce"):
+            raise ValueError(
+                f"queue_loss (AMCL under MoCo) needs base 'ntxent' or 'infonce', got "
+                f"{self.base!r}: it has no query-versus-negatives form"
+            )
+        heads, dim = self.heads, self.out_dim
+        z_q = self._check_queue_arg(z_q, "z_q", f"[{heads}, N, {dim}]")
+        z_k = self._check_queue_arg(z_k, "z_k", f"[{heads}, N, {dim}]")
+        queue = self._check_queue_arg(queue, "queue", f"[{heads}, Q, {dim}]")
+        if z_k.shape != z_q.shape:
+            raise ValueError(
+                f"z_k must have z_q's shape {tuple(z_q.shape)} (one key per query), "
+                f"got {tuple(z_k.shape)}"
+            )
+        q, k, bank = normalize(z_q), normalize(z_k.detach()), normalize(queue.detach())
+        pos_sim = (q * k).sum(dim=-1)  # [C, N]
+        neg_sim = q @ bank.transpose(1, 2)  # [C, N, Q]
+        tau_pos = self.adaptive_temperature(q, k)
+        tau_neg = self.adaptive_temperature.pairwise(q, bank)
+        present = torch.ones_like(neg_sim[0], dtype=torch.bool)
+        return self._contrast_terms(pos_sim, neg_sim, tau_pos, tau_neg, present)
+
+    def _check_queue_arg(self, x: object, name: str, shape: str) -> Tensor:
+        """``x`` as a floating ``[C, ·, d']`` tensor of this module's C and d', else raise."""
+        x = check_tensor(x, name, 3, shape)
+        if x.shape[0] != self.heads or x.shape[2] != self.out_dim or x.shape[1] < 1:
+            raise ValueError(f"{name} must have shape {shape}, got {tuple(x.shape)}")
+        return x
 
     def _simsiam(self, predictor: MultiHeadProjector, z1: Tensor, z2: Tensor) -> Tensor:
         p1, p2 = normalize(predictor(z1)), normalize(predictor(z2))
