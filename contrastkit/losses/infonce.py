@@ -19,12 +19,10 @@ Example:
 
 from __future__ import annotations
 
-import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import ClassVar
 
-import torch
 from torch import Tensor, nn
 
 from .. import distributed
@@ -155,11 +153,8 @@ class DCLW(TwoViewContrastive):
         self.sigma = sigma
 
     def similarity_loss(self, pos: Tensor, neg: Tensor | Negatives) -> Tensor:
-        log_mean_exp = None
-        if self.gather_distributed and distributed.is_distributed():
-            logits = distributed.gather(pos.detach()) / self.sigma
-            log_mean_exp = torch.logsumexp(logits, dim=0) - math.log(logits.shape[0])
-        return F.dclw(pos, neg, self.temperature, self.sigma, log_mean_exp=log_mean_exp)
+        batch_pos = distributed.gather(pos.detach()) if self.gather_distributed else None
+        return F.dclw(pos, neg, self.temperature, self.sigma, batch_pos=batch_pos)
 
 
 @register("flatnce", "pair", "Chen et al., 2021 (FlatNCE); MACL §5.2")

@@ -88,24 +88,23 @@ def dclw(
     temperature: float = 0.1,
     sigma: float = 0.5,
     reduction: str = "mean",
-    log_mean_exp: Tensor | None = None,
+    batch_pos: Tensor | None = None,
 ) -> Tensor:
     """Weighted DCL (Yeh et al., ECCV 2022): ``-w·pos/τ + logsumexp(neg/τ)``.
 
     ``w = sg[2 - M·softmax(pos/σ)]`` over the ``M`` anchors, a von Mises–Fisher weighting
     that puts more weight on harder (less similar) positives; σ = 0.5 is the paper's value.
-    Written as ``2 - exp(pos/σ - log mean_j exp(pos_j/σ))``: ``log_mean_exp`` (a scalar)
-    overrides that normaliser, so a subset of the anchors (one rank's) can be weighted as
-    within the whole batch.
+    Written as ``2 - exp(pos/σ - log mean_j exp(b_j/σ))`` over ``b = batch_pos`` (default
+    ``pos``): passing the whole batch's positives weights a subset of the anchors (one
+    rank's) as within the whole batch.
     """
     pos, neg = check_pos_neg(pos, neg)
     temperature = check_positive(temperature, "temperature")
     sigma = check_positive(sigma, "sigma")
     p = _scaled_pos(pos, temperature)
-    logits = pos.detach().to(p.dtype) / sigma
-    if log_mean_exp is None:
-        log_mean_exp = torch.logsumexp(logits, dim=0) - math.log(pos.shape[0])
-    weight = 2.0 - torch.exp(logits - log_mean_exp.detach().to(p.dtype))
+    batch = (pos if batch_pos is None else batch_pos).detach().to(p.dtype) / sigma
+    log_mean_exp = torch.logsumexp(batch, dim=0) - math.log(batch.shape[0])
+    weight = 2.0 - torch.exp(pos.detach().to(p.dtype) / sigma - log_mean_exp)
     per_anchor = neg.logsumexp(1.0 / temperature) - weight * p
     return reduce(per_anchor, check_reduction(reduction)).to(pos.dtype)
 
