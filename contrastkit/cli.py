@@ -12,6 +12,8 @@ import importlib
 import sys
 from collections.abc import Sequence
 
+from . import distributed
+
 COMMAND_MODULES = ("demo", "sts_eval", "simcse", "figures", "train", "compare")
 
 
@@ -34,10 +36,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        return int(args._run(args) or 0)
+        status = int(args._run(args) or 0)
     except (UsageError, ValueError, FileNotFoundError) as exc:
         print(f"contrastkit: error: {exc}", file=sys.stderr)
         return 2
+    distributed.shutdown()  # under torchrun; after a failure the launcher stops the peers
+    return status
 
 
 if __name__ == "__main__":

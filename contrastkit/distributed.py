@@ -18,6 +18,7 @@ Without an initialised process group every function here is the identity.
 
 from __future__ import annotations
 
+import gc
 import inspect
 import os
 
@@ -32,6 +33,16 @@ def init_from_env(backend: str = "gloo") -> bool:
     if int(os.environ.get("WORLD_SIZE", "1")) > 1 and not dist.is_initialized():
         dist.init_process_group(backend)
     return is_distributed()
+
+
+def shutdown() -> None:
+    """Leave the process group together: every rank waits for the others (rank 0 may still
+    be evaluating) and frees its DDP reducer before the group is destroyed. A rank that
+    simply exits while its peers hold the group open can abort in gloo's teardown."""
+    if dist.is_available() and dist.is_initialized():
+        gc.collect()
+        dist.barrier()
+        dist.destroy_process_group()
 
 
 def accepts_gather(loss_cls: type) -> bool:

@@ -9,7 +9,6 @@ gradient on every rank.
 
 from __future__ import annotations
 
-import gc
 from pathlib import Path
 
 import torch
@@ -17,7 +16,7 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 
 from contrastkit import losses
-from contrastkit.distributed import accepts_gather, convert_sync_batchnorm
+from contrastkit.distributed import accepts_gather, convert_sync_batchnorm, shutdown
 
 WORLD, LOCAL, IN_DIM, OUT_DIM = 2, 4, 6, 5
 CASES = {
@@ -130,9 +129,7 @@ def _worker(rank: int, init_file: str, out_dir: str) -> None:
     torch.set_num_threads(1)
     dist.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=WORLD)
     torch.save(_distributed_grads(rank), Path(out_dir) / f"rank{rank}.pt")
-    gc.collect()  # no DDP reducer outlives the process group
-    dist.barrier()  # and no rank tears the group down while another still talks to it
-    dist.destroy_process_group()
+    shutdown()
 
 
 def test_ddp_parameter_gradients_equal_single_process(tmp_path: Path) -> None:
