@@ -29,10 +29,10 @@ class MoCo(Framework):
       ``loss.similarity_loss(pos [N], neg [N, Q])`` built by
       :func:`~contrastkit.losses.views.cross_view_similarities`;
     * CACR (the only "views" loss accepted): CACR's MoCo form (CACR Algorithm 3 with one
-      positive and ``with_intra_batch`` off): attraction cost ``‖q_i - k_i‖²`` ``[N, 1]``,
-      repulsion costs ``‖q_i - queue_j‖²`` ``[N, Q]``, both on normalised vectors, fed to
-      :func:`~contrastkit.losses.functional.cacr` with the module's t⁺, t⁻ and detach
-      flags. CMC is refused: its full graph over views has no single query side.
+      positive and ``with_intra_batch`` off): ``loss.queue_loss(q, k, queue)``, the costs
+      ``‖q_i - k_i‖²`` and ``‖q_i - queue_j‖²`` of normalised vectors taken as ``2 - 2·cos``
+      by :func:`~contrastkit.losses.functional.cacr_cosine` with the module's t⁺, t⁻ and
+      detach flags. CMC is refused: its full graph over views has no single query side.
     * AMCL (the only "features" loss accepted), the paper's MoCo column: the loss owns
       its ``C`` heads (``loss.projector``), so MoCo builds no projector of its own and
       ``proj_dim`` / ``hidden_dim`` are unused (set AMCL's ``out_dim`` / ``hidden``
@@ -116,18 +116,12 @@ class MoCo(Framework):
         elif self.loss_kind == "query_key":
             loss = self.loss(q, k, queue)
         elif self.loss_kind == "views":
-            loss = self._cacr(normalize(q), k, queue)
+            loss = self.loss.queue_loss(normalize(q), k, queue)
         else:
             loss = self.loss.similarity_loss(*cross_view_similarities(q, k, queue))
         # every rank's keys, gathered along the sample axis: one shared queue
         self._enqueue(distributed.gather(k.movedim(-2, 0)).movedim(0, -2))
         return loss
-
-    def _cacr(self, q: Tensor, k: Tensor, queue: Tensor) -> Tensor:
-        """CACR against the queue (CACR Algorithm 3, K = 1, no intra-batch negatives)."""
-        pos_cost = (q - k).pow(2).sum(dim=1, keepdim=True)
-        neg_cost = (2.0 - 2.0 * q @ queue.T).clamp(min=0.0)
-        return self.loss.cost_loss(pos_cost, neg_cost)
 
     @torch.no_grad()
     def _momentum_update(self) -> None:

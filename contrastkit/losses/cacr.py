@@ -20,6 +20,7 @@ from torch import Tensor, nn
 
 from .. import distributed
 from . import functional as F
+from .functional import GramNegatives
 from .registry import register
 from .views import check_multiview, cross_view_similarities, multiview_negatives
 
@@ -73,10 +74,13 @@ class CACR(nn.Module):
         )
         return self._record(F.cacr_cosine(pos_sim, negatives, *self._hyper(), return_parts=True))
 
-    def cost_loss(self, pos_cost: Tensor, neg_cost: Tensor) -> Tensor:
-        """CACR on costs built any other way (MoCo's queue), with this module's t⁺, t⁻ and
-        detach flags; records :attr:`last_parts`."""
-        return self._record(F.cacr(pos_cost, neg_cost, *self._hyper(), return_parts=True))
+    def queue_loss(self, query: Tensor, key: Tensor, queue: Tensor) -> Tensor:
+        """CACR's MoCo form (Algorithm 3, K = 1): unit-norm ``query [N, d]`` against its
+        ``key [N, d]`` and the constant ``queue [Q, d]`` alone, through the fused negatives
+        (``block_size`` tiles the queries); records :attr:`last_parts`."""
+        pos_sim = (query * key).sum(dim=1, keepdim=True)
+        negatives = GramNegatives(query, query[:0], queue.to(query.dtype), None, self.block_size)
+        return self._record(F.cacr_cosine(pos_sim, negatives, *self._hyper(), return_parts=True))
 
     def _hyper(self) -> tuple[float, float, bool, bool]:
         return self.t_pos, self.t_neg, self.detach_pos_weights, self.detach_neg_weights

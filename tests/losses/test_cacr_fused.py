@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from torch.nn.functional import normalize
 
 from contrastkit.losses import CACR
 from contrastkit.losses import functional as F
@@ -44,6 +45,25 @@ def test_tiled_mode_gives_the_dense_gradient(block_size: int) -> None:
     tiled = value_and_grad(lambda x: CACR(t_neg=0.9, block_size=block_size)(x, queue), views)
     for x, y in zip(tiled, dense, strict=True):
         torch.testing.assert_close(x, y, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("block_size", [None, 1, 4])
+@pytest.mark.parametrize("detach", [(False, False), (True, True)])
+def test_queue_loss_is_algorithm_3_on_costs(block_size: int | None, detach: tuple) -> None:
+    """MoCo's form: query against its key and the queue only (no in-batch negatives)."""
+    g = torch.Generator().manual_seed(5)
+    q, k = normalize(torch.randn(2, 7, 6, generator=g, dtype=torch.float64), dim=-1)
+    queue = normalize(torch.randn(9, 6, generator=g, dtype=torch.float64), dim=-1)
+    module = CACR(1.0, 0.9, *detach, block_size=block_size)
+    fused = value_and_grad(lambda x: module.queue_loss(x, k, queue), q)
+    costs = value_and_grad(
+        lambda x: F.cacr(
+            (x - k).pow(2).sum(1, keepdim=True), torch.cdist(x, queue).pow(2), 1.0, 0.9, *detach
+        ),
+        q,
+    )
+    for x, y in zip(fused, costs, strict=True):
+        torch.testing.assert_close(x, y, rtol=1e-9, atol=1e-11)
 
 
 @pytest.mark.parametrize("block_size", [None, 2])
