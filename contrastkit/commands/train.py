@@ -72,6 +72,14 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="under torchrun: batch norm per rank instead of over the global batch",
     )
+    parser.add_argument(
+        "--joint-views",
+        dest="joint_views",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="encode all views as one batch, so batch norm sees V·N samples (default: the "
+        "framework's; SimCLR joint, Barlow Twins separate)",
+    )
     parser.add_argument("--resume", action="store_true", help="continue the run in --out")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
@@ -86,8 +94,9 @@ def overrides_from_args(args: argparse.Namespace) -> dict[str, Any]:
     values = {
         key: getattr(args, key) for key, _, _ in FLAGS.values() if getattr(args, key) is not None
     }
-    if args.sync_batchnorm is not None:
-        values["sync_batchnorm"] = args.sync_batchnorm
+    for key in ("sync_batchnorm", "joint_views"):
+        if getattr(args, key) is not None:
+            values[key] = getattr(args, key)
     loss_args = parse_assignments(args.loss_arg)
     if args.temperature is not None:
         loss_args["temperature"] = args.temperature

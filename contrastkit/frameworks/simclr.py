@@ -2,6 +2,13 @@
 
 All encode every view with the same encoder and projection head; they differ in the
 projector's shape, the number of views and what the loss is given.
+
+``joint_views`` decides what batch normalisation sees. ``True`` (SimCLR, SupCon and the
+multi-view default) runs the V views as one ``[V·N, ...]`` batch, so BN statistics are taken
+over all V·N views as in SimCLR's concatenated 2N batch (Chen et al., 2020, §2 and App. B);
+``False`` (the Barlow Twins default, as in its reference training loop) runs each view as
+its own batch of N, so BN normalises each view by its own statistics. The two differ only
+in training mode; ``docs/results_images.md`` measures the difference.
 """
 
 from __future__ import annotations
@@ -27,12 +34,15 @@ class SimCLR(Framework):
         loss: registered loss name; ``loss_kwargs`` its hyper-parameters.
         proj_dim: projection width (128 as in SimCLR and MACL's CIFAR-10 setting).
         hidden_dim: projector hidden width; ``None`` means the encoder's feature width.
+        joint_views: encode all views as one batch (see the module docstring); ``None``
+            takes the framework's default (:attr:`joint_views_default`).
     """
 
     name = "simclr"
     input_kinds = ("pair", "features")
     projector_layers = 2
     projector_last_bn = False
+    joint_views_default = True
 
     def __init__(
         self,
@@ -41,8 +51,10 @@ class SimCLR(Framework):
         loss_kwargs: Mapping[str, object] | None = None,
         proj_dim: int = 128,
         hidden_dim: int | None = None,
+        joint_views: bool | None = None,
     ) -> None:
         super().__init__(encoder, loss, loss_kwargs)
+        self.joint_views = self.joint_views_default if joint_views is None else joint_views
         feature_dim = encoder.feature_dim
         self.projector = (
             None
@@ -58,8 +70,16 @@ class SimCLR(Framework):
 
     def project(self, views: Sequence[Tensor]) -> list[Tensor]:
         """Encoder (and projector, if any) outputs of each view, each ``[N, ·]``."""
-        feats = [self.encoder(v) for v in views]
-        return feats if self.projector is None else [self.projector(h) for h in feats]
+        if not self.joint_views:
+            return [self._embed(v) for v in views]
+        sizes = {v.shape for v in views}
+        if len(sizes) != 1:
+            raise ValueError(f"joint_views needs views of one shape [N, ...], got {sizes}")
+        return list(self._embed(torch.cat(list(views))).split(views[0].shape[0]))
+
+    def _embed(self, x: Tensor) -> Tensor:
+        h = self.encoder(x)
+        return h if self.projector is None else self.projector(h)
 
     def forward(self, views: Sequence[Tensor], labels: Tensor | None = None) -> Tensor:
         self.check_views(views)
@@ -70,11 +90,13 @@ class SimCLR(Framework):
 class BarlowTwinsFramework(SimCLR):
     """Barlow Twins (Zbontar et al., 2021): SimCLR's layout with a 3-layer projector
     (Linear-BN-ReLU ×2, Linear), trained by default with the ``barlow_twins`` loss (the
-    loss standardises each dimension over the batch itself). Accepts "pair" losses."""
+    loss standardises each dimension over the batch itself). Accepts "pair" losses.
+    Views go through the network one at a time by default, as in the reference loop."""
 
     name = "barlow_twins"
     input_kinds = ("pair",)
     projector_layers = 3
+    joint_views_default = False
 
     def __init__(
         self,
@@ -83,8 +105,9 @@ class BarlowTwinsFramework(SimCLR):
         loss_kwargs: Mapping[str, object] | None = None,
         proj_dim: int = 128,
         hidden_dim: int | None = None,
+        joint_views: bool | None = None,
     ) -> None:
-        super().__init__(encoder, loss, loss_kwargs, proj_dim, hidden_dim)
+        super().__init__(encoder, loss, loss_kwargs, proj_dim, hidden_dim, joint_views)
 
 
 class MultiView(SimCLR):
@@ -103,8 +126,9 @@ class MultiView(SimCLR):
         proj_dim: int = 128,
         hidden_dim: int | None = None,
         num_views: int = 2,
+        joint_views: bool | None = None,
     ) -> None:
-        super().__init__(encoder, loss, loss_kwargs, proj_dim, hidden_dim)
+        super().__init__(encoder, loss, loss_kwargs, proj_dim, hidden_dim, joint_views)
         if num_views < 2:
             raise ValueError(f"num_views must be >= 2 for the multiview framework, got {num_views}")
         self.num_views = num_views
@@ -128,8 +152,9 @@ class Supervised(SimCLR):
         loss_kwargs: Mapping[str, object] | None = None,
         proj_dim: int = 128,
         hidden_dim: int | None = None,
+        joint_views: bool | None = None,
     ) -> None:
-        super().__init__(encoder, loss, loss_kwargs, proj_dim, hidden_dim)
+        super().__init__(encoder, loss, loss_kwargs, proj_dim, hidden_dim, joint_views)
 
     def forward(self, views: Sequence[Tensor], labels: Tensor | None = None) -> Tensor:
         self.check_views(views)

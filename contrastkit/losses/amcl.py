@@ -169,7 +169,7 @@ class AMCL(nn.Module):
         hidden: hidden width of the heads; ``None`` = ``in_dim`` (SimCLR).
         beta: β of Eq. (3); ``None`` = the base's default: 10 for the cosine bases (see
             :func:`functional.amcl_contrast` for why) and 0 for ``"barlow_twins"``
-            (measured, docs/amcl.md).
+            (measured, docs/amcl_bases.md).
         lambd: λ of Eq. (2.3), Barlow Twins only; 5e-3 (§5.1, as Zbontar et al.).
         negatives: ``"topk"`` (default, the paper's best on STL-10) or ``"softmax"``
             (Eq. 7); on sklearn digits we measured softmax well ahead (docs/amcl.md).

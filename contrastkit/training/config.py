@@ -50,6 +50,9 @@ class TrainConfig:
     binarize_threshold: float | None = None  # SupCon on regression data: 1[y >= t]
     # under torchrun: batch norm over the global batch ("global BN", SimCLR §2.2)
     sync_batchnorm: bool = True
+    # shared-encoder frameworks: all views in one batch (BN over V·N), or one view at a
+    # time; None = the framework's default (joint for SimCLR, separate for Barlow Twins)
+    joint_views: bool | None = None
 
     def __post_init__(self) -> None:
         self.validate()
@@ -88,6 +91,11 @@ class TrainConfig:
             not isinstance(thr, int | float) or isinstance(thr, bool) or not math.isfinite(thr)
         ):
             raise ValueError(f"binarize_threshold must be a finite number or null, got {thr!r}")
+        for name in ("sync_batchnorm", "lr_scaling"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"{name} must be true or false, got {getattr(self, name)!r}")
+        if self.joint_views is not None and not isinstance(self.joint_views, bool):
+            raise ValueError(f"joint_views must be true, false or null, got {self.joint_views!r}")
         if not isinstance(self.loss_args, dict):
             raise ValueError(f"loss_args must be a mapping, got {self.loss_args!r}")
         for name in ("num_samples", "hidden_dim", "aug_types", "num_views", "threads"):

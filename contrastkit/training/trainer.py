@@ -103,6 +103,7 @@ class Trainer:
             queue_size=config.queue_size,
             momentum=config.momentum,
             num_views=config.num_views,
+            joint_views=config.joint_views,
         )
         self.ddp = None
         if self.world > 1:

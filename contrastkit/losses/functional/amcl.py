@@ -286,7 +286,7 @@ def amcl_barlow_twins(
         dim: ``d'`` in Ω (Eq. 4); normally ``corr.shape[-1]``.
         lambd: λ >= 0, the off-diagonal weight; 5e-3 (§5.1, as Zbontar et al.).
         beta: β >= 0; 0: Table 2's row as printed, and the least harmful value in our
-            short runs (β = 0.01, 1 and 10 all trained worse; docs/amcl.md).
+            short runs (β = 0.01, 1 and 10 all trained worse; docs/amcl_bases.md).
 
     Returns a scalar, in float32 for half-precision inputs (at τ = 1e-5, ``1/τ`` and Ω
     exceed float16's range).
