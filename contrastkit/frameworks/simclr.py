@@ -5,7 +5,8 @@ projector's shape, the number of views and what the loss is given.
 
 ``joint_views`` decides what batch normalisation sees. ``True`` (SimCLR, SupCon and the
 multi-view default) runs the V views as one ``[V·N, ...]`` batch, so BN statistics are taken
-over all V·N views as in SimCLR's concatenated 2N batch (Chen et al., 2020, §2 and App. B);
+over all V·N views, as SimCLR's reference code does by concatenating the 2N views (Chen
+et al., 2020; SupCon's code does the same);
 ``False`` (the Barlow Twins default, as in its reference training loop) runs each view as
 its own batch of N, so BN normalises each view by its own statistics. The two differ only
 in training mode; ``docs/results_images.md`` measures the difference.

@@ -172,7 +172,9 @@ class AMCL(nn.Module):
             (measured, docs/amcl_bases.md).
         lambd: λ of Eq. (2.3), Barlow Twins only; 5e-3 (§5.1, as Zbontar et al.).
         negatives: ``"topk"`` (default, the paper's best on STL-10) or ``"softmax"``
-            (Eq. 7); on sklearn digits we measured softmax well ahead (docs/amcl.md).
+            (Eq. 7); on sklearn digits we measured softmax well ahead (docs/amcl.md). A
+            top-κ negative's term falls without bound once its τ⁻ < 2(β - s)/(β·d'); under
+            MoCo with queues of 512 or more that ran away (docs/amcl_bases.md).
         kappa: κ of top-κ; 100 (Fig. 4), clamped to the number of negatives (2N - 2).
         lower, upper: temperature bounds, 1e-5 and 2 (§5.1, small datasets).
         adapt: which temperatures are learned: ``"both"`` (AMCL), ``"pos"`` or ``"neg"``
