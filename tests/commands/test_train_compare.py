@@ -7,7 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from contrastkit.cli import main
+from contrastkit.cli import build_parser, main
+from contrastkit.commands.compare import plan
+from contrastkit.commands.train import overrides_from_args
+from contrastkit.training import load_yaml
 
 TINY = [
     "--dataset",
@@ -123,3 +126,26 @@ def test_compare_table_plots_and_summary(tmp_path: Path, capsys: pytest.CaptureF
     printed = capsys.readouterr().out
     assert "| ntxent |" in printed and "| dcl |" not in printed
     assert not (out / "dcl").exists()
+
+
+
+CONFIGS = sorted((Path(__file__).parents[2] / "configs").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("config", CONFIGS, ids=lambda p: p.stem)
+def test_shipped_configs_plan_valid_runs(config: Path) -> None:
+    """Every experiment config the docs cite builds valid runs (no training), and a
+    top-level ``joint_views`` reaches every run."""
+    runs, seeds, _ = plan(build_parser().parse_args(["compare", "--config", str(config)]))
+    assert runs and seeds
+    pinned = load_yaml(config).get("joint_views")
+    if pinned is not None:
+        assert all(cfg.joint_views is pinned for _, cfg in runs)
+
+
+@pytest.mark.parametrize(
+    ("flags", "expected"), [(["--joint-views"], True), (["--no-joint-views"], False), ([], None)]
+)
+def test_joint_views_flag_reaches_the_config(flags: list[str], expected: bool | None) -> None:
+    values = overrides_from_args(build_parser().parse_args(["train", *flags]))
+    assert values.get("joint_views") is expected

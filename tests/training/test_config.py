@@ -18,6 +18,8 @@ from contrastkit.training import TrainConfig, load_yaml, parse_assignments
         ({"lr": 0.0}, "lr must be > 0"),
         ({"aug_types": 0}, "aug_types must be a positive"),
         ({"bogus": 1}, "unknown config key"),
+        ({"joint_views": "yes"}, "joint_views must be true, false or null"),
+        ({"sync_batchnorm": 1}, "sync_batchnorm must be true or false"),
     ],
 )
 def test_bad_values_are_named(values: dict, match: str) -> None:
