@@ -32,7 +32,9 @@ class SimCLR(Framework):
 
     Args:
         encoder: maps a batch to ``[N, encoder.feature_dim]``.
-        loss: registered loss name; ``loss_kwargs`` its hyper-parameters.
+        loss: registered loss name; ``None`` = the framework's :attr:`default_loss`
+            (``ntxent``, ``barlow_twins``, ``cacr``, ``supcon``); ``loss_kwargs`` its
+            hyper-parameters.
         proj_dim: projection width (128 as in SimCLR and MACL's CIFAR-10 setting).
         hidden_dim: projector hidden width; ``None`` means the encoder's feature width.
         joint_views: encode all views as one batch (see the module docstring); ``None``
@@ -44,17 +46,18 @@ class SimCLR(Framework):
     projector_layers = 2
     projector_last_bn = False
     joint_views_default = True
+    default_loss = "ntxent"
 
     def __init__(
         self,
         encoder: nn.Module,
-        loss: str = "ntxent",
+        loss: str | None = None,
         loss_kwargs: Mapping[str, object] | None = None,
         proj_dim: int = 128,
         hidden_dim: int | None = None,
         joint_views: bool | None = None,
     ) -> None:
-        super().__init__(encoder, loss, loss_kwargs)
+        super().__init__(encoder, self.default_loss if loss is None else loss, loss_kwargs)
         self.joint_views = self.joint_views_default if joint_views is None else joint_views
         feature_dim = encoder.feature_dim
         self.projector = (
@@ -98,17 +101,7 @@ class BarlowTwinsFramework(SimCLR):
     input_kinds = ("pair",)
     projector_layers = 3
     joint_views_default = False
-
-    def __init__(
-        self,
-        encoder: nn.Module,
-        loss: str = "barlow_twins",
-        loss_kwargs: Mapping[str, object] | None = None,
-        proj_dim: int = 128,
-        hidden_dim: int | None = None,
-        joint_views: bool | None = None,
-    ) -> None:
-        super().__init__(encoder, loss, loss_kwargs, proj_dim, hidden_dim, joint_views)
+    default_loss = "barlow_twins"
 
 
 class MultiView(SimCLR):
@@ -118,11 +111,12 @@ class MultiView(SimCLR):
 
     name = "multiview"
     input_kinds = ("views",)
+    default_loss = "cacr"
 
     def __init__(
         self,
         encoder: nn.Module,
-        loss: str = "cacr",
+        loss: str | None = None,
         loss_kwargs: Mapping[str, object] | None = None,
         proj_dim: int = 128,
         hidden_dim: int | None = None,
@@ -145,17 +139,7 @@ class Supervised(SimCLR):
     name = "supervised"
     input_kinds = ("labeled",)
     needs_labels = True
-
-    def __init__(
-        self,
-        encoder: nn.Module,
-        loss: str = "supcon",
-        loss_kwargs: Mapping[str, object] | None = None,
-        proj_dim: int = 128,
-        hidden_dim: int | None = None,
-        joint_views: bool | None = None,
-    ) -> None:
-        super().__init__(encoder, loss, loss_kwargs, proj_dim, hidden_dim, joint_views)
+    default_loss = "supcon"
 
     def forward(self, views: Sequence[Tensor], labels: Tensor | None = None) -> Tensor:
         self.check_views(views)

@@ -72,7 +72,7 @@ class CACR(nn.Module):
         pos_sim, negatives = multiview_negatives(
             views, queue, self.block_size, self.gather_distributed
         )
-        return self._record(F.cacr_cosine(pos_sim, negatives, *self._hyper(), return_parts=True))
+        return self._loss(pos_sim, negatives)
 
     def queue_loss(self, query: Tensor, key: Tensor, queue: Tensor) -> Tensor:
         """CACR's MoCo form (Algorithm 3, K = 1): unit-norm ``query [N, d]`` against its
@@ -80,13 +80,20 @@ class CACR(nn.Module):
         (``block_size`` tiles the queries); records :attr:`last_parts`."""
         pos_sim = (query * key).sum(dim=1, keepdim=True)
         negatives = GramNegatives(query, query[:0], queue.to(query.dtype), None, self.block_size)
-        return self._record(F.cacr_cosine(pos_sim, negatives, *self._hyper(), return_parts=True))
+        return self._loss(pos_sim, negatives)
 
-    def _hyper(self) -> tuple[float, float, bool, bool]:
-        return self.t_pos, self.t_neg, self.detach_pos_weights, self.detach_neg_weights
-
-    def _record(self, parts: Tensor | tuple[Tensor, Tensor, Tensor]) -> Tensor:
-        total, attraction, repulsion = parts
+    def _loss(self, pos_sim: Tensor, negatives: GramNegatives) -> Tensor:
+        """:func:`functional.cacr_cosine` with this module's t⁺, t⁻ and detach flags;
+        records :attr:`last_parts`."""
+        total, attraction, repulsion = F.cacr_cosine(
+            pos_sim,
+            negatives,
+            self.t_pos,
+            self.t_neg,
+            self.detach_pos_weights,
+            self.detach_neg_weights,
+            return_parts=True,
+        )
         self.last_parts = (float(attraction.detach()), float(repulsion.detach()))
         return total
 
