@@ -1,5 +1,7 @@
 # The two commands of the README. Both create .venv when it is missing and install the
-# project into it; torch is installed first, pinned, so pip never resolves a CUDA build.
+# project into it; torch is installed first, pinned, so pip never resolves a CUDA build
+# (pyproject.toml only asks for torch >= the oldest tested release). Development and CI get
+# every extra (train, images, graph, text, umap, dev); see README "Install" for users.
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -13,7 +15,7 @@ $(PY):
 
 $(STAMP): $(PY) pyproject.toml
 	$(PY) -m pip install --quiet torch==2.13.0
-	$(PY) -m pip install --quiet -e ".[dev,text]"
+	$(PY) -m pip install --quiet -e ".[all]"
 	touch $(STAMP)
 
 demo: $(STAMP)

@@ -13,8 +13,9 @@ import sys
 from collections.abc import Sequence
 
 from . import distributed
+from ._optional import missing_extra
 
-COMMAND_MODULES = ("demo", "sts_eval", "simcse", "figures", "train", "compare")
+COMMAND_MODULES = ("demo", "sts_eval", "simcse", "figures", "train", "compare", "export")
 
 
 class UsageError(Exception):
@@ -39,6 +40,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         status = int(args._run(args) or 0)
     except (UsageError, ValueError, FileNotFoundError) as exc:
         print(f"contrastkit: error: {exc}", file=sys.stderr)
+        return 2
+    except ImportError as exc:  # a package of an extra is missing: one line naming the extra
+        if (line := missing_extra(exc)) is None:
+            raise
+        print(f"contrastkit: error: {line}", file=sys.stderr)
         return 2
     distributed.shutdown()  # under torchrun; after a failure the launcher stops the peers
     return status

@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from .._optional import require
 from ..frameworks import framework_class
 from ..training import FINAL, TrainConfig, Trainer, load_yaml
 from ..training.label_aware import trainer_class
@@ -159,6 +160,7 @@ def plot(out: Path, runs: dict[str, list[Path]]) -> list[str]:
     """``accuracy.png`` (mean kNN accuracy per epoch) and, when any run logged one,
     ``temperature.png`` (per-step temperatures of the first seed: MACL's τ_a, AMCL's
     head-averaged τ⁺ and τ⁻)."""
+    require("matplotlib", "train", "the comparison plots")
     import matplotlib
 
     matplotlib.use("Agg")

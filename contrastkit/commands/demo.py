@@ -16,6 +16,7 @@ import torch
 from torch import Tensor
 
 from contrastkit import losses
+from contrastkit._optional import require
 from contrastkit.losses import functional as F
 from contrastkit.losses import views as V
 
@@ -30,6 +31,7 @@ class Batch:
 
 
 def make_batch(n: int = 64, num_views: int = 3, dim: int = 32, seed: int = 0) -> Batch:
+    require("sklearn", "train", "the demo")
     from sklearn.datasets import load_digits
 
     g = torch.Generator().manual_seed(seed)

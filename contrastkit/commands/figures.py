@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from contrastkit._optional import require
 from contrastkit.analysis import simulation as sim
 from contrastkit.cli import UsageError
 
@@ -85,6 +86,7 @@ def _heatmap(ax: Axes, mu_pos: np.ndarray, mu_neg: np.ndarray, values: np.ndarra
 
 def _plot(out: Path, mu_pos: np.ndarray, mu_neg: np.ndarray, maps: dict[str, np.ndarray],
           mu_neg_line: np.ndarray, share: np.ndarray) -> None:
+    require("matplotlib", "train", "contrastkit figures")
     import matplotlib
 
     matplotlib.use("Agg")

@@ -20,6 +20,8 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from .._optional import require
+
 DATASETS = ("digits", "mnist1d", "digits_rotation", "diabetes")  # the last two: regression.py
 DIGITS_TEST_FRACTION = 0.2
 DIGITS_SPLIT_SEED = 0
@@ -52,6 +54,7 @@ class Split:
 
 def load_digits() -> Split:
     """The 8×8 digits with a fixed stratified 80/20 split."""
+    require("sklearn", "train", "the digits dataset")
     from sklearn.datasets import load_digits as sk_load_digits
     from sklearn.model_selection import train_test_split
 
@@ -72,6 +75,7 @@ def load_mnist1d(num_samples: int = MNIST1D_DEFAULT_SAMPLES) -> Split:
     """MNIST-1D generated locally (no download) with ``num_samples`` samples in total."""
     if num_samples < 10:
         raise ValueError(f"num_samples must be >= 10 for mnist1d, got {num_samples}")
+    require("mnist1d", "train", "the mnist1d dataset")
     from mnist1d.data import get_dataset_args, make_dataset
 
     args = get_dataset_args()

@@ -29,6 +29,7 @@ import torch
 import torch.nn.functional as tf
 from torch import Tensor
 
+from .._optional import require
 from .datasets import Split, load_digits
 
 REGRESSION_DATASETS = ("digits_rotation", "diabetes")
@@ -83,6 +84,7 @@ def load_digits_rotation() -> Split:
 
 def load_diabetes() -> Split:
     """scikit-learn's diabetes regression data, standardised with training statistics."""
+    require("sklearn", "train", "the diabetes dataset")
     from sklearn.datasets import load_diabetes as sk_load_diabetes
     from sklearn.model_selection import train_test_split
 

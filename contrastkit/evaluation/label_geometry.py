@@ -29,6 +29,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from .._optional import require
 from ..losses.functional import label_similarity
 from ..losses.functional.supervised import LabelSimilarity
 
@@ -108,6 +109,7 @@ def circular_coordinates(z: Tensor) -> tuple[np.ndarray, np.ndarray]:
     """``(points [N, 2] on the unit circle, KDE density [N])`` of embeddings ``z [N, d]``:
     PCA to 2-D (centred SVD), each point scaled to unit length, density from
     ``scipy.stats.gaussian_kde`` (Scott's bandwidth) at the points."""
+    require("scipy", "train", "circular_coordinates")
     from scipy.stats import gaussian_kde
 
     zd = _check(z)
@@ -131,6 +133,7 @@ def circular_plot(
     Hue runs from red (smallest label) to blue (largest); saturation is the KDE density
     relative to its maximum, so dense regions are vivid and sparse ones pale.
     """
+    require("matplotlib", "train", "circular_plot")
     import matplotlib
 
     matplotlib.use("Agg")

@@ -13,6 +13,8 @@ from __future__ import annotations
 import numpy as np
 from torch import Tensor
 
+from .._optional import require
+
 
 def linear_probe(
     train_features: Tensor,
@@ -24,6 +26,8 @@ def linear_probe(
     blas_threads: int | None = 1,
 ) -> float:
     """Test accuracy of a logistic-regression probe fitted on ``train_features [N, d]``."""
+    require("sklearn", "train", "the linear probe")
+    require("threadpoolctl", "train", "the linear probe")
     from sklearn.linear_model import LogisticRegression
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler

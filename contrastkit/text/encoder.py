@@ -28,6 +28,8 @@ from typing import Literal
 import torch
 from torch import Tensor, nn
 
+from .._optional import require
+
 Pooling = Literal["cls", "mean"]
 POOLINGS: tuple[str, ...] = ("cls", "mean")
 DEFAULT_MAX_LENGTH = 512  # BERT's position limit, when a model declares no length
@@ -142,6 +144,7 @@ class SentenceEncoder(nn.Module):
         configuration (else ``"cls"`` and the tokenizer's limit, capped at 512);
         ``dropout`` overrides every dropout rate of the encoder's config.
         """
+        require("transformers", "text", "SentenceEncoder")
         from transformers import AutoConfig, AutoModel, AutoTokenizer
 
         root = Path(path)

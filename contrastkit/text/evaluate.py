@@ -14,8 +14,8 @@ from collections.abc import Sequence
 
 import numpy as np
 import torch.nn.functional as tf
-from scipy.stats import spearmanr
 
+from .._optional import require
 from .data import StsPairs
 from .encoder import SentenceEncoder
 
@@ -34,7 +34,7 @@ def spearman(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray) -
         raise ValueError(f"need at least 2 pairs for a correlation, got {a.size}")
     if np.ptp(a) == 0 or np.ptp(b) == 0:
         raise ValueError("Spearman correlation is undefined when all values of one side are equal")
-    rho = float(spearmanr(a, b).statistic)
+    rho = float(require("scipy.stats", "text", "spearman").spearmanr(a, b).statistic)
     if not math.isfinite(rho):
         raise ValueError("Spearman correlation is undefined for these values")
     return rho

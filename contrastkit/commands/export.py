@@ -1,0 +1,88 @@
+"""``contrastkit export RUN --out DIR``: the encoder of a training run on its own, for reuse.
+
+Reads ``RUN/checkpoint.pt`` (``torch.load(weights_only=True)``: tensors and plain values
+only), rebuilds the run's framework from the config saved in it, loads the weights, and
+writes the encoder alone to ``DIR`` as ``encoder.safetensors`` + ``encoder.json`` (see
+:mod:`contrastkit.models.export`). Load it back with
+``contrastkit.models.load_encoder(DIR)``; projection heads, momentum encoders, queues and
+optimiser state stay behind.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+from ..models.export import read_spec, save_encoder
+from ..training import CHECKPOINT, TrainConfig
+from ..training.label_aware import trainer_class
+
+NAME = "export"
+HELP = "write the encoder of a run as safetensors + JSON (load it with models.load_encoder)"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("run", help=f"run directory of `contrastkit train` (holds {CHECKPOINT})")
+    parser.add_argument("--out", required=True, help="new or empty directory to write into")
+
+
+def read_checkpoint(run: Path) -> dict[str, Any]:
+    """The checkpoint of run directory ``run``, loaded weights-only on the CPU."""
+    if not run.exists():
+        raise FileNotFoundError(f"run directory {str(run)!r} does not exist")
+    path = run / CHECKPOINT
+    if not path.is_file():
+        raise ValueError(
+            f"{str(run)!r} is not a run directory: expected {CHECKPOINT} in it "
+            "(written by `contrastkit train --out`)"
+        )
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as exc:  # a truncated file, a pickle with objects, ...
+        detail = " ".join(str(exc).split())[:200]
+        raise ValueError(f"{path} is not a readable weights-only checkpoint: {detail}") from None
+    if not (
+        isinstance(state, dict)
+        and isinstance(state.get("model"), dict)
+        and isinstance(state.get("config"), dict)
+    ):
+        raise ValueError(f"{path} is not a contrastkit training checkpoint (no model/config)")
+    return state
+
+
+def run_encoder(state: dict[str, Any]) -> nn.Module:
+    """The trained encoder of checkpoint ``state``: the run's framework is built as the
+    trainer builds it (same dataset, encoder and heads) and the weights are loaded strictly,
+    so the encoder is exactly the one the run trained and evaluated."""
+    config = TrainConfig.from_dict(state["config"])
+    trainer = trainer_class(config)(config, None, progress=False)
+    try:
+        trainer.model.load_state_dict(state["model"])
+    except RuntimeError as exc:
+        detail = " ".join(str(exc).split())[:300]
+        raise ValueError(f"the checkpoint does not fit its own config: {detail}") from None
+    return trainer.model.encoder
+
+
+def run(args: argparse.Namespace) -> int:
+    run_dir, out = Path(args.run), Path(args.out)
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise ValueError(f"--out {str(out)!r} exists and is not empty; choose a new directory")
+    state = read_checkpoint(run_dir)
+    encoder = run_encoder(state)
+    source = {
+        "run": str(run_dir.resolve()),
+        "epoch": int(state.get("epoch", 0)),
+        "config": state["config"],
+    }
+    save_encoder(encoder, out, source)
+    spec = read_spec(out)
+    print(
+        f"exported the {spec['architecture']} encoder of {run_dir} (epoch {source['epoch']}) "
+        f"to {out}: contrastkit.models.load_encoder({str(out)!r})"
+    )
+    return 0
