@@ -23,6 +23,9 @@ from ..training.label_aware import trainer_class
 
 NAME = "export"
 HELP = "write the encoder of a run as safetensors + JSON (load it with models.load_encoder)"
+# config keys (when the run has them) set so the encoder is rebuilt on the CPU, eagerly,
+# whatever device the run trained on
+REBUILD_OVERRIDES: dict[str, Any] = {"device": "cpu", "compile": False}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -58,7 +61,10 @@ def run_encoder(state: dict[str, Any]) -> nn.Module:
     """The trained encoder of checkpoint ``state``: the run's framework is built as the
     trainer builds it (same dataset, encoder and heads) and the weights are loaded strictly,
     so the encoder is exactly the one the run trained and evaluated."""
-    config = TrainConfig.from_dict(state["config"])
+    saved = state["config"]
+    config = TrainConfig.from_dict(
+        {**saved, **{k: v for k, v in REBUILD_OVERRIDES.items() if k in saved}}
+    )
     trainer = trainer_class(config)(config, None, progress=False)
     try:
         trainer.model.load_state_dict(state["model"])
