@@ -20,6 +20,7 @@ of a package listed in :data:`EXTRAS`) into that line on stderr and exit status 
 from __future__ import annotations
 
 import importlib
+import importlib.util
 from types import ModuleType
 
 # top-level import name -> the extra of pyproject.toml that installs it
@@ -86,6 +87,8 @@ def require(module: str, extra: str | None = None, purpose: str = "this feature"
         return importlib.import_module(module)
     except ModuleNotFoundError as exc:
         missing = exc.name or module
+        if missing != _top(missing) and importlib.util.find_spec(_top(missing)) is not None:
+            raise  # the package is installed but has no such submodule: a bug, not an extra
         if _top(missing) != _top(module) and _top(missing) in EXTRAS:
             extra = EXTRAS[_top(missing)]
         elif extra is None:

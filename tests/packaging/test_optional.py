@@ -74,6 +74,8 @@ def test_require_returns_the_module_and_reports_missing_dependencies() -> None:
         require("no_pkg_q.sub", "graph", "x")
     with pytest.raises(ImportError, match=r"pip install 'contrastkit\[graph\]'$"):
         require("no_pkg_q", "graph")
+    with pytest.raises(ModuleNotFoundError, match=r"No module named 'json\.no_such_sub'"):
+        require("json.no_such_sub", "train")  # a typo is not a missing extra
 
 
 def test_missing_extra_maps_module_errors_of_listed_packages_only() -> None:
