@@ -7,7 +7,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test bench
+.PHONY: demo test bench test-oldest-torch
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -32,3 +32,16 @@ bench: $(STAMP)
 	$(PY) -m pip install --quiet --no-deps pytorch-metric-learning==2.9.0 lightly==1.6.0
 	$(PY) benchmarks/loss_speed.py
 	$(PY) benchmarks/tiled_memory.py
+
+# The oldest torch that pyproject.toml accepts (its lower bound), in a venv of its own: PyPI's
+# CUDA build (a few GB; runs on CPU). Checks that `pip install .` keeps that torch and runs the
+# loss, training and packaging tests against it. Not part of `make test`.
+OLDEST_TORCH := 2.4.1
+OLD_VENV := .venv-oldest-torch
+test-oldest-torch:
+	test -x $(OLD_VENV)/bin/python || $(PYTHON) -m venv $(OLD_VENV)
+	$(OLD_VENV)/bin/python -m pip install --quiet torch==$(OLDEST_TORCH)
+	$(OLD_VENV)/bin/python -m pip install --quiet ".[train,dev]"
+	$(OLD_VENV)/bin/python -c "import torch; v = torch.__version__; print('torch', v); \
+		assert v.split('+')[0] == '$(OLDEST_TORCH)', 'pip replaced torch'"
+	OMP_NUM_THREADS=1 $(OLD_VENV)/bin/python -m pytest tests/losses tests/training tests/packaging

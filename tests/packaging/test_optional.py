@@ -102,3 +102,14 @@ def test_every_package_of_an_extra_is_in_the_table(extra: str) -> None:
     known = {DISTRIBUTIONS.get(m, m) for m in EXTRAS}
     for req in EXTRAS_OF_PYPROJECT[extra]:
         assert re.split(r"[<>=\[ ]", req, maxsplit=1)[0] in known, req
+
+
+def test_torch_is_a_lower_bound_at_the_oldest_tested_release() -> None:
+    """pyproject.toml asks for torch >= the release `make test-oldest-torch` tests, and the
+    Makefile's development install pins the exact CPU wheel."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    torch_reqs = [r for r in project["dependencies"] if re.match(r"torch\b", r)]
+    makefile = (ROOT / "Makefile").read_text()
+    oldest = re.search(r"^OLDEST_TORCH := (\S+)$", makefile, re.M)
+    assert oldest is not None and torch_reqs == [f"torch>={oldest.group(1)}"]
+    assert "pip install --quiet torch==2.13.0\n" in makefile
