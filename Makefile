@@ -36,7 +36,7 @@ bench: $(STAMP)
 # The oldest torch that pyproject.toml accepts (its lower bound), in a venv of its own: PyPI's
 # CUDA build (a few GB; runs on CPU). Checks that `pip install .` keeps that torch and runs the
 # loss, training and packaging tests against it. Not part of `make test`.
-OLDEST_TORCH := 2.4.1
+OLDEST_TORCH := 2.3.1
 OLD_VENV := .venv-oldest-torch
 test-oldest-torch:
 	test -x $(OLD_VENV)/bin/python || $(PYTHON) -m venv $(OLD_VENV)

@@ -67,7 +67,7 @@ class Architecture:
             return self.target
         return f"{self.target.__module__}:{self.target.__qualname__}"
 
-    def cls(self) -> type[nn.Module]:
+    def load_class(self) -> type[nn.Module]:
         """The encoder class (imported here when given by path)."""
         if not isinstance(self.target, str):
             return self.target
@@ -204,7 +204,7 @@ def load_encoder(path: str | Path, device: str | torch.device = "cpu") -> nn.Mod
     """
     st = require("safetensors.torch", "train", "load_encoder")
     spec = read_spec(path)
-    encoder = _ARCHITECTURES[spec["architecture"]].cls()(**spec["args"])
+    encoder = _ARCHITECTURES[spec["architecture"]].load_class()(**spec["args"])
     state = st.load_file(str(Path(path) / WEIGHTS), device="cpu")
     try:
         encoder.load_state_dict(state, strict=True)
