@@ -63,6 +63,13 @@ def _top(module: str) -> str:
     return module.partition(".")[0]
 
 
+def _installed(package: str) -> bool:
+    try:
+        return importlib.util.find_spec(package) is not None
+    except (ImportError, ValueError):
+        return False
+
+
 def message(module: str, extra: str, purpose: str = "this feature") -> str:
     """The one-line error for a missing ``module`` installed by ``extra``."""
     top = _top(module)
@@ -87,7 +94,7 @@ def require(module: str, extra: str | None = None, purpose: str = "this feature"
         return importlib.import_module(module)
     except ModuleNotFoundError as exc:
         missing = exc.name or module
-        if missing != _top(missing) and importlib.util.find_spec(_top(missing)) is not None:
+        if missing != _top(missing) and _installed(_top(missing)):
             raise  # the package is installed but has no such submodule: a bug, not an extra
         if _top(missing) != _top(module) and _top(missing) in EXTRAS:
             extra = EXTRAS[_top(missing)]
