@@ -1,4 +1,6 @@
-"""Encoders and projection heads."""
+"""Encoders (the backbone registry) and projection heads."""
 
-from .encoders import ConvEncoder, build_encoder, mlp  # noqa: F401
+from .backbones import BACKBONES, ImageInput, build_encoder  # noqa: F401
+from .encoders import ConvEncoder, mlp  # noqa: F401
 from .multihead import MultiHeadProjector  # noqa: F401
+from .resnet import ResNet  # noqa: F401

@@ -26,7 +26,7 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from ..data import Augment, Split, load_dataset
+from ..data import Augment, Split, dataset_from_config
 from ..data.regression import AUGMENT_TYPES, TabularAugment, binarize, is_regression
 from ..evaluation import alignment_uniformity, linear_probe
 from ..evaluation.downstream import prediction_head
@@ -94,7 +94,7 @@ class LabelAwareTrainer(Trainer):
         """The task with continuous labels in :attr:`task`; what the loss trains on (the
         labels binarised at ``binarize_threshold`` for SupCon) is returned."""
         config = self.config
-        self.task = load_dataset(config.dataset, config.num_samples)
+        self.task = dataset_from_config(config)
         if config.binarize_threshold is None:
             return self.task
         y_bin = binarize(self.task.y_train, config.binarize_threshold)
