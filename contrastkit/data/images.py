@@ -124,7 +124,8 @@ class RestrictedUnpickler(pickle.Unpickler):
     Unpickling calls whatever global a file names, so a plain ``pickle.load`` of a
     downloaded file is arbitrary code execution. The CIFAR pickles hold dicts, lists,
     strings, bytes, ints and numpy arrays; arrays are rebuilt through
-    ``numpy.core.multiarray._reconstruct``, ``numpy.ndarray``, ``numpy.dtype`` (and
+    ``numpy.core.multiarray._reconstruct``, ``numpy.ndarray``, ``numpy.dtype``, numpy
+    scalars through ``numpy.core.multiarray.scalar`` (and
     ``_codecs.encode`` for bytes written by Python 3 at protocol 2). Every other global
     raises ``pickle.UnpicklingError`` naming it.
     """
@@ -133,6 +134,8 @@ class RestrictedUnpickler(pickle.Unpickler):
         {
             ("numpy.core.multiarray", "_reconstruct"),
             ("numpy._core.multiarray", "_reconstruct"),
+            ("numpy.core.multiarray", "scalar"),
+            ("numpy._core.multiarray", "scalar"),
             ("numpy", "ndarray"),
             ("numpy", "dtype"),
             ("_codecs", "encode"),
@@ -142,10 +145,10 @@ class RestrictedUnpickler(pickle.Unpickler):
     def find_class(self, module: str, name: str) -> Any:
         if (module, name) not in self.ALLOWED:
             raise pickle.UnpicklingError(f"refused to load global {module}.{name}")
-        if module.startswith("numpy") and name == "_reconstruct":
-            from numpy._core.multiarray import _reconstruct
+        if module.endswith("multiarray"):  # numpy 1 and 2 spell the module differently
+            from numpy._core import multiarray
 
-            return _reconstruct
+            return getattr(multiarray, name)
         return super().find_class(module, name)
 
 

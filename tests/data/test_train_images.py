@@ -1,0 +1,32 @@
+"""End to end: ``contrastkit train`` on a CIFAR-10 fixture with a narrow ResNet-18."""
+
+from __future__ import annotations
+
+import json
+import pickle
+from pathlib import Path
+
+import numpy as np
+
+from contrastkit.cli import main
+
+
+def test_train_cifar10_resnet18_macl(tmp_path: Path) -> None:
+    folder = tmp_path / "cifar-10-batches-py"
+    folder.mkdir()
+    rng = np.random.default_rng(0)
+    for k, name in enumerate([f"data_batch_{i}" for i in range(1, 6)] + ["test_batch"]):
+        labels = [(8 * k + j) % 10 for j in range(8)]
+        batch = {"data": rng.integers(0, 256, (8, 3072), dtype=np.uint8), "labels": labels}
+        (folder / name).write_bytes(pickle.dumps(batch))
+    out = tmp_path / "run"
+    code = main(
+        ["train", "--dataset", "cifar10", "--data-root", str(tmp_path), "--backbone", "resnet18",
+         "--width", "4", "--framework", "simclr", "--loss", "macl", "--epochs", "1",
+         "--batch-size", "16", "--knn-k", "5", "--knn-small-k", "3", "--out", str(out),
+         "--no-progress"]
+    )  # fmt: skip
+    assert code == 0
+    final = json.loads((out / "final.json").read_text())
+    assert final["config"]["backbone"] == "resnet18" and 0.0 <= final["knn_accuracy"] <= 1.0
+    assert np.isfinite(json.loads((out / "metrics.jsonl").read_text().splitlines()[0])["loss"])
