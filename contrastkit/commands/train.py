@@ -18,7 +18,11 @@ HELP = "train a self-supervised encoder with any registered loss and evaluate it
 
 # flag -> (config key, type, help)
 FLAGS: dict[str, tuple[str, type, str]] = {
-    "--framework": ("framework", str, "simclr, moco, simsiam, barlow_twins, multiview, supervised"),
+    "--framework": (
+        "framework",
+        str,
+        "simclr, moco, simsiam, barlow_twins, multiview, supervised, nnclr",
+    ),
     "--loss": ("loss", str, "registered loss name (see `contrastkit.losses.available()`)"),
     "--dataset": ("dataset", str, "a registered dataset (digits, cifar10, imagefolder, ...)"),
     "--num-samples": ("num_samples", int, "mnist1d: samples generated; image sets: train subset"),
