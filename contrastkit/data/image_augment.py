@@ -75,32 +75,24 @@ def resized_crop(x: Tensor, boxes: Tensor, flip: Tensor | None = None) -> Tensor
 def rgb_to_hsv(x: Tensor) -> Tensor:
     """``[B, 3, H, W]`` RGB in [0, 1] → HSV with hue in turns [0, 1) (as ``colorsys``)."""
     r, g, b = x.unbind(1)
-    maxc, minc = x.max(1).values, x.min(1).values
+    maxc, minc = x.amax(1), x.amin(1)
     delta = maxc - minc
-    safe = torch.where(delta > 0, delta, torch.ones_like(delta))
-    s = torch.where(maxc > 0, delta / torch.where(maxc > 0, maxc, torch.ones_like(maxc)), 0 * maxc)
-    rc, gc, bc = (maxc - r) / safe, (maxc - g) / safe, (maxc - b) / safe
-    h = torch.where(maxc == r, bc - gc, torch.where(maxc == g, 2.0 + rc - bc, 4.0 + gc - rc))
-    h = torch.where(delta > 0, (h / 6.0) % 1.0, torch.zeros_like(h))
+    inv = 1.0 / torch.where(delta > 0, delta, 1.0)
+    s = delta / torch.where(maxc > 0, maxc, 1.0)
+    h = torch.where(
+        maxc == r, (g - b) * inv, torch.where(maxc == g, 2.0 + (b - r) * inv, 4.0 + (r - g) * inv)
+    )
+    h = torch.where(delta > 0, (h / 6.0) % 1.0, 0.0)
     return torch.stack([h, s, maxc], 1)
 
 
 def hsv_to_rgb(x: Tensor) -> Tensor:
-    """Inverse of :func:`rgb_to_hsv`."""
-    h, s, v = x.unbind(1)
-    i = torch.floor(h * 6.0)
-    f = h * 6.0 - i
-    p, q, t = v * (1 - s), v * (1 - s * f), v * (1 - s * (1 - f))
-    i = i.long() % 6
-    table = torch.stack(
-        [
-            torch.stack([v, q, p, p, t, v], 1),
-            torch.stack([t, v, v, q, p, p], 1),
-            torch.stack([p, p, t, v, v, q], 1),
-        ],
-        1,
-    )  # [B, 3, 6, H, W]
-    return table.gather(2, i[:, None, None].expand(-1, 3, 1, -1, -1)).squeeze(2)
+    """Inverse of :func:`rgb_to_hsv`: channel ``n ∈ (5, 3, 1)`` (R, G, B) is
+    ``v - v·s·clamp(min(k, 4 - k), 0, 1)`` with ``k = (n + 6h) mod 6``."""
+    h, s, v = x[:, :1], x[:, 1:2], x[:, 2:]
+    n = torch.tensor([5.0, 3.0, 1.0], dtype=x.dtype, device=x.device).view(1, 3, 1, 1)
+    k = (n + 6.0 * h) % 6.0
+    return v - v * s * torch.minimum(k, 4.0 - k).clamp(0.0, 1.0)
 
 
 def adjust(x: Tensor, op: int, factor: Tensor) -> Tensor:
