@@ -66,7 +66,12 @@ def trainer_class(config: TrainConfig, label_aware: bool = False) -> type[Traine
         or is_regression(config.dataset)
         or config.binarize_threshold is not None
     )
-    return LabelAwareTrainer if label_aware else Trainer
+    if label_aware:
+        return LabelAwareTrainer
+    from ..data import dataset_info
+    from .image_trainer import ImageTrainer
+
+    return ImageTrainer if dataset_info(config.dataset).kind == "image" else Trainer
 
 
 class LabelAwareTrainer(Trainer):
