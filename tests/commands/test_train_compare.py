@@ -69,7 +69,7 @@ def test_train_writes_run_files_and_flags_override_yaml(
     [
         (["train", "--loss", "nope"], "unknown loss 'nope'; available: "),
         (["train", "--batch-size", "1"], "batch_size must be >= 2"),
-        (["train", "--dataset", "cifar10"], "unknown dataset 'cifar10'"),
+        (["train", "--dataset", "cifar10"], "cifar10 needs data_root"),
         (
             ["train", "--config", "/nonexistent/x.yaml"],
             "config file '/nonexistent/x.yaml' does not exist",
