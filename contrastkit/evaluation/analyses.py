@@ -177,3 +177,56 @@ def plot_2d_map(coords: np.ndarray, labels: Tensor, path: str | Path, title: str
     fig.savefig(path, dpi=120)
     plt.close(fig)
     return path
+
+
+def query_weights(
+    anchor: Tensor, positives: Tensor, negatives: Tensor, t_pos: float = 1.0, t_neg: float = 2.0
+) -> tuple[Tensor, Tensor]:
+    """CACR's conditional weights of one query (Eq. 5, Fig. 4): ``π⁺ = softmax(t⁺·c⁺)`` over
+    ``positives [K, d]`` and ``π⁻ = softmax(-t⁻·c⁻)`` over ``negatives [J, d]``, with
+    ``c = ‖u - v‖²`` of unit vectors and ``anchor [d]``; float64 ``[K]`` and ``[J]``."""
+    a = normalize(anchor.detach().double().view(1, -1))
+    cost_pos = (normalize(positives.detach().double()) - a).pow(2).sum(1)
+    cost_neg = (normalize(negatives.detach().double()) - a).pow(2).sum(1)
+    return torch.softmax(t_pos * cost_pos, 0), torch.softmax(-t_neg * cost_neg, 0)
+
+
+def plot_query_weights(
+    query: Tensor,
+    positives: Tensor,
+    pos_weights: Tensor,
+    negatives: Tensor,
+    neg_weights: Tensor,
+    path: str | Path,
+    top: int = 8,
+) -> Path:
+    """CACR Fig. 4: the query image, its positive views with π⁺, and the ``top`` negatives
+    of largest π⁻ with their weights. Images are ``[C, H, W]`` / ``[n, C, H, W]`` in [0, 1]
+    or uint8."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    def show(ax: object, img: Tensor, title: str) -> None:
+        arr = img.float().div(255.0) if img.dtype == torch.uint8 else img.float()
+        arr = arr.clamp(0, 1).permute(1, 2, 0).cpu().numpy()
+        ax.imshow(arr[..., 0] if arr.shape[-1] == 1 else arr, cmap="gray")  # type: ignore[attr-defined]
+        ax.set_title(title, fontsize=7)  # type: ignore[attr-defined]
+        ax.axis("off")  # type: ignore[attr-defined]
+
+    order = neg_weights.argsort(descending=True)[:top]
+    cols = max(1 + positives.shape[0], len(order))
+    fig, axes = plt.subplots(2, cols, figsize=(1.3 * cols, 3.0), squeeze=False)
+    for ax in axes.flat:
+        ax.axis("off")
+    show(axes[0][0], query, "query")
+    for k in range(positives.shape[0]):
+        show(axes[0][1 + k], positives[k], f"π⁺ {float(pos_weights[k]):.2f}")
+    for col, j in enumerate(order.tolist()):
+        show(axes[1][col], negatives[j], f"π⁻ {float(neg_weights[j]):.3f}")
+    path = Path(path)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path

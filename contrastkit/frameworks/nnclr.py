@@ -33,6 +33,7 @@ from .. import distributed
 from ..losses.registry import LossInfo
 from ..losses.views import cross_view_similarities, normalize
 from ..models.encoders import mlp
+from ._queue import fifo_enqueue
 from .base import Framework
 
 
@@ -93,12 +94,5 @@ class NNCLR(Framework):
             pos2, neg2 = cross_view_similarities(nearest_neighbours(z2, support), p1)
             pos, neg = torch.cat([pos, pos2]), torch.cat([neg, neg2])
         loss = self.loss.similarity_loss(pos, neg)
-        self._enqueue(distributed.gather(normalize(z1.detach())))
+        fifo_enqueue(self.support, self.support_ptr, distributed.gather(normalize(z1.detach())))
         return loss
-
-    @torch.no_grad()
-    def _enqueue(self, z: Tensor) -> None:
-        size, n = self.support.shape[0], z.shape[0]
-        idx = (self.support_ptr + torch.arange(n, device=z.device)) % size
-        self.support[idx[-size:]] = z[-size:]
-        self.support_ptr.copy_((self.support_ptr + n) % size)

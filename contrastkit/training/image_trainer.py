@@ -14,7 +14,9 @@ the Trainer's. It adds
   ``similarities.png`` (AMCL Fig. 1/6: positive / negative pair cosine histograms of head
   and backbone features on the test split, overlaps in ``final.json``) and ``map2d.png``
   (a 2-D map of test features, MACL Fig. 4; t-SNE unless :attr:`ImageTrainer.map_method`
-  is ``"umap"`` / ``"auto"``).
+  is ``"umap"`` / ``"auto"``), ``cacr_weights.png`` (CACR Fig. 4: one test query, four more
+  views of it with their attraction weights π⁺ and the negatives of largest repulsion weight
+  π⁻, t⁺ = 1, t⁻ = 2), and AMCL Table 4's label-fraction probe (``probe_{n}_per_class``).
 
 Analyses use at most :attr:`ImageTrainer.analysis_samples` samples (seeded, fixed).
 """
@@ -27,25 +29,29 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from ..evaluation import linear_eval
+from ..evaluation import label_fraction_probe, linear_eval
 from ..evaluation.analyses import (
     embed_2d,
     epoch_repulsion_entropy,
     pair_similarities,
     plot_2d_map,
+    plot_query_weights,
     plot_similarity_histograms,
+    query_weights,
     similarity_histograms,
 )
 from .trainer import FINAL, Trainer
 
 SIMILARITIES_PNG = "similarities.png"
 MAP_PNG = "map2d.png"
+WEIGHTS_PNG = "cacr_weights.png"
 
 
 class ImageTrainer(Trainer):
     """A :class:`Trainer` with the image protocol's evaluation (see the module docstring)."""
 
     linear_epochs: int = 100  # MACL App. B.3
+    label_fractions: tuple[int, ...] = (10, 50, 100, 500)  # AMCL Table 4 (labels per class)
     analysis_samples: int = 2048
     entropy_t_neg: float = 2.0  # CACR's t⁻ on CIFAR-10 (App. B)
     # t-SNE: umap-learn's numba compilation alone took ~1 min on this CPU; "auto" = UMAP
@@ -106,6 +112,11 @@ class ImageTrainer(Trainer):
                 seed=cfg.seed,
             )
         )
+        final.update(
+            label_fraction_probe(
+                train_feats, d.y_train, test_feats, d.y_test, self.label_fractions, (cfg.seed,)
+            )
+        )
         x = self._subset(d.x_test, 2)
         panels = {}
         for name, embed in (("head", self._head_embed), ("backbone", self.model.encoder)):
@@ -124,5 +135,18 @@ class ImageTrainer(Trainer):
             title = f"{cfg.framework}/{cfg.loss} on {cfg.dataset}: test features ({method})"
             plot_2d_map(coords, d.y_test[idx], self.out / MAP_PNG, title)
             final["map2d_method"] = method
+            self._plot_query_weights(x)
             (self.out / FINAL).write_text(json.dumps(final, indent=2) + "\n")
         return final
+
+    def _plot_query_weights(self, x: Tensor, positives: int = 4) -> None:
+        """CACR Fig. 4 for the first sample of ``x``: ``positives`` further views of it
+        against one view of each other sample, weights from the head embeddings."""
+        gen = torch.Generator().manual_seed(self.config.seed)
+        views = self.augment(x[:1].expand(positives + 1, *x.shape[1:]), gen)
+        others = self.augment(x[1:], gen)
+        z = self._eval_mode(self._head_embed, torch.cat([views, others]))
+        w_pos, w_neg = query_weights(
+            z[0], z[1 : positives + 1], z[positives + 1 :], 1.0, self.entropy_t_neg
+        )
+        plot_query_weights(views[0], views[1:], w_pos, others, w_neg, self.out / WEIGHTS_PNG)

@@ -128,7 +128,6 @@ def test_compare_table_plots_and_summary(tmp_path: Path, capsys: pytest.CaptureF
     assert not (out / "dcl").exists()
 
 
-
 CONFIGS = sorted((Path(__file__).parents[2] / "configs").glob("*.yaml"))
 
 

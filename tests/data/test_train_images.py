@@ -32,5 +32,5 @@ def test_train_cifar10_resnet18_macl(tmp_path: Path) -> None:
     assert 0.0 <= final["linear_top1"] <= final["linear_top5"] <= 1.0
     assert 0.0 < final["repulsion_entropy"] < final["repulsion_entropy_max"]
     assert 0.0 <= final["similarity_overlap_head"] <= 1.0
-    assert (out / "similarities.png").exists() and (out / "map2d.png").exists()
+    assert all((out / f).exists() for f in ("similarities.png", "map2d.png", "cacr_weights.png"))
     assert np.isfinite(json.loads((out / "metrics.jsonl").read_text().splitlines()[0])["loss"])

@@ -73,3 +73,29 @@ def test_2d_map_keeps_clusters_apart(tmp_path: Path) -> None:
     assert plot_2d_map(coords, y, tmp_path / "m.png").stat().st_size > 1000
     with pytest.raises(ValueError, match="method must be"):
         embed_2d(x, "pca")
+
+
+def test_query_weights_match_softmax_of_costs(tmp_path: Path) -> None:
+    from contrastkit.evaluation.analyses import plot_query_weights, query_weights
+
+    g = torch.Generator().manual_seed(0)
+    a, p, n = (
+        torch.randn(4, generator=g),
+        torch.randn(3, 4, generator=g),
+        torch.randn(6, 4, generator=g),
+    )
+    w_pos, w_neg = query_weights(a, p, n, t_pos=1.0, t_neg=2.0)
+    u = a.double() / a.double().norm()
+
+    def cost(v: torch.Tensor) -> float:
+        return float((v.double() / v.double().norm() - u).pow(2).sum())
+
+    ref_pos = torch.tensor([math.exp(cost(v)) for v in p], dtype=torch.float64)
+    ref_neg = torch.tensor([math.exp(-2.0 * cost(v)) for v in n], dtype=torch.float64)
+    assert torch.allclose(w_pos, ref_pos / ref_pos.sum()) and torch.allclose(
+        w_neg, ref_neg / ref_neg.sum()
+    )
+    assert int(w_neg.argmax()) == int(torch.tensor([cost(v) for v in n]).argmin())  # nearest
+    imgs = torch.rand(10, 3, 8, 8, generator=g)
+    png = plot_query_weights(imgs[0], imgs[1:4], w_pos, imgs[4:], w_neg, tmp_path / "w.png", top=4)
+    assert png.stat().st_size > 1000
