@@ -45,18 +45,26 @@ def default_cache_dir() -> Path:
 
 
 def _entries(root: Path) -> Iterator[tuple[str, bytes]]:
-    """``(relative path, file bytes)`` of every image file, from a folder or an archive."""
+    """``(relative path, file bytes)`` of every image file, from a folder or an archive;
+    hidden files and folders (names starting with ``.``, e.g. macOS ``._x.jpg``) are skipped."""
+
+    def wanted(rel: str) -> bool:
+        parts = rel.split("/")
+        return Path(rel).suffix.lower() in EXTENSIONS and not any(p.startswith(".") for p in parts)
+
     if root.is_dir():
         for p in sorted(root.rglob("*")):
-            if p.is_file() and p.suffix.lower() in EXTENSIONS:
-                yield p.relative_to(root).as_posix(), p.read_bytes()
+            rel = p.relative_to(root).as_posix()
+            if p.is_file() and wanted(rel):
+                yield rel, p.read_bytes()
         return
     with tarfile.open(root, "r:*") as tar:
         for m in tar:
-            if m.isfile() and Path(m.name).suffix.lower() in EXTENSIONS:
+            rel = m.name[2:] if m.name.startswith("./") else m.name
+            if m.isfile() and wanted(rel):
                 fh = tar.extractfile(m)
                 if fh is not None:
-                    yield m.name.lstrip("./"), fh.read()
+                    yield rel, fh.read()
 
 
 def _layout(paths: list[str]) -> tuple[int, bool]:

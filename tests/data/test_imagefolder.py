@@ -27,9 +27,10 @@ def _tree(root: Path, splits: tuple[str, ...], per_class: int = 5, size: int = 8
 def test_wrapped_tar_with_train_test_matches_pixels_and_caches(tmp_path: Path) -> None:
     src = tmp_path / "src" / "cifar10"
     _tree(src, ("train", "test"))
+    (src / "train" / "cat" / "._0.png").write_bytes(b"macOS resource fork, not an image")
     archive = tmp_path / "images.tar.gz"
     with tarfile.open(archive, "w:gz") as tar:
-        tar.add(src, arcname="cifar10")  # one wrapping folder, as the shared copy
+        tar.add(src, arcname="./cifar10")  # one wrapping folder, as the shared copy
     cache = tmp_path / "cache"
     d = load_dataset("imagefolder", data_root=str(archive), cache_dir=str(cache))
     assert d.x_train.shape == (15, 3, 8, 8) and d.x_test.shape == (15, 3, 8, 8)
