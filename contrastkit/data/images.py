@@ -199,9 +199,8 @@ def _read_members(path: Path, folder: str, names: list[str]) -> dict[str, bytes]
 def load_cifar(name: str, data_root: str | None = None, num_samples: int | None = None) -> Split:
     """CIFAR-10 or CIFAR-100 (fine labels) from the python-pickle release."""
     folder, train_files, test_files, label_key, classes = _CIFAR[name]
-    path = locate(data_root, [folder, "", f"{folder}.tar.gz", f"{name}-python.tar.gz"], name)
-    if path.is_dir() and not (path / test_files[0]).exists() and (path / folder).is_dir():
-        path = path / folder
+    tarball = {"cifar10": "cifar-10-python.tar.gz", "cifar100": "cifar-100-python.tar.gz"}[name]
+    path = locate(data_root, [folder, tarball, ""], name)
     if path.is_file() and not tarfile.is_tarfile(path):
         raise ValueError(f"{name}: {path} is neither the {folder}/ folder nor its .tar.gz")
     raw = _read_members(path, folder, train_files + test_files)

@@ -40,6 +40,11 @@ def test_cifar10_folder_parent_and_tarball_agree(tmp_path: Path) -> None:
     with tarfile.open(tar_path, "w:gz") as tar:
         tar.add(folder, arcname="cifar-10-batches-py")
     c = load_dataset("cifar10", data_root=str(tar_path))
+    only_tar = tmp_path / "only_tar"
+    only_tar.mkdir()
+    tar_path.rename(only_tar / tar_path.name)  # the parent of the official tarball
+    d = load_dataset("cifar10", data_root=str(only_tar))
+    assert torch.equal(d.x_train, c.x_train)
     assert a.x_train.shape == (100, 3, 32, 32) and a.x_train.dtype == torch.uint8
     assert a.kind == "image" and a.num_classes == 10 and a.x_test.shape[0] == 10
     # pickle row = R plane, G plane, B plane (CHW order)
