@@ -1,9 +1,10 @@
 """SimCLR's image augmentations (Chen et al., 2020, App. A), batched on the data's device.
 
-Every sample of a batch gets its own random parameters, drawn from an explicit CPU
-``torch.Generator`` and then moved to the images' device, so a view is the same on CPU
-and GPU and a resumed run replays it bit for bit. kornia's batched augmentations draw
-from torch's global RNG and take no generator, hence these plain-torch ops. Input is a
+Every sample of a batch gets its own random parameters, drawn (float32) from an explicit CPU
+``torch.Generator`` and then moved to the images' device, so the parameters are the same
+on every device and a resumed run replays its views bit for bit. kornia 0.9's batched
+augmentations sample through ``torch.distributions`` from torch's global RNG and take no
+generator, hence these plain-torch ops. Input is a
 uint8 or float ``[B, C, H, W]`` batch (uint8 is divided by 255); output is float32 in
 [0, 1]. Normalisation by the dataset's mean/std is the encoder's input layer
 (:class:`contrastkit.models.ImageInput`), so frozen-feature evaluation of raw images sees
@@ -48,7 +49,7 @@ LUMA = (0.299, 0.587, 0.114)
 
 
 def _u(n: int, low: float, high: float, g: torch.Generator) -> Tensor:
-    return torch.rand(n, generator=g, dtype=torch.float64) * (high - low) + low
+    return torch.rand(n, generator=g) * (high - low) + low
 
 
 def gray(x: Tensor) -> Tensor:
@@ -205,8 +206,8 @@ class ImageAugment:
             ratio = torch.exp(_u(b, math.log(3 / 4), math.log(4 / 3), g))
             w, h = (area * ratio).sqrt().clamp(max=1.0), (area / ratio).sqrt().clamp(max=1.0)
             left, top = (
-                torch.rand(b, generator=g, dtype=torch.float64) * (1 - w),
-                torch.rand(b, generator=g, dtype=torch.float64) * (1 - h),
+                torch.rand(b, generator=g) * (1 - w),
+                torch.rand(b, generator=g) * (1 - h),
             )
             x = resized_crop(x, torch.stack([left, top, w, h], 1).to(dev), flip)
         elif flip is not None:
