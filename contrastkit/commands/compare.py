@@ -19,8 +19,8 @@ from typing import Any
 
 from .._optional import require
 from ..frameworks import framework_class
-from ..training import FINAL, TrainConfig, Trainer, load_yaml
-from ..training.label_aware import trainer_class
+from ..training import FINAL, TrainConfig, load_yaml
+from ..training.label_aware import LabelAwareTrainer, trainer_class
 from ..training.trainer import CHECKPOINT, METRICS
 from .train import add_train_arguments, merge, overrides_from_args
 
@@ -219,7 +219,9 @@ def run(args: argparse.Namespace) -> int:
     summary: dict[str, dict[str, Any]] = {}
     dirs: dict[str, list[Path]] = {}
     # one label-aware run (SupCon, LASCon) gives every run the downstream head and geometry
-    label_aware = any(trainer_class(config) is not Trainer for _, config in planned)
+    label_aware = any(
+        issubclass(trainer_class(config), LabelAwareTrainer) for _, config in planned
+    )
     for label, config in planned:
         finals, dirs[label] = [], []
         for seed in seeds:

@@ -18,10 +18,21 @@ HELP = "train a self-supervised encoder with any registered loss and evaluate it
 
 # flag -> (config key, type, help)
 FLAGS: dict[str, tuple[str, type, str]] = {
-    "--framework": ("framework", str, "simclr, moco, simsiam, barlow_twins, multiview, supervised"),
+    "--framework": (
+        "framework",
+        str,
+        "simclr, moco, simsiam, barlow_twins, multiview, supervised, nnclr",
+    ),
     "--loss": ("loss", str, "registered loss name (see `contrastkit.losses.available()`)"),
-    "--dataset": ("dataset", str, "digits, mnist1d, or regression: digits_rotation, diabetes"),
-    "--num-samples": ("num_samples", int, "mnist1d: samples generated in total (default 20000)"),
+    "--dataset": ("dataset", str, "a registered dataset (digits, cifar10, imagefolder, ...)"),
+    "--num-samples": ("num_samples", int, "mnist1d: samples generated; image sets: train subset"),
+    "--data-root": ("data_root", str, "image datasets: the folder or archive to read"),
+    "--cache-dir": ("cache_dir", str, "imagefolder decode cache (default ~/.cache/contrastkit)"),
+    "--imbalance": ("imbalance", str, "class-imbalanced training set: linear or exponential"),
+    "--imbalance-ratio": ("imbalance_ratio", float, "imbalance n_max/n_min (C or 100)"),
+    "--backbone": ("backbone", str, "conv (small CNN), resnet18, resnet34, resnet50"),
+    "--stem": ("stem", str, "resnet stem: cifar (3x3, no pool) or imagenet (7x7 + pool)"),
+    "--crop-scale": ("crop_scale", float, "image views: minimum crop area (0.2 / 0.08)"),
     "--epochs": ("epochs", int, "training epochs"),
     "--batch-size": ("batch_size", int, "batch size N (>= 2)"),
     "--lr": ("lr", float, "Adam learning rate (scaled by N/256 above N = 256)"),

@@ -1,16 +1,53 @@
-"""Offline datasets and plain-torch augmentations for self-supervised training."""
+"""Datasets (through one registry) and augmentations for self-supervised training.
 
+Importing this package registers every built-in dataset: ``digits``, ``mnist1d``
+(:mod:`.datasets`), ``digits_rotation``, ``diabetes`` (:mod:`.regression`), ``cifar10``,
+``cifar100``, ``stl10``, ``mnist``, ``fashion_mnist`` (:mod:`.images`) and
+``imagefolder`` (:mod:`.imagefolder`).
+"""
+
+from . import datasets, imagefolder, images, regression  # noqa: F401  (registration)
 from .augment import TYPES, TYPES_1D, TYPES_2D, Augment
-from .datasets import DATASETS, Split, load_dataset, load_digits, load_mnist1d
+from .datasets import load_digits, load_mnist1d
+from .image_augment import TYPES_IMAGE, ImageAugment
+from .registry import (
+    Split,
+    available_datasets,
+    dataset_from_config,
+    dataset_info,
+    is_regression,
+    load_dataset,
+    register_dataset,
+)
+
+
+def build_augment(
+    split: Split, aug_types: int | None = None, crop_scale: float | None = None
+) -> Augment | ImageAugment:
+    """The view generator for ``split``'s kind: :class:`ImageAugment` (SimCLR's recipe)
+    for ``"image"`` data, :class:`Augment` for the small ``"2d"`` / ``"1d"`` data."""
+    if split.kind == "image":
+        return ImageAugment(min(split.input_shape[1:]), aug_types, crop_scale=crop_scale)
+    if crop_scale is not None:
+        raise ValueError(f"crop_scale applies to image datasets, not to {split.name!r}")
+    return Augment(split.kind, aug_types)
+
 
 __all__ = [
-    "DATASETS",
     "TYPES",
     "TYPES_1D",
     "TYPES_2D",
+    "TYPES_IMAGE",
     "Augment",
+    "ImageAugment",
     "Split",
+    "available_datasets",
+    "build_augment",
+    "dataset_from_config",
+    "dataset_info",
+    "is_regression",
     "load_dataset",
     "load_digits",
     "load_mnist1d",
+    "register_dataset",
 ]

@@ -14,42 +14,17 @@ every run (and every seed) evaluates on the same held-out samples:
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
 
 import numpy as np
 import torch
 from torch import Tensor
 
 from .._optional import require
+from .registry import Split, register_dataset
 
-DATASETS = ("digits", "mnist1d", "digits_rotation", "diabetes")  # the last two: regression.py
 DIGITS_TEST_FRACTION = 0.2
 DIGITS_SPLIT_SEED = 0
 MNIST1D_DEFAULT_SAMPLES = 20_000
-
-
-@dataclass(frozen=True)
-class Split:
-    """A labelled dataset with a fixed train/test partition.
-
-    ``x_train [N, 1, *spatial]``, ``y_train [N]`` (int64), likewise for test;
-    ``kind`` is ``"2d"`` (images) or ``"1d"`` (signals).
-    """
-
-    name: str
-    kind: str
-    x_train: Tensor
-    y_train: Tensor
-    x_test: Tensor
-    y_test: Tensor
-
-    @property
-    def num_classes(self) -> int:
-        return int(max(self.y_train.max(), self.y_test.max())) + 1
-
-    @property
-    def input_shape(self) -> tuple[int, ...]:
-        return tuple(self.x_train.shape[1:])
 
 
 def load_digits() -> Split:
@@ -85,23 +60,6 @@ def load_mnist1d(num_samples: int = MNIST1D_DEFAULT_SAMPLES) -> Split:
     return Split("mnist1d", "1d", *_tensors(x_tr, data["y"], x_te, data["y_test"]))
 
 
-def load_dataset(name: str, num_samples: int | None = None) -> Split:
-    """Dataset ``name`` (one of :data:`DATASETS`); ``num_samples`` applies to mnist1d only."""
-    if name == "digits":
-        if num_samples is not None:
-            raise ValueError("num_samples is fixed for digits (1,797); leave it unset")
-        return load_digits()
-    if name == "mnist1d":
-        return load_mnist1d(MNIST1D_DEFAULT_SAMPLES if num_samples is None else int(num_samples))
-    if name in ("digits_rotation", "diabetes"):
-        if num_samples is not None:
-            raise ValueError(f"num_samples is fixed for {name}; leave it unset")
-        from .regression import load_regression
-
-        return load_regression(name)
-    raise ValueError(f"unknown dataset {name!r}; available: {', '.join(DATASETS)}")
-
-
 def _tensors(
     x_tr: np.ndarray, y_tr: np.ndarray, x_te: np.ndarray, y_te: np.ndarray
 ) -> tuple[Tensor, ...]:
@@ -111,3 +69,7 @@ def _tensors(
         torch.as_tensor(np.ascontiguousarray(x_te), dtype=torch.float32),
         torch.as_tensor(y_te, dtype=torch.int64),
     )
+
+
+register_dataset("digits", load_digits, "2d", description="scikit-learn 8x8 digits")
+register_dataset("mnist1d", load_mnist1d, "1d", description="MNIST-1D generated locally")

@@ -30,7 +30,9 @@ import torch.nn.functional as tf
 from torch import Tensor
 
 from .._optional import require
-from .datasets import Split, load_digits
+from .datasets import load_digits
+from .registry import Split, register_dataset
+from .registry import is_regression as is_regression
 
 REGRESSION_DATASETS = ("digits_rotation", "diabetes")
 ROTATION_RANGE_DEG = 45.0
@@ -39,11 +41,6 @@ DIABETES_TEST_FRACTION = 0.2
 DIABETES_SPLIT_SEED = 0
 # the digits augmentations that leave the rotation label unchanged
 AUGMENT_TYPES = {"digits_rotation": ("crop", "noise", "dropout", "intensity")}
-
-
-def is_regression(name: str) -> bool:
-    """Whether dataset ``name`` has continuous labels."""
-    return name in REGRESSION_DATASETS
 
 
 def rotate(images: Tensor, degrees: Tensor) -> Tensor:
@@ -101,17 +98,6 @@ def load_diabetes() -> Split:
     return Split("diabetes", "tabular", t(x_tr), t(y_tr), t(x_te), t(y_te))
 
 
-def load_regression(name: str) -> Split:
-    """Regression dataset ``name`` (one of :data:`REGRESSION_DATASETS`)."""
-    if name == "digits_rotation":
-        return load_digits_rotation()
-    if name == "diabetes":
-        return load_diabetes()
-    raise ValueError(
-        f"unknown regression dataset {name!r}; available: {', '.join(REGRESSION_DATASETS)}"
-    )
-
-
 def binarize(labels: Tensor, threshold: float) -> Tensor:
     """Class ``1[y >= threshold]`` (int64, ``[N]``) of continuous ``labels [N]``: the
     binarised labels SupCon trains with on a regression task (LASCon Table 1)."""
@@ -148,3 +134,7 @@ class TabularAugment:
         noisy = x + self.noise * torch.randn(x.shape, generator=generator).to(x.dtype)
         keep = torch.rand(x.shape, generator=generator) >= self.mask
         return noisy * keep.to(x.dtype)
+
+
+register_dataset("digits_rotation", load_digits_rotation, "2d", regression=True)
+register_dataset("diabetes", load_diabetes, "tabular", regression=True)

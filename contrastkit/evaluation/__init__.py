@@ -1,7 +1,17 @@
-"""Representation quality: weighted kNN, linear probe, alignment / uniformity."""
+"""Representation quality: weighted kNN, linear probe / linear evaluation, alignment /
+uniformity, and the papers' image analyses (:mod:`.analyses`)."""
 
 from .geometry import alignment_uniformity
 from .knn import knn_accuracy, knn_predict
 from .linear import linear_probe
+from .linear_eval import label_fraction_probe, linear_eval, topk_accuracy
 
-__all__ = ["alignment_uniformity", "knn_accuracy", "knn_predict", "linear_probe"]
+__all__ = [
+    "alignment_uniformity",
+    "knn_accuracy",
+    "knn_predict",
+    "label_fraction_probe",
+    "linear_eval",
+    "linear_probe",
+    "topk_accuracy",
+]

@@ -24,7 +24,8 @@ def knn_predict(
     chunk_size: int = 1024,
 ) -> Tensor:
     """Predicted labels ``[M]`` of ``test_features [M, d]`` from ``train_features [N, d]``
-    and ``train_labels [N]`` (int); ``k`` is capped at ``N``. Memory is ``chunk_size × N``."""
+    and ``train_labels [N]`` (int); ``k`` is capped at ``N``. Memory is ``chunk_size × N``.
+    Runs on ``train_features``' device (test features and labels are moved there)."""
     if train_features.dim() != 2 or test_features.dim() != 2:
         raise ValueError(
             "train_features and test_features must have shapes [N, d] and [M, d], got "
@@ -46,13 +47,13 @@ def knn_predict(
     classes = int(train_labels.max()) + 1 if num_classes is None else num_classes
     k = min(k, train_features.shape[0])
     bank = normalize(train_features.double())
-    labels = train_labels.long()
+    labels = train_labels.long().to(bank.device)
     preds = []
-    for chunk in normalize(test_features.double()).split(chunk_size):
+    for chunk in normalize(test_features.double().to(bank.device)).split(chunk_size):
         sim, idx = (chunk @ bank.T).topk(k, dim=1)
         # subtracting the row max leaves the vote ranking unchanged and avoids overflow
         weights = ((sim - sim[:, :1]) / temperature).exp()
-        votes = torch.zeros(chunk.shape[0], classes, dtype=weights.dtype)
+        votes = torch.zeros(chunk.shape[0], classes, dtype=weights.dtype, device=bank.device)
         votes.scatter_add_(1, labels[idx], weights)
         preds.append(votes.argmax(dim=1))
     return torch.cat(preds)
@@ -69,4 +70,4 @@ def knn_accuracy(
     """Top-1 accuracy of :func:`knn_predict` on ``test_labels [M]``."""
     num_classes = int(max(train_labels.max(), test_labels.max())) + 1
     pred = knn_predict(train_features, train_labels, test_features, k, temperature, num_classes)
-    return float((pred == test_labels.long()).double().mean())
+    return float((pred == test_labels.long().to(pred.device)).double().mean())

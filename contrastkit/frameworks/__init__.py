@@ -14,10 +14,12 @@ from torch import nn
 
 from .base import Framework, build_loss
 from .moco import MoCo, SimSiam
+from .nnclr import NNCLR
 from .simclr import BarlowTwinsFramework, MultiView, SimCLR, Supervised
 
 FRAMEWORKS: dict[str, type[Framework]] = {
-    cls.name: cls for cls in (SimCLR, MoCo, SimSiam, BarlowTwinsFramework, MultiView, Supervised)
+    cls.name: cls
+    for cls in (SimCLR, MoCo, SimSiam, BarlowTwinsFramework, MultiView, Supervised, NNCLR)
 }
 
 
@@ -53,6 +55,7 @@ def build_framework(
 
 __all__ = [
     "FRAMEWORKS",
+    "NNCLR",
     "BarlowTwinsFramework",
     "Framework",
     "MoCo",

@@ -15,7 +15,8 @@ from typing import Any
 
 import yaml
 
-from ..data import DATASETS
+from ..data import dataset_info
+from ..models import BACKBONES
 
 
 @dataclass
@@ -26,7 +27,14 @@ class TrainConfig:
     loss: str = "ntxent"
     loss_args: dict[str, Any] = field(default_factory=dict)
     dataset: str = "digits"
-    num_samples: int | None = None  # mnist1d only: total generated samples (20,000)
+    num_samples: int | None = None  # mnist1d: samples generated; image sets: train subset
+    data_root: str | None = None  # image datasets: folder (or archive) to read from
+    cache_dir: str | None = None  # imagefolder decode cache (default ~/.cache/contrastkit)
+    imbalance: str | None = None  # linear | exponential (CACR §5.2), training split only
+    imbalance_ratio: float | None = None  # n_max / n_min; None: C (linear), 100 (exp.)
+    backbone: str = "conv"  # conv (the small CNN), resnet18, resnet34, resnet50
+    stem: str | None = None  # resnet stem: cifar | imagenet; None: cifar below 64 px
+    crop_scale: float | None = None  # image views: min crop area; None: 0.2 / 0.08 (>=64 px)
     epochs: int = 20
     batch_size: int = 64
     lr: float = 1e-3  # MACL App. B.3 (Adam, CIFAR-10)
@@ -59,8 +67,20 @@ class TrainConfig:
 
     def validate(self) -> None:
         """Raise ``ValueError`` naming the first bad field."""
-        if self.dataset not in DATASETS:
-            raise ValueError(f"unknown dataset {self.dataset!r}; available: {', '.join(DATASETS)}")
+        dataset_info(self.dataset)  # ValueError naming the registered datasets
+        if self.backbone not in BACKBONES:
+            known = ", ".join(BACKBONES)
+            raise ValueError(f"unknown backbone {self.backbone!r}; available: {known}")
+        if self.stem not in (None, "cifar", "imagenet"):
+            raise ValueError(f"stem must be cifar, imagenet or null, got {self.stem!r}")
+        if self.crop_scale is not None and not (
+            isinstance(self.crop_scale, int | float) and 0 < self.crop_scale <= 1
+        ):
+            raise ValueError(f"crop_scale must be in (0, 1] or null, got {self.crop_scale!r}")
+        if self.imbalance is not None and self.imbalance not in ("linear", "exponential"):
+            raise ValueError(
+                f"imbalance must be linear, exponential or null, got {self.imbalance!r}"
+            )
         for name in (
             "epochs",
             "batch_size",

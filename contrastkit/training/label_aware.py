@@ -26,13 +26,14 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from ..data import Augment, Split, load_dataset
+from ..data import Augment, Split, dataset_from_config, dataset_info
 from ..data.regression import AUGMENT_TYPES, TabularAugment, binarize, is_regression
 from ..evaluation import alignment_uniformity, linear_probe
 from ..evaluation.downstream import prediction_head
 from ..evaluation.label_geometry import circular_plot, two_view_label_geometry
 from ..losses.views import normalize
 from .config import TrainConfig
+from .image_trainer import ImageTrainer
 from .trainer import FINAL, Trainer
 
 CIRCULAR_PNG = "circular.png"
@@ -59,14 +60,18 @@ class MLPEncoder(nn.Module):
 
 def trainer_class(config: TrainConfig, label_aware: bool = False) -> type[Trainer]:
     """:class:`LabelAwareTrainer` for label-aware runs, regression data or when
-    ``label_aware`` is set (a SimCLR baseline compared with SupCon), else :class:`Trainer`."""
+    ``label_aware`` is set (a SimCLR baseline compared with SupCon), else
+    :class:`~contrastkit.training.image_trainer.ImageTrainer` for datasets of kind
+    ``"image"`` and :class:`Trainer` for the rest."""
     label_aware = (
         label_aware
         or config.framework == "supervised"
         or is_regression(config.dataset)
         or config.binarize_threshold is not None
     )
-    return LabelAwareTrainer if label_aware else Trainer
+    if label_aware:
+        return LabelAwareTrainer
+    return ImageTrainer if dataset_info(config.dataset).kind == "image" else Trainer
 
 
 class LabelAwareTrainer(Trainer):
@@ -94,7 +99,7 @@ class LabelAwareTrainer(Trainer):
         """The task with continuous labels in :attr:`task`; what the loss trains on (the
         labels binarised at ``binarize_threshold`` for SupCon) is returned."""
         config = self.config
-        self.task = load_dataset(config.dataset, config.num_samples)
+        self.task = dataset_from_config(config)
         if config.binarize_threshold is None:
             return self.task
         y_bin = binarize(self.task.y_train, config.binarize_threshold)

@@ -34,7 +34,7 @@ import torch
 from tqdm import tqdm
 
 from .. import distributed, losses
-from ..data import Augment, Split, load_dataset
+from ..data import Split, build_augment, dataset_from_config
 from ..evaluation import alignment_uniformity, knn_accuracy, linear_probe
 from ..frameworks import build_framework
 from ..models import build_encoder
@@ -120,14 +120,17 @@ class Trainer:
 
     def load_data(self) -> Split:
         """The dataset the loss trains on."""
-        return load_dataset(self.config.dataset, self.config.num_samples)
+        return dataset_from_config(self.config)
 
     def build_encoder(self) -> torch.nn.Module:
         cfg = self.config
-        return build_encoder(self.data.kind, self.data.input_shape, cfg.feature_dim, cfg.width)
+        d = self.data
+        return build_encoder(
+            d.kind, d.input_shape, cfg.feature_dim, cfg.width, cfg.backbone, cfg.stem, d.mean, d.std
+        )
 
     def build_augment(self) -> Any:
-        return Augment(self.data.kind, self.config.aug_types)
+        return build_augment(self.data, self.config.aug_types, self.config.crop_scale)
 
     # ----------------------------------------------------------------- training
     def train_epoch(self) -> dict[str, Any]:

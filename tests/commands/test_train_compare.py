@@ -69,7 +69,7 @@ def test_train_writes_run_files_and_flags_override_yaml(
     [
         (["train", "--loss", "nope"], "unknown loss 'nope'; available: "),
         (["train", "--batch-size", "1"], "batch_size must be >= 2"),
-        (["train", "--dataset", "cifar10"], "unknown dataset 'cifar10'"),
+        (["train", "--dataset", "cifar10"], "cifar10 needs data_root"),
         (
             ["train", "--config", "/nonexistent/x.yaml"],
             "config file '/nonexistent/x.yaml' does not exist",
@@ -126,7 +126,6 @@ def test_compare_table_plots_and_summary(tmp_path: Path, capsys: pytest.CaptureF
     printed = capsys.readouterr().out
     assert "| ntxent |" in printed and "| dcl |" not in printed
     assert not (out / "dcl").exists()
-
 
 
 CONFIGS = sorted((Path(__file__).parents[2] / "configs").glob("*.yaml"))

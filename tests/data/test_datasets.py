@@ -30,8 +30,9 @@ def test_mnist1d_sizes_follow_num_samples_and_package_split() -> None:
 @pytest.mark.parametrize(
     ("name", "n", "match"),
     [
-        ("cifar10", None, "unknown dataset 'cifar10'"),
-        ("digits", 100, "fixed for digits"),
+        ("imagenet", None, "unknown dataset 'imagenet'"),
+        ("cifar10", None, "cifar10 needs data_root"),
+        ("digits", 100, "'digits' does not take num_samples"),
         ("mnist1d", 5, "num_samples must be >= 10"),
     ],
 )

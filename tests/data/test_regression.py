@@ -54,7 +54,7 @@ def test_diabetes_split_standardised_with_training_statistics() -> None:
 def test_registry_names() -> None:
     assert all(is_regression(n) for n in REGRESSION_DATASETS)
     assert not is_regression("digits")
-    with pytest.raises(ValueError, match="num_samples is fixed for diabetes"):
+    with pytest.raises(ValueError, match="'diabetes' does not take num_samples"):
         load_dataset("diabetes", 10)
 
 

@@ -37,6 +37,7 @@ CASES = [
     ("multiview", "cacr", {"num_views": 5}),
     ("multiview", "cmc", {"num_views": 3}),
     ("supervised", "supcon", {}),
+    ("nnclr", "macl", {"queue_size": 64}),
 ]
 
 
@@ -71,8 +72,8 @@ def test_compatibility_follows_input_kinds() -> None:
         for loss in losses.available():
             info = losses.info(loss)
             expected = info.inputs in cls.input_kinds
-            if name == "moco" and info.inputs == "pair":
-                expected = info.similarity_level  # MoCo needs similarity_loss(pos, neg)
+            if name in ("moco", "nnclr") and info.inputs == "pair":
+                expected = info.similarity_level  # needs similarity_loss(pos, neg)
             if name == "moco" and info.inputs == "views":
                 expected = loss == "cacr"  # CACR's MoCo form; CMC has no query side
             assert (loss in accepted) == expected, (name, loss)

@@ -1,0 +1,245 @@
+"""SimCLR's image augmentations (Chen et al., 2020, App. A), batched on the data's device.
+
+Every sample of a batch gets its own random parameters, drawn (float32) from an explicit CPU
+``torch.Generator`` and then moved to the images' device, so the parameters are the same
+on every device and a resumed run replays its views bit for bit. kornia 0.9's batched
+augmentations sample through ``torch.distributions`` from torch's global RNG and take no
+generator, hence these plain-torch ops. Input is a
+uint8 or float ``[B, C, H, W]`` batch (uint8 is divided by 255); output is float32 in
+[0, 1]. Normalisation by the dataset's mean/std is the encoder's input layer
+(:class:`contrastkit.models.ImageInput`), so frozen-feature evaluation of raw images sees
+it too.
+
+Operations (defaults from SimCLR App. A unless noted):
+
+* ``crop``: random resized crop to the input size: area fraction ``s ~ U(scale_min, 1)``
+  (0.08 for ImageNet-size images, 0.2 for CIFAR-size, the common CIFAR setting), log
+  aspect ratio ``~ U(log 3/4, log 4/3)``; each side is capped at the image (instead of
+  torchvision's rejection sampling); bilinear resampling with border replication;
+* ``flip``: horizontal flip with p = 0.5;
+* ``jitter``: with p = 0.8, brightness, contrast, saturation (0.4 each) and hue (0.1) in a
+  per-sample random order (torchvision's ``ColorJitter`` definitions: brightness
+  ``b·x``; contrast ``c·x + (1-c)·mean(gray(x))``; saturation ``s·x + (1-s)·gray(x)``; hue
+  a shift of the HSV hue by ``h`` turns; each clamped to [0, 1]);
+* ``grayscale``: with p = 0.2, ``0.299 R + 0.587 G + 0.114 B`` (ITU-R 601-2) on every channel;
+* ``blur``: with p = 0.5, Gaussian blur with ``σ ~ U(0.1, 2)`` px and a kernel of 10 % of
+  the image side (odd), reflect padding; by default only for images of ≥ 64 px
+  (SimCLR drops it on CIFAR);
+* ``solarize``: with probability ``solarize_p`` (0: off; BYOL uses 0.2 on its second
+  view), ``x ↦ 1 - x`` where ``x ≥ 0.5``.
+
+``n_types = k`` keeps the first ``k`` of AMCL Table 5's order (crop, blur, grayscale,
+jitter, flip); the default applies the SimCLR recipe: crop, flip, jitter, grayscale, and
+blur from 64 px (MACL App. B.3 uses the first four on CIFAR-10). Colour operations are
+skipped for one-channel images.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import torch
+import torch.nn.functional as tf
+from torch import Tensor
+
+TYPES_IMAGE = ("crop", "blur", "grayscale", "jitter", "flip", "solarize")
+AMCL_ORDER = TYPES_IMAGE[:5]
+LUMA = (0.299, 0.587, 0.114)
+
+
+def _u(n: int, low: float, high: float, g: torch.Generator) -> Tensor:
+    return torch.rand(n, generator=g) * (high - low) + low
+
+
+def gray(x: Tensor) -> Tensor:
+    """Luma ``[B, 1, H, W]`` of RGB ``x [B, 3, H, W]``."""
+    w = torch.tensor(LUMA, dtype=x.dtype, device=x.device).view(1, 3, 1, 1)
+    return (x * w).sum(1, keepdim=True)
+
+
+def resized_crop(x: Tensor, boxes: Tensor, flip: Tensor | None = None) -> Tensor:
+    """Crops ``boxes [B, 4]`` = (left, top, width, height) as fractions of the image,
+    resampled bilinearly to the input size (border replication); ``flip [B]`` bool
+    mirrors the crop horizontally in the same resampling."""
+    left, top, w, h = boxes.to(x.dtype).unbind(1)
+    sx = w if flip is None else torch.where(flip.to(x.device), -w, w)
+    zero = torch.zeros_like(w)
+    theta = torch.stack(
+        [torch.stack([sx, zero, 2 * left + w - 1], 1), torch.stack([zero, h, 2 * top + h - 1], 1)],
+        1,
+    )
+    grid = tf.affine_grid(theta, list(x.shape), align_corners=False)
+    return tf.grid_sample(x, grid, mode="bilinear", padding_mode="border", align_corners=False)
+
+
+def rgb_to_hsv(x: Tensor) -> Tensor:
+    """``[B, 3, H, W]`` RGB in [0, 1] → HSV with hue in turns [0, 1) (as ``colorsys``)."""
+    r, g, b = x.unbind(1)
+    maxc, minc = x.amax(1), x.amin(1)
+    delta = maxc - minc
+    inv = 1.0 / torch.where(delta > 0, delta, 1.0)
+    s = delta / torch.where(maxc > 0, maxc, 1.0)
+    h = torch.where(
+        maxc == r, (g - b) * inv, torch.where(maxc == g, 2.0 + (b - r) * inv, 4.0 + (r - g) * inv)
+    )
+    h = torch.where(delta > 0, (h / 6.0) % 1.0, 0.0)
+    return torch.stack([h, s, maxc], 1)
+
+
+def hsv_to_rgb(x: Tensor) -> Tensor:
+    """Inverse of :func:`rgb_to_hsv`: channel ``n ∈ (5, 3, 1)`` (R, G, B) is
+    ``v - v·s·clamp(min(k, 4 - k), 0, 1)`` with ``k = (n + 6h) mod 6``."""
+    h, s, v = x[:, :1], x[:, 1:2], x[:, 2:]
+    n = torch.tensor([5.0, 3.0, 1.0], dtype=x.dtype, device=x.device).view(1, 3, 1, 1)
+    k = (n + 6.0 * h) % 6.0
+    return v - v * s * torch.minimum(k, 4.0 - k).clamp(0.0, 1.0)
+
+
+def adjust(x: Tensor, op: int, factor: Tensor) -> Tensor:
+    """One colour-jitter operation with per-sample ``factor [B]``: 0 brightness, 1
+    contrast, 2 saturation (blend factors), 3 hue (shift in turns)."""
+    f = factor.to(x.dtype).view(-1, 1, 1, 1)
+    if op == 0:
+        out = x * f
+    elif op == 1:
+        m = gray(x).mean((1, 2, 3), keepdim=True)
+        out = f * x + (1 - f) * m
+    elif op == 2:
+        out = f * x + (1 - f) * gray(x)
+    else:
+        hsv = rgb_to_hsv(x)
+        hue = (hsv[:, :1] + f) % 1.0
+        out = hsv_to_rgb(torch.cat([hue, hsv[:, 1:]], 1))
+    return out.clamp(0.0, 1.0)
+
+
+def gaussian_blur(x: Tensor, sigma: Tensor, kernel_size: int) -> Tensor:
+    """Separable Gaussian blur of each image with its own ``sigma [B]`` (px), odd
+    ``kernel_size``, reflect padding; one grouped convolution per axis."""
+    b, c, hgt, wid = x.shape
+    half = kernel_size // 2
+    pos = torch.arange(-half, half + 1, dtype=x.dtype, device=x.device)
+    k = torch.exp(-0.5 * (pos[None] / sigma.to(x.dtype).to(x.device)[:, None]) ** 2)
+    k = (k / k.sum(1, keepdim=True)).repeat_interleave(c, 0)  # [B·C, K]
+    y = tf.pad(x.reshape(1, b * c, hgt, wid), (half, half, half, half), mode="reflect")
+    y = tf.conv2d(y, k[:, None, None, :], groups=b * c)
+    y = tf.conv2d(y, k[:, None, :, None], groups=b * c)
+    return y.reshape(b, c, hgt, wid)
+
+
+class ImageAugment:
+    """SimCLR-style random views of image batches (see the module docstring).
+
+    Args:
+        image_size: the side of the (square or not) images; decides the defaults.
+        n_types: apply the first ``n_types`` (1-5) of AMCL Table 5's order.
+        types: explicit type names instead (from :data:`TYPES_IMAGE`).
+        crop_scale: minimum crop area fraction (default 0.08 from 64 px, else 0.2).
+        jitter: (brightness, contrast, saturation, hue) strengths (0.4, 0.4, 0.4, 0.1).
+        p_jitter, p_gray, p_blur, solarize_p: probabilities (0.8, 0.2, 0.5, 0.2 when
+            ``solarize`` is among the types).
+
+    Call as ``augment(x, generator)``.
+    """
+
+    kind = "image"
+
+    def __init__(
+        self,
+        image_size: int,
+        n_types: int | None = None,
+        types: Sequence[str] | None = None,
+        crop_scale: float | None = None,
+        jitter: tuple[float, float, float, float] = (0.4, 0.4, 0.4, 0.1),
+        p_jitter: float = 0.8,
+        p_gray: float = 0.2,
+        p_blur: float = 0.5,
+        solarize_p: float = 0.2,
+    ) -> None:
+        if n_types is not None and types is not None:
+            raise ValueError("give n_types or types, not both")
+        if types is not None:
+            bad = [t for t in types if t not in TYPES_IMAGE]
+            if bad or not types:
+                raise ValueError(f"types must be a non-empty subset of {TYPES_IMAGE}, got {types}")
+            chosen = tuple(types)
+        elif n_types is not None:
+            if not isinstance(n_types, int) or not 1 <= n_types <= len(AMCL_ORDER):
+                raise ValueError(f"n_types must be an int in [1, 5] for images, got {n_types!r}")
+            chosen = AMCL_ORDER[:n_types]
+        else:
+            chosen = ("crop", "flip", "jitter", "grayscale") + (
+                ("blur",) if image_size >= 64 else ()
+            )
+        self.types = tuple(t for t in TYPES_IMAGE if t in chosen)
+        self.crop_scale = (
+            crop_scale if crop_scale is not None else (0.08 if image_size >= 64 else 0.2)
+        )
+        if not 0 < self.crop_scale <= 1:
+            raise ValueError(f"crop_scale must be in (0, 1], got {self.crop_scale}")
+        for name, p in (("p_jitter", p_jitter), ("p_gray", p_gray), ("p_blur", p_blur),
+                        ("solarize_p", solarize_p)):  # fmt: skip
+            if not 0 <= p <= 1:
+                raise ValueError(f"{name} must be in [0, 1], got {p}")
+        self.jitter, self.p_jitter, self.p_gray = tuple(jitter), p_jitter, p_gray
+        self.p_blur, self.solarize_p = p_blur, solarize_p
+        self.kernel_size = max(3, int(0.1 * image_size) // 2 * 2 + 1)
+
+    def __repr__(self) -> str:
+        return f"ImageAugment(types={self.types}, crop_scale={self.crop_scale})"
+
+    def __call__(self, x: Tensor, generator: torch.Generator) -> Tensor:
+        if not isinstance(x, Tensor) or x.dim() != 4:
+            got = tuple(x.shape) if isinstance(x, Tensor) else type(x).__name__
+            raise ValueError(f"x must have shape [B, C, H, W] for image augmentations, got {got}")
+        x = x.float().div(255.0) if x.dtype == torch.uint8 else x.float()
+        b, g, t = x.shape[0], generator, self.types
+        dev = x.device
+
+        def coin(p: float) -> Tensor:
+            return (torch.rand(b, generator=g) < p).to(dev)
+
+        flip = coin(0.5) if "flip" in t else None
+        if "crop" in t:
+            area = _u(b, self.crop_scale, 1.0, g)
+            ratio = torch.exp(_u(b, math.log(3 / 4), math.log(4 / 3), g))
+            w, h = (area * ratio).sqrt().clamp(max=1.0), (area / ratio).sqrt().clamp(max=1.0)
+            left, top = (
+                torch.rand(b, generator=g) * (1 - w),
+                torch.rand(b, generator=g) * (1 - h),
+            )
+            x = resized_crop(x, torch.stack([left, top, w, h], 1).to(dev), flip)
+        elif flip is not None:
+            x = torch.where(flip.view(-1, 1, 1, 1), x.flip(-1), x)
+        color = x.shape[1] == 3
+        if "jitter" in t and color:
+            x = self._jitter(x, coin(self.p_jitter), g)
+        if "grayscale" in t and color:
+            x = torch.where(coin(self.p_gray).view(-1, 1, 1, 1), gray(x).expand_as(x), x)
+        if "blur" in t:
+            sigma = _u(b, 0.1, 2.0, g)
+            x = torch.where(
+                coin(self.p_blur).view(-1, 1, 1, 1), gaussian_blur(x, sigma, self.kernel_size), x
+            )
+        if "solarize" in t:
+            sol = coin(self.solarize_p).view(-1, 1, 1, 1) & (x >= 0.5)
+            x = torch.where(sol, 1.0 - x, x)
+        return x
+
+    def _jitter(self, x: Tensor, apply: Tensor, g: torch.Generator) -> Tensor:
+        """Colour jitter on the samples where ``apply``; ops in a per-sample random order."""
+        b = x.shape[0]
+        bri, con, sat, hue = self.jitter
+        factors = torch.stack(
+            [_u(b, 1 - bri, 1 + bri, g), _u(b, 1 - con, 1 + con, g),
+             _u(b, 1 - sat, 1 + sat, g), _u(b, -hue, hue, g)], 1
+        ).to(x.device)  # fmt: skip
+        order = torch.rand(b, 4, generator=g).argsort(1).to(x.device)  # [B, 4] op per step
+        out = x.clone()
+        for step in range(4):
+            for op in range(4):
+                idx = torch.nonzero(apply & (order[:, step] == op)).flatten()
+                if idx.numel():
+                    out[idx] = adjust(out[idx], op, factors[idx, op])
+        return out

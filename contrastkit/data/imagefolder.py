@@ -1,0 +1,205 @@
+"""``imagefolder``: ``root/<class>/*.{jpg,png,...}`` trees, or a .tar/.tar.gz of one.
+
+Layouts accepted (inside a folder or an archive, optionally under ONE wrapping folder,
+as in ``cifar10-jpeg.tar.gz`` whose members are ``cifar10/train/<class>/*.jpg``):
+
+* ``train/<class>/*`` and ``test/<class>/*``: the given split (``val/`` is read as test);
+* ``<class>/*``: split per class with seed ``split_seed`` (0), ``test_fraction`` (0.2) of
+  each class going to test.
+
+Images are decoded once with Pillow (converted to RGB, or resized to ``image_size``²
+by resizing the short side and centre-cropping when given; otherwise all images must
+share one size) and cached as uint8 ``.npy`` files under ``cache_dir``
+(``$CONTRASTKIT_CACHE`` or ``~/.cache/contrastkit``), never beside the data, which may be
+read-only. Later loads memory-map the cache: no decoding, and pages load on demand. The
+cache key hashes the source path, its size and modification time, and the decoding
+options, so a changed source is decoded again.
+
+Streaming very large folders (ImageNet-100) through ``DataLoader`` workers is not
+implemented: everything is decoded into the cache.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import tarfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from .images import image_split
+from .registry import Split, register_dataset
+
+EXTENSIONS = (".jpg", ".jpeg", ".png", ".bmp", ".gif", ".tif", ".tiff", ".webp", ".ppm")
+TEST_DIRS = ("test", "val")
+
+
+def default_cache_dir() -> Path:
+    """``$CONTRASTKIT_CACHE`` or ``~/.cache/contrastkit``."""
+    return Path(os.environ.get("CONTRASTKIT_CACHE", Path.home() / ".cache" / "contrastkit"))
+
+
+def _entries(root: Path) -> Iterator[tuple[str, bytes]]:
+    """``(relative path, file bytes)`` of every image file, from a folder or an archive;
+    hidden files and folders (names starting with ``.``, e.g. macOS ``._x.jpg``) are skipped."""
+
+    def wanted(rel: str) -> bool:
+        parts = rel.split("/")
+        return Path(rel).suffix.lower() in EXTENSIONS and not any(p.startswith(".") for p in parts)
+
+    if root.is_dir():
+        for p in sorted(root.rglob("*")):
+            rel = p.relative_to(root).as_posix()
+            if p.is_file() and wanted(rel):
+                yield rel, p.read_bytes()
+        return
+    with tarfile.open(root, "r:*") as tar:
+        for m in tar:
+            rel = m.name[2:] if m.name.startswith("./") else m.name
+            if m.isfile() and wanted(rel):
+                fh = tar.extractfile(m)
+                if fh is not None:
+                    yield rel, fh.read()
+
+
+def _layout(paths: list[str]) -> tuple[int, bool]:
+    """How many leading path parts to drop (0, or 1 wrapping folder) and whether the
+    tree has train/test folders; ``ValueError`` describing the expected layout otherwise."""
+    depths = {len(p.split("/")) for p in paths}
+    if len(depths) != 1:
+        raise ValueError(f"imagefolder: images at mixed depths {sorted(depths)}; {_EXPECTED}")
+    depth, parts = depths.pop(), [p.split("/") for p in paths]
+    for drop in (0, 1):
+        if drop and len({q[0] for q in parts}) != 1:
+            break
+        splits = {q[drop] for q in parts}
+        if depth - drop == 3 and "train" in splits and splits <= {"train", *TEST_DIRS}:
+            if splits == {"train"}:
+                raise ValueError(f"imagefolder: train/ but no {' or '.join(TEST_DIRS)}/ folder")
+            return drop, True
+        if depth - drop == 2:
+            return drop, False
+    raise ValueError(f"imagefolder: cannot read the layout of e.g. {paths[0]!r}; {_EXPECTED}")
+
+
+_EXPECTED = (
+    "expected <class>/<image> or {train,test}/<class>/<image>, optionally inside one "
+    "wrapping folder, with image files ending in " + ", ".join(EXTENSIONS)
+)
+
+
+def _decode(data: bytes, name: str, size: int | None) -> np.ndarray:
+    from PIL import Image
+
+    try:
+        img = Image.open(io.BytesIO(data)).convert("RGB")
+    except Exception as exc:  # Pillow raises several types for corrupt files
+        raise ValueError(f"imagefolder: cannot decode {name}: {exc}") from None
+    if size is not None:
+        w, h = img.size
+        scale = size / min(w, h)
+        img = img.resize((max(size, round(w * scale)), max(size, round(h * scale))), Image.BILINEAR)
+        w, h = img.size
+        left, top = (w - size) // 2, (h - size) // 2
+        img = img.crop((left, top, left + size, top + size))
+    return np.asarray(img, dtype=np.uint8).transpose(2, 0, 1)
+
+
+def _decode_all(
+    root: Path, image_size: int | None, test_fraction: float, split_seed: int
+) -> tuple[dict[str, np.ndarray], list[str]]:
+    items = list(_entries(root))
+    if not items:
+        raise FileNotFoundError(f"imagefolder: no image files under {root}; {_EXPECTED}")
+    drop, has_split = _layout([p for p, _ in items])
+    parts = [p.split("/")[drop:] for p, _ in items]
+    classes = sorted({q[-2] for q in parts})
+    index = {c: i for i, c in enumerate(classes)}
+    images, shape = [], None
+    for path, data in items:
+        arr = _decode(data, path, image_size)
+        if shape is None:
+            shape = arr.shape
+        elif arr.shape != shape:
+            raise ValueError(
+                f"imagefolder: {path} is {arr.shape[1]}x{arr.shape[2]}, the first image "
+                f"{shape[1]}x{shape[2]}; pass image_size to resize all images"
+            )
+        images.append(arr)
+    x = np.stack(images)
+    y = np.array([index[q[-2]] for q in parts], dtype=np.int64)
+    if has_split:
+        test = np.array([q[0] in TEST_DIRS for q in parts])
+    else:
+        rng = np.random.default_rng(split_seed)
+        test = np.zeros(len(y), dtype=bool)
+        for c in range(len(classes)):
+            members = np.flatnonzero(y == c)
+            n_test = round(test_fraction * len(members))
+            test[rng.permutation(members)[:n_test]] = True
+    arrays = {"x_train": x[~test], "y_train": y[~test], "x_test": x[test], "y_test": y[test]}
+    return arrays, classes
+
+
+def load_imagefolder(
+    data_root: str | None = None,
+    num_samples: int | None = None,
+    cache_dir: str | None = None,
+    image_size: int | None = None,
+    test_fraction: float = 0.2,
+    split_seed: int = 0,
+) -> Split:
+    """An image-folder tree or archive at ``data_root``, decoded once into the cache."""
+    if data_root is None:
+        raise ValueError("imagefolder needs data_root (--data-root PATH to a folder or .tar[.gz])")
+    root = Path(data_root).expanduser().resolve()
+    if not root.exists():
+        raise FileNotFoundError(f"imagefolder: {root} does not exist; {_EXPECTED}")
+    if root.is_file() and not tarfile.is_tarfile(root):
+        raise ValueError(f"imagefolder: {root} is a file but not a .tar/.tar.gz archive")
+    if not 0.0 < test_fraction < 1.0:
+        raise ValueError(f"test_fraction must be in (0, 1), got {test_fraction}")
+    if image_size is not None and image_size < 1:
+        raise ValueError(f"image_size must be >= 1, got {image_size}")
+    stat = root.stat()
+    key = json.dumps(
+        [str(root), stat.st_size, stat.st_mtime_ns, image_size, test_fraction, split_seed]
+    )
+    folder = Path(cache_dir).expanduser() if cache_dir else default_cache_dir()
+    folder = folder / f"imagefolder-{hashlib.sha256(key.encode()).hexdigest()[:16]}"
+    if root == folder or root in folder.parents:
+        raise ValueError(f"cache_dir {folder} lies inside the data {root}; choose another")
+    meta_path = folder / "meta.json"
+    if not meta_path.is_file():
+        arrays, classes = _decode_all(root, image_size, test_fraction, split_seed)
+        folder.mkdir(parents=True, exist_ok=True)
+        for name, arr in arrays.items():
+            tmp = folder / f"{name}.tmp.npy"
+            np.save(tmp, arr)
+            tmp.replace(folder / f"{name}.npy")
+        meta = {"source": str(root), "classes": classes, "key": key}
+        tmp = folder / "meta.json.tmp"
+        tmp.write_text(json.dumps(meta, indent=1))
+        tmp.replace(meta_path)  # written last: its presence marks a complete cache
+    classes = json.loads(meta_path.read_text())["classes"]
+    loaded = {
+        n: torch.from_numpy(np.load(folder / f"{n}.npy", mmap_mode="c"))
+        for n in ("x_train", "y_train", "x_test", "y_test")
+    }
+    return image_split(
+        "imagefolder",
+        loaded["x_train"],
+        loaded["y_train"],
+        loaded["x_test"],
+        loaded["y_test"],
+        num_classes=len(classes),
+        num_samples=num_samples,
+    )
+
+
+register_dataset("imagefolder", load_imagefolder, "image", description="folder/tar of images")

@@ -1,0 +1,177 @@
+"""The dataset registry: every loader registers here under a name; callers ask by name.
+
+A loader is any callable ``loader(num_samples=..., data_root=..., **options) -> Split``;
+a *prefix* loader (``prefix=True``) serves a family of names ``"prefix:REST"`` (e.g.
+``tu:PROTEINS``) and is called as ``loader(REST, num_samples=..., data_root=..., **options)``.
+The registry records what each dataset is (``kind``: ``"2d"``, ``"1d"``, ``"image"``,
+``"tabular"``, ``"graph"``...; ``regression``: continuous labels) so trainers ask it
+instead of keeping name lists. ``datasets.py``, ``regression.py`` and ``images.py`` only
+import this module, which imports none of them: the former datasets ↔ regression import
+cycle is gone.
+
+>>> from contrastkit.data import registry
+>>> registry.dataset_info("digits").kind
+'2d'
+>>> registry.is_regression("diabetes")
+True
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from torch import Tensor
+
+
+@dataclass(frozen=True)
+class Split:
+    """A labelled dataset with a fixed train/test partition.
+
+    ``x_train [N, C, *spatial]`` (or ``[N, F]`` for tabular data), ``y_train [N]`` (int64
+    classes or float32 regression targets), likewise for test. ``kind`` names the data
+    kind (``"2d"`` float images, ``"1d"`` signals, ``"image"`` uint8 images ``[N, C, H, W]``
+    that stay uint8 until the augmentation or the encoder's input layer converts them,
+    ``"tabular"``). Image datasets also carry the training split's per-channel ``mean`` and
+    ``std`` (of pixel values scaled to [0, 1]) and may carry ``x_unlabeled`` (STL-10's
+    100,000 unlabelled images, an extra pre-training set).
+    """
+
+    name: str
+    kind: str
+    x_train: Tensor
+    y_train: Tensor
+    x_test: Tensor
+    y_test: Tensor
+    mean: tuple[float, ...] | None = None
+    std: tuple[float, ...] | None = None
+    x_unlabeled: Tensor | None = None
+
+    @property
+    def num_classes(self) -> int:
+        return int(max(self.y_train.max(), self.y_test.max())) + 1
+
+    @property
+    def input_shape(self) -> tuple[int, ...]:
+        return tuple(self.x_train.shape[1:])
+
+
+Loader = Callable[..., Split]
+
+
+@dataclass(frozen=True)
+class DatasetInfo:
+    """What the registry knows about one dataset name."""
+
+    name: str
+    loader: Loader
+    kind: str
+    regression: bool = False
+    prefix: bool = False
+    description: str = ""
+
+    def accepts(self, option: str) -> bool:
+        """Whether the loader takes keyword ``option``."""
+        params = inspect.signature(self.loader).parameters
+        return option in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
+
+
+_REGISTRY: dict[str, DatasetInfo] = {}
+
+
+def register_dataset(
+    name: str,
+    loader: Loader,
+    kind: str,
+    regression: bool = False,
+    prefix: bool = False,
+    description: str = "",
+) -> None:
+    """Register ``loader`` as dataset ``name`` (or as the prefix ``name:`` if ``prefix``).
+
+    Re-registering a name with a different loader raises ``ValueError``."""
+    if not name or ":" in name:
+        raise ValueError(f"dataset name must be non-empty without ':', got {name!r}")
+    old = _REGISTRY.get(name)
+    if old is not None and old.loader is not loader:
+        raise ValueError(f"dataset {name!r} is already registered")
+    _REGISTRY[name] = DatasetInfo(name, loader, kind, regression, prefix, description)
+
+
+def available_datasets() -> list[str]:
+    """Registered names, prefixes shown as ``"prefix:NAME"``, sorted."""
+    return sorted(f"{n}:NAME" if i.prefix else n for n, i in _REGISTRY.items())
+
+
+def dataset_info(name: str) -> DatasetInfo:
+    """The registry entry serving ``name`` (``ValueError`` listing the known names)."""
+    if not isinstance(name, str):
+        raise ValueError(f"dataset must be a string, got {name!r}")
+    head, sep, rest = name.partition(":")
+    info = _REGISTRY.get(head)
+    if info is None or info.prefix != bool(sep) or (sep and not rest):
+        raise ValueError(f"unknown dataset {name!r}; available: {', '.join(available_datasets())}")
+    return info
+
+
+def is_regression(name: str) -> bool:
+    """Whether dataset ``name`` has continuous labels (``False`` for unknown names)."""
+    try:
+        return dataset_info(name).regression
+    except ValueError:
+        return False
+
+
+def load_dataset(
+    name: str,
+    num_samples: int | None = None,
+    data_root: str | None = None,
+    imbalance: str | None = None,
+    imbalance_ratio: float | None = None,
+    imbalance_seed: int = 0,
+    **options: object,
+) -> Split:
+    """Load dataset ``name`` through its registered loader.
+
+    ``num_samples``, ``data_root`` and each of ``options`` are passed only when set; a
+    loader that does not take one that is set is refused with a ``ValueError`` naming it.
+    ``imbalance`` (``"linear"`` / ``"exponential"``, ratio ``imbalance_ratio``) makes a
+    class-imbalanced training subset of any class-labelled dataset, seeded by
+    ``imbalance_seed`` (:mod:`contrastkit.data.imbalance`); the test split stays as is.
+    """
+    info = dataset_info(name)
+    if imbalance is None and imbalance_ratio is not None:
+        raise ValueError("imbalance_ratio needs imbalance (linear or exponential)")
+    if imbalance is not None:
+        if info.regression:
+            raise ValueError(f"imbalance needs class labels; {name!r} is a regression dataset")
+        from .imbalance import imbalance_split
+
+        base = load_dataset(name, num_samples, data_root, **options)
+        return imbalance_split(base, imbalance, imbalance_ratio, imbalance_seed)
+    given = {"num_samples": num_samples, "data_root": data_root, **options}
+    kwargs = {k: v for k, v in given.items() if v is not None}
+    refused = [k for k in kwargs if not info.accepts(k)]
+    if refused:
+        raise ValueError(
+            f"dataset {name!r} does not take {', '.join(refused)}; leave "
+            f"{'it' if len(refused) == 1 else 'them'} unset"
+        )
+    if info.prefix:
+        return info.loader(name.partition(":")[2], **kwargs)
+    return info.loader(**kwargs)
+
+
+def dataset_from_config(config: object) -> Split:
+    """The dataset a run configuration names: reads ``dataset``, ``num_samples``,
+    ``data_root``, ``cache_dir``, ``imbalance`` and ``imbalance_ratio`` attributes."""
+    cfg = config
+    return load_dataset(
+        cfg.dataset,  # type: ignore[attr-defined]
+        cfg.num_samples,  # type: ignore[attr-defined]
+        cfg.data_root,  # type: ignore[attr-defined]
+        imbalance=cfg.imbalance,  # type: ignore[attr-defined]
+        imbalance_ratio=cfg.imbalance_ratio,  # type: ignore[attr-defined]
+        cache_dir=cfg.cache_dir,  # type: ignore[attr-defined]
+    )

@@ -1,0 +1,128 @@
+"""SimCLR image augmentations: each op against an independent reference on fixed inputs."""
+
+from __future__ import annotations
+
+import colorsys
+
+import numpy as np
+import pytest
+import torch
+from PIL import Image
+
+from contrastkit.data import Split, build_augment
+from contrastkit.data.image_augment import (
+    ImageAugment,
+    adjust,
+    gaussian_blur,
+    gray,
+    resized_crop,
+)
+
+
+def _img(b: int = 3, side: int = 12, seed: int = 0) -> torch.Tensor:
+    return torch.rand(b, 3, side, side, generator=torch.Generator().manual_seed(seed))
+
+
+def test_resized_crop_matches_pillow_bilinear() -> None:
+    x = _img(2, 16).double()
+    boxes = torch.tensor([[0.25, 0.125, 0.5, 0.625], [0.0, 0.5, 0.75, 0.5]], dtype=torch.float64)
+    out = resized_crop(x, boxes)
+    for i in range(2):
+        left, top, w, h = (boxes[i] * 16).tolist()
+        for c in range(3):
+            img = Image.fromarray(x[i, c].numpy().astype(np.float32), mode="F")
+            ref = img.resize((16, 16), Image.BILINEAR, box=(left, top, left + w, top + h))
+            assert np.allclose(out[i, c].numpy(), np.asarray(ref), atol=1e-5)
+
+
+def test_full_box_with_flip_is_a_mirror() -> None:
+    x = _img()
+    full = torch.tensor([[0.0, 0.0, 1.0, 1.0]] * 3)
+    out = resized_crop(x, full, torch.tensor([True, False, True]))
+    assert torch.allclose(out[0], x[0].flip(-1), atol=1e-6)
+    assert torch.allclose(out[1], x[1], atol=1e-6)
+
+
+def _np_gray(a: np.ndarray) -> np.ndarray:
+    return 0.299 * a[0] + 0.587 * a[1] + 0.114 * a[2]
+
+
+def test_colour_ops_match_per_image_references() -> None:
+    x = _img(2, 5).double()
+    f = torch.tensor([0.7, 1.3], dtype=torch.float64)
+    bright, con, sat = adjust(x, 0, f), adjust(x, 1, f), adjust(x, 2, f)
+    for i in range(2):
+        a, k = x[i].numpy(), float(f[i])
+        assert np.allclose(bright[i].numpy(), np.clip(a * k, 0, 1))
+        mean = _np_gray(a).mean()
+        assert np.allclose(con[i].numpy(), np.clip(k * a + (1 - k) * mean, 0, 1))
+        assert np.allclose(sat[i].numpy(), np.clip(k * a + (1 - k) * _np_gray(a)[None], 0, 1))
+    shift = torch.tensor([0.07, -0.1], dtype=torch.float64)
+    hue = adjust(x, 3, shift)
+    for i in range(2):
+        for r in range(5):
+            for c in range(5):
+                h, s, v = colorsys.rgb_to_hsv(*x[i, :, r, c].tolist())
+                ref = colorsys.hsv_to_rgb((h + float(shift[i])) % 1.0, s, v)
+                assert np.allclose(hue[i, :, r, c].numpy(), ref, atol=1e-9)
+
+
+def test_grayscale_matches_pillow_L() -> None:
+    x = torch.randint(0, 256, (1, 3, 6, 6), dtype=torch.uint8)
+    ref = np.asarray(Image.fromarray(x[0].permute(1, 2, 0).numpy()).convert("L"), dtype=float)
+    assert np.abs(gray(x.double())[0, 0].numpy() - ref).max() <= 1.0  # Pillow rounds
+
+
+def test_blur_matches_a_loop_with_reflect_padding() -> None:
+    x = _img(2, 9).double()
+    sigma = torch.tensor([0.6, 1.7], dtype=torch.float64)
+    out = gaussian_blur(x, sigma, 5)
+    for i in range(2):
+        t = np.arange(-2, 3)
+        k1 = np.exp(-0.5 * (t / float(sigma[i])) ** 2)
+        k2 = np.outer(k1, k1) / np.outer(k1, k1).sum()
+        for c in range(3):
+            p = np.pad(x[i, c].numpy(), 2, mode="reflect")
+            ref = np.array(
+                [[(p[r : r + 5, q : q + 5] * k2).sum() for q in range(9)] for r in range(9)]
+            )
+            assert np.allclose(out[i, c].numpy(), ref)
+
+
+def test_pipeline_is_reproducible_per_sample_and_in_range() -> None:
+    x = torch.randint(0, 256, (8, 3, 32, 32), dtype=torch.uint8)
+    aug = ImageAugment(32)
+    assert set(aug.types) == {"crop", "jitter", "flip", "grayscale"} and aug.crop_scale == 0.2
+    a = aug(x, torch.Generator().manual_seed(1))
+    b = aug(x, torch.Generator().manual_seed(1))
+    c = aug(x, torch.Generator().manual_seed(2))
+    assert torch.equal(a, b) and not torch.equal(a, c)
+    assert a.dtype == torch.float32 and float(a.min()) >= 0.0 and float(a.max()) <= 1.0
+    same = aug(x[:1].expand(8, -1, -1, -1), torch.Generator().manual_seed(3))
+    assert not torch.allclose(same[0], same[1])  # per-sample parameters
+    assert (
+        "blur" in ImageAugment(96).types
+        and "blur" not in aug.types
+        and ImageAugment(96).crop_scale == 0.08
+    )
+    assert ImageAugment(32, n_types=3).types == ("crop", "blur", "grayscale")  # AMCL order
+
+
+def test_solarize_and_errors() -> None:
+    x = torch.tensor([0.2, 0.5, 0.9]).view(1, 1, 1, 3).expand(4, 3, 1, 3).contiguous()
+    out = ImageAugment(32, types=["solarize"], solarize_p=1.0)(x, torch.Generator())
+    assert torch.allclose(out[0, 0, 0], torch.tensor([0.2, 0.5, 0.1]))
+    with pytest.raises(ValueError, match="n_types must be an int in"):
+        ImageAugment(32, n_types=6)
+    with pytest.raises(ValueError, match=r"x must have shape \[B, C, H, W\]"):
+        ImageAugment(32)(torch.zeros(3, 4, 4), torch.Generator())
+
+
+def test_build_augment_picks_by_kind() -> None:
+    y = torch.zeros(4, dtype=torch.long)
+    img = Split("s", "image", torch.zeros(4, 1, 28, 28, dtype=torch.uint8), y, torch.zeros(
+        4, 1, 28, 28, dtype=torch.uint8), y)  # fmt: skip
+    aug = build_augment(img, crop_scale=0.5)
+    assert isinstance(aug, ImageAugment) and aug.crop_scale == 0.5
+    out = aug(img.x_train, torch.Generator().manual_seed(0))  # one channel: colour ops skipped
+    assert out.shape == (4, 1, 28, 28)

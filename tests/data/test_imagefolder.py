@@ -1,0 +1,71 @@
+"""``imagefolder`` from folders and archives, with its uint8 decode cache."""
+
+from __future__ import annotations
+
+import tarfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from PIL import Image
+
+from contrastkit.data import load_dataset
+
+
+def _tree(root: Path, splits: tuple[str, ...], per_class: int = 5, size: int = 8) -> None:
+    rng = np.random.default_rng(0)
+    for split in splits:
+        for cls in ("cat", "dog", "frog"):
+            folder = root / split / cls if split else root / cls
+            folder.mkdir(parents=True)
+            for i in range(per_class):
+                arr = rng.integers(0, 256, (size, size, 3), dtype=np.uint8)
+                Image.fromarray(arr).save(folder / f"{i}.png")
+
+
+def test_wrapped_tar_with_train_test_matches_pixels_and_caches(tmp_path: Path) -> None:
+    src = tmp_path / "src" / "cifar10"
+    _tree(src, ("train", "test"))
+    (src / "train" / "cat" / "._0.png").write_bytes(b"macOS resource fork, not an image")
+    archive = tmp_path / "images.tar.gz"
+    with tarfile.open(archive, "w:gz") as tar:
+        tar.add(src, arcname="./cifar10")  # one wrapping folder, as the shared copy
+    cache = tmp_path / "cache"
+    d = load_dataset("imagefolder", data_root=str(archive), cache_dir=str(cache))
+    assert d.x_train.shape == (15, 3, 8, 8) and d.x_test.shape == (15, 3, 8, 8)
+    assert d.x_train.dtype == torch.uint8 and d.num_classes == 3
+    png = np.asarray(Image.open(src / "train" / "dog" / "0.png")).transpose(2, 0, 1)
+    rows = [i for i in range(15) if int(d.y_train[i]) == 1]  # classes sorted: cat, dog, frog
+    assert any(np.array_equal(d.x_train[i].numpy(), png) for i in rows)
+    cached = list(cache.glob("imagefolder-*/x_train.npy"))
+    assert len(cached) == 1
+    again = load_dataset("imagefolder", data_root=str(archive), cache_dir=str(cache))
+    assert torch.equal(again.x_train, d.x_train)
+
+
+def test_flat_folder_gets_a_seeded_stratified_split(tmp_path: Path) -> None:
+    _tree(tmp_path / "data", ("",), per_class=10)
+    kw = {"data_root": str(tmp_path / "data"), "cache_dir": str(tmp_path / "c")}
+    d = load_dataset("imagefolder", **kw)
+    assert d.x_test.shape[0] == 6 and torch.bincount(d.y_test).tolist() == [2, 2, 2]
+
+
+def test_mixed_sizes_need_image_size(tmp_path: Path) -> None:
+    _tree(tmp_path / "data", ("",), per_class=3)
+    Image.fromarray(np.zeros((5, 9, 3), np.uint8)).save(tmp_path / "data" / "cat" / "odd.png")
+    kw = {"data_root": str(tmp_path / "data"), "cache_dir": str(tmp_path / "c")}
+    with pytest.raises(ValueError, match=r"odd\.png is 5x9.*image_size"):
+        load_dataset("imagefolder", **kw)
+    d = load_dataset("imagefolder", image_size=4, **kw)
+    assert d.input_shape == (3, 4, 4)
+
+
+def test_bad_layout_and_missing_root(tmp_path: Path) -> None:
+    (tmp_path / "a" / "b" / "c").mkdir(parents=True)
+    Image.fromarray(np.zeros((4, 4, 3), np.uint8)).save(tmp_path / "a" / "x.png")
+    Image.fromarray(np.zeros((4, 4, 3), np.uint8)).save(tmp_path / "a" / "b" / "c" / "y.png")
+    with pytest.raises(ValueError, match="mixed depths"):
+        load_dataset("imagefolder", data_root=str(tmp_path / "a"), cache_dir=str(tmp_path / "c"))
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        load_dataset("imagefolder", data_root=str(tmp_path / "nope"))
