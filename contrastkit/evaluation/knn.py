@@ -52,7 +52,7 @@ def knn_predict(
         sim, idx = (chunk @ bank.T).topk(k, dim=1)
         # subtracting the row max leaves the vote ranking unchanged and avoids overflow
         weights = ((sim - sim[:, :1]) / temperature).exp()
-        votes = torch.zeros(chunk.shape[0], classes, dtype=weights.dtype)
+        votes = torch.zeros(chunk.shape[0], classes, dtype=weights.dtype, device=chunk.device)
         votes.scatter_add_(1, labels[idx], weights)
         preds.append(votes.argmax(dim=1))
     return torch.cat(preds)

@@ -1,0 +1,222 @@
+"""The engine every training loop of contrastkit runs on (images, signals, graphs, text).
+
+It owns what depends on the hardware and the numerics, never the method:
+
+* the device (:func:`~contrastkit.engine.device.select_device`) and moving objects to it;
+* precision: ``fp32``; ``bf16`` = ``torch.autocast`` with bfloat16; ``fp16`` = autocast with
+  float16 plus a ``torch.amp.GradScaler`` (dynamic loss scaling). The losses compute half
+  inputs in float32 themselves;
+* ``torch.compile`` of the modules a loop hands it (in place, so state-dict keys do not
+  change), ``channels_last`` for 4-D image inputs;
+* one optimiser step per ``grad_accum`` backward passes (the loss of each is divided by
+  ``grad_accum``, so the gradient is the mean over the accumulated batches), gradient-norm
+  clipping, and a guard that raises *before* the optimiser step when the loss or the
+  gradient is not finite (under fp16 a non-finite gradient is the scaler's business: the
+  step is skipped and the scale lowered, as ``GradScaler`` intends).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+
+from .device import select_device, to_device
+
+PRECISIONS = {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}
+
+
+class NonFiniteError(FloatingPointError):
+    """A non-finite loss or gradient stopped training before the optimiser step."""
+
+
+class Engine:
+    """Device, precision, compilation and the optimiser step of a training loop.
+
+    Args:
+        device: ``"auto"``, ``"cpu"``, ``"cuda"``, ``"cuda:N"`` or ``"mps"``.
+        precision: ``"fp32"``, ``"bf16"`` or ``"fp16"`` (see the module docstring).
+        compile: ``torch.compile`` the modules given to :meth:`compile_modules`.
+        channels_last: 4-D inputs (and models) in ``torch.channels_last`` memory format.
+        grad_accum: backward passes per optimiser step (≥ 1).
+        clip_grad: maximum global L2 norm of the gradients (``None``: no clipping).
+    """
+
+    def __init__(
+        self,
+        device: str | torch.device = "auto",
+        precision: str = "fp32",
+        compile: bool = False,
+        channels_last: bool = False,
+        grad_accum: int = 1,
+        clip_grad: float | None = None,
+    ) -> None:
+        if precision not in PRECISIONS:
+            raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
+        if not isinstance(grad_accum, int) or grad_accum < 1:
+            raise ValueError(f"grad_accum must be a positive integer, got {grad_accum!r}")
+        if clip_grad is not None and not (math.isfinite(clip_grad) and clip_grad > 0):
+            raise ValueError(f"clip_grad must be a finite number > 0 or None, got {clip_grad!r}")
+        self.device = select_device(device)
+        self.precision = precision
+        self.dtype = PRECISIONS[precision]
+        self.compile = compile
+        self.channels_last = channels_last
+        self.grad_accum = grad_accum
+        self.clip_grad = clip_grad
+        self.scaler = torch.amp.GradScaler(self.device.type) if precision == "fp16" else None
+        self.micro_steps = 0  # backward passes so far
+        self.optimizer_steps = 0
+        if self.device.type == "cuda":
+            torch.cuda.set_device(self.device)
+
+    # ------------------------------------------------------------------ placement
+    def to_device(self, obj: Any, non_blocking: bool | None = None) -> Any:
+        """``obj`` on :attr:`device` (:func:`~contrastkit.engine.device.to_device`); pinned
+        CPU tensors are copied with ``non_blocking=True`` by default."""
+        if non_blocking is None:
+            non_blocking = self.device.type == "cuda"
+        return to_device(obj, self.device, non_blocking)
+
+    def format_input(self, x: Any) -> Any:
+        """``x`` in channels_last format if that is on and ``x`` is a 4-D tensor, else ``x``."""
+        if self.channels_last and isinstance(x, Tensor) and x.dim() == 4:
+            return x.contiguous(memory_format=torch.channels_last)
+        return x
+
+    def prepare(self, model: nn.Module) -> nn.Module:
+        """``model`` moved to the device (and to channels_last when on); returned."""
+        model = model.to(self.device)
+        if self.channels_last:
+            model = model.to(memory_format=torch.channels_last)
+        return model
+
+    def compile_modules(self, *modules: nn.Module | None) -> None:
+        """``torch.compile`` each given module in place (``nn.Module.compile``) when
+        ``compile`` is on. Give the network parts (encoder, heads), not the loss: the fused
+        losses' custom ``autograd.Function`` kernels stay eager (Dynamo would break the graph
+        around them anyway), and MoCo's momentum key encoder is updated in place each step."""
+        if not self.compile:
+            return
+        for module in modules:
+            if module is not None:
+                module.compile()
+
+    def autocast(self) -> contextlib.AbstractContextManager[Any]:
+        """The forward pass's autocast context (a no-op under fp32)."""
+        if self.dtype is None:
+            return contextlib.nullcontext()
+        return torch.autocast(self.device.type, dtype=self.dtype)
+
+    # --------------------------------------------------------------------- steps
+    @property
+    def will_step(self) -> bool:
+        """Whether the next :meth:`backward_step` ends an accumulation window."""
+        return (self.micro_steps + 1) % self.grad_accum == 0
+
+    def no_sync(self, ddp: nn.Module | None) -> contextlib.AbstractContextManager[Any]:
+        """DDP's ``no_sync`` for backward passes that do not step (gradient accumulation)."""
+        if ddp is None or self.will_step or not hasattr(ddp, "no_sync"):
+            return contextlib.nullcontext()
+        return ddp.no_sync()
+
+    def backward_step(
+        self,
+        loss: Tensor,
+        optimizer: torch.optim.Optimizer,
+        params: Iterable[Tensor] | None = None,
+        describe: Callable[[], str] | None = None,
+        force_step: bool = False,
+    ) -> bool:
+        """Backward ``loss``; every ``grad_accum``-th call (or with ``force_step``), clip,
+        check and take the optimiser step, then clear the gradients. Returns whether the
+        optimiser stepped. ``describe()`` adds context (the loss's diagnostics) to the
+        error raised for a non-finite loss or gradient."""
+        self.micro_steps += 1
+        if not bool(torch.isfinite(loss.detach())):
+            self._fail(f"non-finite loss {float(loss)}", describe)
+        scaled = loss / self.grad_accum if self.grad_accum > 1 else loss
+        if self.scaler is not None:
+            scaled = self.scaler.scale(scaled)
+        scaled.backward()
+        if not (force_step or self.micro_steps % self.grad_accum == 0):
+            return False
+        grads = [p for p in self._params(optimizer, params) if p.grad is not None]
+        if self.scaler is not None:
+            self.scaler.unscale_(optimizer)
+        if self.clip_grad is not None:
+            norm = torch.nn.utils.clip_grad_norm_(grads, self.clip_grad)
+        elif self.scaler is None:
+            norm = torch.nn.utils.get_total_norm([p.grad for p in grads])
+        if self.scaler is None and not bool(torch.isfinite(norm)):
+            bad = [i for i, p in enumerate(grads) if not bool(torch.isfinite(p.grad).all())]
+            self._fail(
+                f"non-finite gradient (norm {float(norm)}; {len(bad)} of {len(grads)} "
+                f"parameter tensors affected) after a finite loss {float(loss)}",
+                describe,
+            )
+        if self.scaler is not None:
+            self.scaler.step(optimizer)
+            self.scaler.update()
+        else:
+            optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        self.optimizer_steps += 1
+        return True
+
+    @staticmethod
+    def _params(optimizer: torch.optim.Optimizer, params: Iterable[Tensor] | None) -> list[Tensor]:
+        if params is not None:
+            return list(params)
+        return [p for group in optimizer.param_groups for p in group["params"]]
+
+    def _fail(self, what: str, describe: Callable[[], str] | None) -> None:
+        where = f"backward pass {self.micro_steps} (optimiser step {self.optimizer_steps + 1})"
+        extra = f"; {describe()}" if describe is not None else ""
+        raise NonFiniteError(
+            f"{what} at {where}, before the optimiser step{extra}. Lower the learning "
+            "rate, clip gradients (--clip-grad) or use fp32/bf16 instead of fp16"
+        )
+
+    # ------------------------------------------------------------------ state
+    def state_dict(self) -> dict[str, Any]:
+        """Step counters and the loss scaler's state, for checkpoints."""
+        state: dict[str, Any] = {
+            "micro_steps": self.micro_steps,
+            "optimizer_steps": self.optimizer_steps,
+        }
+        if self.scaler is not None:
+            state["scaler"] = self.scaler.state_dict()
+        return state
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.micro_steps = int(state.get("micro_steps", 0))
+        self.optimizer_steps = int(state.get("optimizer_steps", 0))
+        if self.scaler is not None and "scaler" in state:
+            self.scaler.load_state_dict(state["scaler"])
+
+    def describe(self) -> dict[str, Any]:
+        """The settings ``final.json`` records."""
+        return {
+            "precision": self.precision,
+            "compile": self.compile,
+            "channels_last": self.channels_last,
+            "grad_accum": self.grad_accum,
+            "clip_grad": self.clip_grad,
+        }
+
+
+@contextlib.contextmanager
+def eval_mode(module: nn.Module) -> Iterator[nn.Module]:
+    """``module`` in eval mode without gradient for the block; the mode is restored after."""
+    was = module.training
+    module.eval()
+    try:
+        with torch.no_grad():
+            yield module
+    finally:
+        module.train(was)
