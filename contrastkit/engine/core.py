@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import warnings
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
@@ -106,6 +107,25 @@ class Engine:
             if module is not None:
                 module.compile()
 
+    def autocast_modules(self, *modules: nn.Module | None) -> None:
+        """Run each module's ``forward`` under :meth:`autocast` (bf16/fp16), in place.
+
+        The loop gives the network parts (encoder, heads, momentum encoder) and calls the
+        framework outside autocast, so the losses get half-precision embeddings and compute
+        in float32 as they are written to (an autocast region around the loss would put
+        its similarity products back into half precision, and the fused losses' custom
+        ``autograd.Function`` kernels would meet mixed dtypes in backward). The module's
+        class is swapped for a subclass whose ``forward`` enters autocast: parameters,
+        state-dict keys, ``isinstance`` and ``deepcopy`` are unchanged, and
+        ``torch.compile`` traces the autocast region (forward hooks entering autocast do
+        not compile)."""
+        if self.dtype is None:
+            return
+        for module in modules:
+            if module is None or getattr(type(module), "_autocast_dtype", None) is not None:
+                continue
+            module.__class__ = _autocast_class(type(module), self.device.type, self.dtype)
+
     def autocast(self) -> contextlib.AbstractContextManager[Any]:
         """The forward pass's autocast context (a no-op under fp32)."""
         if self.dtype is None:
@@ -131,14 +151,17 @@ class Engine:
         params: Iterable[Tensor] | None = None,
         describe: Callable[[], str] | None = None,
         force_step: bool = False,
+        scheduler: torch.optim.lr_scheduler.LRScheduler | None = None,
     ) -> bool:
         """Backward ``loss``; every ``grad_accum``-th call (or with ``force_step``), clip,
         check and take the optimiser step, then clear the gradients. Returns whether the
         optimiser stepped. ``describe()`` adds context (the loss's diagnostics) to the
-        error raised for a non-finite loss or gradient."""
+        error raised for a non-finite loss or gradient. ``scheduler`` is stepped after each
+        optimiser step (also when fp16's scaler skipped one, so the schedule follows the
+        step count)."""
         self.micro_steps += 1
         if not bool(torch.isfinite(loss.detach())):
-            self._fail(f"non-finite loss {float(loss)}", describe)
+            self._fail(f"non-finite loss {float(loss.detach())}", describe)
         scaled = loss / self.grad_accum if self.grad_accum > 1 else loss
         if self.scaler is not None:
             scaled = self.scaler.scale(scaled)
@@ -156,7 +179,7 @@ class Engine:
             bad = [i for i, p in enumerate(grads) if not bool(torch.isfinite(p.grad).all())]
             self._fail(
                 f"non-finite gradient (norm {float(norm)}; {len(bad)} of {len(grads)} "
-                f"parameter tensors affected) after a finite loss {float(loss)}",
+                f"parameter tensors affected) after a finite loss {float(loss.detach())}",
                 describe,
             )
         if self.scaler is not None:
@@ -166,6 +189,12 @@ class Engine:
             optimizer.step()
         optimizer.zero_grad(set_to_none=True)
         self.optimizer_steps += 1
+        if scheduler is not None:
+            with warnings.catch_warnings():  # a step skipped by the scaler is not a misuse
+                warnings.filterwarnings(
+                    "ignore", "Detected call of `lr_scheduler.step", UserWarning
+                )
+                scheduler.step()
         return True
 
     @staticmethod
@@ -208,6 +237,23 @@ class Engine:
             "grad_accum": self.grad_accum,
             "clip_grad": self.clip_grad,
         }
+
+
+_AUTOCAST_CLASSES: dict[tuple[type, str, torch.dtype], type] = {}
+
+
+def _autocast_class(cls: type[nn.Module], device_type: str, dtype: torch.dtype) -> type:
+    """A subclass of ``cls`` whose ``forward`` runs under ``torch.autocast`` (cached)."""
+    key = (cls, device_type, dtype)
+    if key not in _AUTOCAST_CLASSES:
+
+        def forward(self: nn.Module, *args: Any, **kwargs: Any) -> Any:
+            with torch.autocast(device_type, dtype=dtype):
+                return cls.forward(self, *args, **kwargs)
+
+        attrs = {"forward": forward, "__module__": cls.__module__, "_autocast_dtype": dtype}
+        _AUTOCAST_CLASSES[key] = type(cls.__name__, (cls,), attrs)
+    return _AUTOCAST_CLASSES[key]
 
 
 @contextlib.contextmanager

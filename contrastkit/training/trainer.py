@@ -152,11 +152,11 @@ class Trainer:
             self.ddp = torch.nn.parallel.DistributedDataParallel(
                 self.model, device_ids=[device.index] if device.type == "cuda" else None
             )
-        # the network parts, not the loss (its fused autograd Functions stay eager)
-        model = self.model
-        self.engine.compile_modules(
-            model.encoder, *(getattr(model, h, None) for h in ("projector", "predictor"))
-        )
+        # the network parts (encoder, heads, momentum encoder), never the loss: it computes
+        # in float32 on half-precision embeddings, its fused autograd Functions stay eager
+        network = [m for name, m in self.model.named_children() if name != "loss"]
+        self.engine.autocast_modules(*network)
+        self.engine.compile_modules(*network)
         self.augment = self.build_augment()
         self.steps_per_epoch = n_train // config.batch_size
         self.optimizer = build_optimizer(
@@ -255,15 +255,15 @@ class Trainer:
                 engine.format_input(self.augment(batch, gen)[local]) for _ in range(model.num_views)
             ]
             labels = engine.to_device(y[idx][local]) if model.needs_labels or self.probe else None
-            with engine.no_sync(self.ddp), self._capture(), engine.autocast():
+            with engine.no_sync(self.ddp), self._capture():  # autocast: in the network parts
                 loss = forward(views, labels if model.needs_labels else None)
-            if engine.backward_step(
+            engine.backward_step(
                 loss,
                 self.optimizer,
                 describe=lambda i=i: f"epoch {self.epoch + 1}, batch {i + 1}: {model.step_logs()}",
                 force_step=i == steps - 1,
-            ):
-                self.scheduler.step()
+                scheduler=self.scheduler,
+            )
             if self.probe is not None:
                 self.probe.step(labels)
             total += loss.detach()
