@@ -83,6 +83,23 @@ class Engine:
             non_blocking = self.device.type == "cuda"
         return to_device(obj, self.device, non_blocking)
 
+    def place(self, tensors: list[Any], fraction: float = 0.25) -> list[Any]:
+        """A dataset's tensors on the device once, if they fit (always on the CPU; on a GPU,
+        up to ``fraction`` of its memory; objects with ``.to`` of unknown size are moved),
+        else CPU tensors in pinned memory, from which :meth:`to_device` copies each batch
+        asynchronously."""
+        if self.device.type == "cpu":
+            return tensors
+        size = sum(t.numel() * t.element_size() for t in tensors if isinstance(t, Tensor))
+        limit = (
+            torch.cuda.get_device_properties(self.device).total_memory * fraction
+            if self.device.type == "cuda"
+            else float("inf")
+        )
+        if size <= limit:
+            return [self.to_device(t, non_blocking=False) for t in tensors]
+        return [t.pin_memory() if isinstance(t, Tensor) else t for t in tensors]
+
     def format_input(self, x: Any) -> Any:
         """``x`` in channels_last format if that is on and ``x`` is a 4-D tensor, else ``x``."""
         if self.channels_last and isinstance(x, Tensor) and x.dim() == 4:

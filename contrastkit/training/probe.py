@@ -1,4 +1,6 @@
-"""Online linear probe: a classifier trained beside the encoder on detached features.
+"""Training monitors beside the loss: the online linear probe and TensorBoard scalars.
+
+Online linear probe: a classifier trained beside the encoder on detached features.
 
 As in solo-learn's online classifier, a linear layer ``W h + b`` on the encoder's
 features ``h`` of the first view is trained with its own optimiser (Adam, lr 1e-3, no
@@ -13,6 +15,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -83,3 +87,22 @@ class OnlineProbe:
     def load_state_dict(self, state: dict[str, object]) -> None:
         self.layer.load_state_dict(state["layer"])  # type: ignore[arg-type]
         self.optimizer.load_state_dict(state["optimizer"])  # type: ignore[arg-type]
+
+
+class TensorBoardLog:
+    """TensorBoard event files in ``directory``: every number of a per-epoch record as a
+    scalar at its epoch (``torch.utils.tensorboard``, imported only when asked for)."""
+
+    def __init__(self, directory: Path) -> None:
+        from torch.utils.tensorboard import SummaryWriter
+
+        self.writer = SummaryWriter(str(directory))
+
+    def log(self, record: dict[str, Any]) -> None:
+        for key, value in record.items():
+            if isinstance(value, int | float) and not isinstance(value, bool) and key != "epoch":
+                self.writer.add_scalar(key, value, record["epoch"])
+        self.writer.flush()
+
+    def close(self) -> None:
+        self.writer.close()

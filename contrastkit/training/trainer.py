@@ -59,12 +59,11 @@ from ..evaluation import alignment_uniformity, knn_accuracy, linear_probe
 from ..frameworks import build_framework
 from ..models import build_encoder
 from .config import TrainConfig
-from .probe import OnlineProbe
+from .probe import OnlineProbe, TensorBoardLog
 
 CHECKPOINT = "checkpoint.pt"
 METRICS = "metrics.jsonl"
 FINAL = "final.json"
-DEVICE_DATA_FRACTION = 0.25  # datasets up to this share of GPU memory live on the GPU
 # config keys that may change between a checkpoint and its resumption
 RESUMABLE_CHANGES = ("epochs", "threads", "save_every", "tensorboard", "device")
 TRACED = (
@@ -194,26 +193,11 @@ class Trainer:
         return Augment(self.data.kind, self.config.aug_types)
 
     def place_data(self, split: Split) -> Split:
-        """``split`` on the engine's device when it fits (everything on the CPU; on a GPU,
-        up to :data:`DEVICE_DATA_FRACTION` of its memory), else pinned for asynchronous
-        copies of each batch."""
-        device = self.engine.device
-        if device.type == "cpu":
-            return split
-        tensors = [getattr(split, f) for f in ("x_train", "y_train", "x_test", "y_test")]
-        size = sum(t.numel() * t.element_size() for t in tensors if isinstance(t, torch.Tensor))
-        limit = (
-            torch.cuda.get_device_properties(device).total_memory * DEVICE_DATA_FRACTION
-            if device.type == "cuda"
-            else float("inf")
-        )
-        if size <= limit:
-            moved = self.engine.to_device(tensors, non_blocking=False)
-        else:
-            moved = [t.pin_memory() if isinstance(t, torch.Tensor) else t for t in tensors]
-        return dataclasses.replace(
-            split, **dict(zip(("x_train", "y_train", "x_test", "y_test"), moved, strict=True))
-        )
+        """``split`` with its tensors placed by :meth:`Engine.place` (on the device if they
+        fit, else pinned CPU memory)."""
+        names = ("x_train", "y_train", "x_test", "y_test")
+        placed = self.engine.place([getattr(split, n) for n in names])
+        return dataclasses.replace(split, **dict(zip(names, placed, strict=True)))
 
     def build_probe(self) -> OnlineProbe:
         """The online linear probe (class labels only)."""
@@ -353,13 +337,8 @@ class Trainer:
         if not self.config.tensorboard or self.out is None or self.rank != 0:
             return
         if self._tensorboard is None:
-            from torch.utils.tensorboard import SummaryWriter  # optional: only when asked
-
-            self._tensorboard = SummaryWriter(str(self.out / "tensorboard"))
-        for key, value in record.items():
-            if isinstance(value, int | float) and key != "epoch":
-                self._tensorboard.add_scalar(key, value, record["epoch"])
-        self._tensorboard.flush()
+            self._tensorboard = TensorBoardLog(self.out / "tensorboard")
+        self._tensorboard.log(record)
 
     def finish(self) -> dict[str, Any]:
         """Final evaluation; writes ``final.json`` when there is a run directory.
