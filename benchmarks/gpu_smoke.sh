@@ -5,7 +5,8 @@
 #
 #   bash benchmarks/gpu_smoke.sh                    # cuda, bf16, compile
 #   DEVICE=cuda:1 PRECISION=fp16 bash benchmarks/gpu_smoke.sh
-#   DEVICE=cpu COMPILE=--no-compile bash benchmarks/gpu_smoke.sh   # the same on a CPU
+#   DEVICE=cpu COMPILE=--no-compile THREADS=1 bash benchmarks/gpu_smoke.sh   # on a CPU
+#   PAIRS="simclr:macl moco:infonce" bash benchmarks/gpu_smoke.sh          # a subset
 #
 # Each run goes to $OUT/<framework>-<loss> (default: a fresh temporary directory).
 set -euo pipefail
@@ -14,8 +15,9 @@ PRECISION=${PRECISION:-bf16}
 COMPILE=${COMPILE:---compile}
 PYTHON=${PYTHON:-python}
 OUT=${OUT:-$(mktemp -d -t contrastkit-gpu-smoke-XXXXXX)}
-PAIRS="simclr:ntxent simclr:macl simclr:amcl moco:infonce moco:macl simsiam:simsiam
-barlow_twins:barlow_twins multiview:cacr supervised:supcon"
+THREADS=${THREADS:-4}
+PAIRS=${PAIRS:-"simclr:ntxent simclr:macl simclr:amcl moco:infonce moco:macl simsiam:simsiam
+barlow_twins:barlow_twins multiview:cacr supervised:supcon"}
 
 printf '%-26s %12s %16s %10s\n' "framework/loss" "samples/s" "peak memory MB" "loss"
 for pair in $PAIRS; do
@@ -26,7 +28,7 @@ for pair in $PAIRS; do
   run="$OUT/$framework-$loss"
   "$PYTHON" -m contrastkit.cli train --dataset mnist1d --num-samples 4000 --epochs 2 \
     --batch-size 256 --framework "$framework" --loss "$loss" "${views[@]}" \
-    --device "$DEVICE" --precision "$PRECISION" $COMPILE --threads 4 \
+    --device "$DEVICE" --precision "$PRECISION" $COMPILE --threads "$THREADS" \
     --out "$run" --no-progress > "$run.log" 2>&1 || { echo "$framework/$loss FAILED: see $run.log"; exit 1; }
   "$PYTHON" - "$run" "$framework/$loss" <<'PY'
 import json, sys

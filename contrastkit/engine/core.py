@@ -155,9 +155,12 @@ class Engine:
         """Whether the next :meth:`backward_step` ends an accumulation window."""
         return (self.micro_steps + 1) % self.grad_accum == 0
 
-    def no_sync(self, ddp: nn.Module | None) -> contextlib.AbstractContextManager[Any]:
-        """DDP's ``no_sync`` for backward passes that do not step (gradient accumulation)."""
-        if ddp is None or self.will_step or not hasattr(ddp, "no_sync"):
+    def no_sync(
+        self, ddp: nn.Module | None, force_step: bool = False
+    ) -> contextlib.AbstractContextManager[Any]:
+        """DDP's ``no_sync`` for backward passes that will not step (gradient accumulation);
+        ``force_step`` as given to the coming :meth:`backward_step`."""
+        if ddp is None or force_step or self.will_step or not hasattr(ddp, "no_sync"):
             return contextlib.nullcontext()
         return ddp.no_sync()
 

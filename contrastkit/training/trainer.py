@@ -239,13 +239,14 @@ class Trainer:
                 engine.format_input(self.augment(batch, gen)[local]) for _ in range(model.num_views)
             ]
             labels = engine.to_device(y[idx][local]) if model.needs_labels or self.probe else None
-            with engine.no_sync(self.ddp), self._capture():  # autocast: in the network parts
+            last = i == steps - 1  # an epoch's last batch always ends with a step
+            with engine.no_sync(self.ddp, last), self._capture():  # autocast: in the network
                 loss = forward(views, labels if model.needs_labels else None)
             engine.backward_step(
                 loss,
                 self.optimizer,
                 describe=lambda i=i: f"epoch {self.epoch + 1}, batch {i + 1}: {model.step_logs()}",
-                force_step=i == steps - 1,
+                force_step=last,
                 scheduler=self.scheduler,
             )
             if self.probe is not None:
