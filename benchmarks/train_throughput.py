@@ -58,6 +58,7 @@ def main() -> None:
     parser.add_argument("--dataset", default="mnist1d")
     parser.add_argument("--framework", default="simclr")
     parser.add_argument("--loss", default="ntxent")
+    parser.add_argument("--num-samples", type=int, help="mnist1d: samples generated in total")
     parser.add_argument("--batch-size", type=int, default=256)
     parser.add_argument("--width", type=int, default=32)
     parser.add_argument("--epochs", type=int, default=3, help="timed epochs of each")
@@ -77,6 +78,7 @@ def main() -> None:
         framework=args.framework,
         loss=args.loss,
         dataset=args.dataset,
+        num_samples=args.num_samples,
         batch_size=args.batch_size,
         width=args.width,
         epochs=10**6,
