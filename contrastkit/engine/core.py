@@ -69,7 +69,7 @@ class Engine:
         self.channels_last = channels_last
         self.grad_accum = grad_accum
         self.clip_grad = clip_grad
-        self.scaler = torch.amp.GradScaler(self.device.type) if precision == "fp16" else None
+        self.scaler = _grad_scaler(self.device) if precision == "fp16" else None
         self.micro_steps = 0  # backward passes so far
         self.optimizer_steps = 0
         if self.device.type == "cuda":
@@ -197,7 +197,7 @@ class Engine:
         if self.clip_grad is not None:
             norm = torch.nn.utils.clip_grad_norm_(grads, self.clip_grad)
         elif self.scaler is None:
-            norm = torch.nn.utils.get_total_norm([p.grad for p in grads])
+            norm = _total_norm([p.grad for p in grads])
         if self.scaler is None and not bool(torch.isfinite(norm)):
             bad = [i for i, p in enumerate(grads) if not bool(torch.isfinite(p.grad).all())]
             self._fail(
@@ -260,6 +260,23 @@ class Engine:
             "grad_accum": self.grad_accum,
             "clip_grad": self.clip_grad,
         }
+
+
+def _grad_scaler(device: torch.device) -> Any:
+    """``torch.amp.GradScaler`` for ``device`` (torch ≥ 2.3; CUDA's own class before)."""
+    if hasattr(torch.amp, "GradScaler"):
+        return torch.amp.GradScaler(device.type)
+    if device.type == "cuda":
+        return torch.cuda.amp.GradScaler()
+    raise ValueError(f"precision fp16 on {device.type} needs torch >= 2.3 (torch.amp.GradScaler)")
+
+
+def _total_norm(grads: list[Tensor]) -> Tensor:
+    """Global L2 norm of ``grads`` (``torch.nn.utils.get_total_norm`` of torch ≥ 2.6)."""
+    if not grads:
+        return torch.zeros(())
+    norms = torch._foreach_norm(grads)
+    return torch.linalg.vector_norm(torch.stack([n.to(norms[0].device) for n in norms]))
 
 
 _AUTOCAST_CLASSES: dict[tuple[type, str, torch.dtype], type] = {}
