@@ -6,7 +6,8 @@ data, augmentations, optimiser and batch order) differing only in ``precision`` 
 ``compile``; the hand-written loop runs on the fp32 Trainer's own objects (model,
 optimiser, augmentations) with nothing but ``x[idx]``, the views, ``model(views)``,
 ``zero_grad``, ``backward`` and ``step``. Epochs of all variants alternate within one
-process (A, B, C, A, B, C, ...) so load from other processes hits all alike; one untimed
+process (A, B, C, C, B, A, A, ...) so load from other processes and order effects hit all
+alike; one untimed
 warm-up epoch each first (allocations, caches, compilation). Reports the median samples/s
 of each and ratios against the baseline measured in the same run.
 
@@ -92,12 +93,15 @@ def main() -> None:
             trainer.train_epoch()
             trainer.epoch += 1
         fp32 = trainers["fp32"]
-        for _ in range(args.epochs):
-            times["hand loop"].append(hand_loop_epoch(fp32, fp32.epoch))
-            fp32.epoch += 1
-            for name, trainer in trainers.items():
-                times[name].append(trainer.train_epoch()["samples_per_s"])
-                trainer.epoch += 1
+        runs = ["hand loop", *trainers]
+        for r in range(args.epochs):
+            for name in runs if r % 2 == 0 else runs[::-1]:  # alternate the order too
+                if name == "hand loop":
+                    times[name].append(hand_loop_epoch(fp32, fp32.epoch))
+                    fp32.epoch += 1
+                else:
+                    times[name].append(trainers[name].train_epoch()["samples_per_s"])
+                    trainers[name].epoch += 1
     med = {name: statistics.median(v) for name, v in times.items()}
     print(
         f"config: {args.framework}/{args.loss} on {args.dataset}, batch {args.batch_size}, "

@@ -176,8 +176,9 @@ class Engine:
         force_step: bool = False,
         scheduler: torch.optim.lr_scheduler.LRScheduler | None = None,
     ) -> bool:
-        """Backward ``loss``; every ``grad_accum``-th call (or with ``force_step``), clip,
-        check and take the optimiser step, then clear the gradients. Returns whether the
+        """Backward ``loss`` (the gradients are cleared first at the start of each
+        accumulation window); every ``grad_accum``-th call (or with ``force_step``), clip,
+        check and take the optimiser step. Returns whether the
         optimiser stepped. ``describe()`` adds context (the loss's diagnostics) to the
         error raised for a non-finite loss or gradient. ``scheduler`` is stepped after each
         optimiser step (also when fp16's scaler skipped one, so the schedule follows the
@@ -185,6 +186,8 @@ class Engine:
         self.micro_steps += 1
         if not bool(torch.isfinite(loss.detach())):
             self._fail(f"non-finite loss {float(loss.detach())}", describe)
+        if (self.micro_steps - 1) % self.grad_accum == 0:  # the first of a window
+            optimizer.zero_grad(set_to_none=True)
         scaled = loss / self.grad_accum if self.grad_accum > 1 else loss
         if self.scaler is not None:
             scaled = self.scaler.scale(scaled)
@@ -210,7 +213,6 @@ class Engine:
             self.scaler.update()
         else:
             optimizer.step()
-        optimizer.zero_grad(set_to_none=True)
         self.optimizer_steps += 1
         if scheduler is not None:
             with warnings.catch_warnings():  # a step skipped by the scaler is not a misuse
