@@ -12,16 +12,6 @@ import torch
 from contrastkit.data import Split
 from contrastkit.training import TrainConfig, Trainer
 
-FRAMEWORK_LOSSES = [
-    ("simclr", "ntxent"),
-    ("simclr", "amcl"),
-    ("moco", "infonce"),
-    ("simsiam", "simsiam"),
-    ("barlow_twins", "barlow_twins"),
-    ("multiview", "cacr"),
-    ("supervised", "supcon"),
-]
-
 
 class TinyTrainer(Trainer):
     """Trains on 32 random 8×8 images in 4 classes: batch 16 gives two steps per epoch."""
