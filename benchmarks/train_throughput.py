@@ -1,12 +1,18 @@
-"""Training throughput of contrastkit's Trainer against a minimal hand-written loop.
+"""Training throughput: contrastkit's engine-based Trainer against a minimal hand-written
+loop, and the engine's options (bf16 / fp16 autocast, torch.compile) against fp32 eager.
 
-Both use the same framework (encoder, projector, loss), data, augmentations, optimiser and
-batch order, built from one :class:`TrainConfig`; epochs alternate between the two (A, B,
-A, B, ...) within one process so load from other processes hits both alike. Reports the
-median samples/s of each and the Trainer's overhead in %.
+Every variant is a :class:`Trainer` built from one :class:`TrainConfig` (same framework,
+data, augmentations, optimiser and batch order) differing only in ``precision`` /
+``compile``; the hand-written loop runs on the fp32 Trainer's own objects (model,
+optimiser, augmentations) with nothing but ``x[idx]``, the views, ``model(views)``,
+``zero_grad``, ``backward`` and ``step``. Epochs of all variants alternate within one
+process (A, B, C, C, B, A, A, ...) so load from other processes and order effects hit all
+alike; one untimed
+warm-up epoch each first (allocations, caches, compilation). Reports the median samples/s
+of each and ratios against the baseline measured in the same run.
 
-    .venv/bin/python benchmarks/train_throughput.py --dataset mnist1d --loss ntxent \
-        --batch-size 256 --epochs 3
+    OMP_NUM_THREADS=1 nice python benchmarks/train_throughput.py --dataset mnist1d \
+        --batch-size 256 --epochs 3 --variants fp32,bf16,compile
 """
 
 from __future__ import annotations
@@ -21,13 +27,21 @@ import torch
 
 from contrastkit.training import TrainConfig, Trainer, epoch_generator
 
+VARIANTS = {
+    "fp32": {},
+    "bf16": {"precision": "bf16"},
+    "fp16": {"precision": "fp16"},
+    "compile": {"compile": True},
+    "bf16+compile": {"precision": "bf16", "compile": True},
+}
+
 
 def hand_loop_epoch(trainer: Trainer, epoch: int) -> float:
     """One epoch of the plainest possible loop over the trainer's own objects; samples/s."""
     cfg, model, x = trainer.config, trainer.model, trainer.data.x_train
     gen = epoch_generator(cfg.seed, epoch)
-    order = torch.randperm(x.shape[0], generator=gen)
-    steps = x.shape[0] // cfg.batch_size
+    order = torch.randperm(len(x), generator=gen)
+    steps = len(x) // cfg.batch_size
     model.train()
     start = time.perf_counter()
     for s in range(steps):
@@ -45,37 +59,65 @@ def main() -> None:
     parser.add_argument("--dataset", default="mnist1d")
     parser.add_argument("--framework", default="simclr")
     parser.add_argument("--loss", default="ntxent")
+    parser.add_argument("--num-samples", type=int, help="mnist1d: samples generated in total")
     parser.add_argument("--batch-size", type=int, default=256)
+    parser.add_argument("--width", type=int, default=32)
     parser.add_argument("--epochs", type=int, default=3, help="timed epochs of each")
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument(
+        "--variants",
+        default="fp32",
+        help=f"comma-separated engine variants to time beside the hand loop: {', '.join(VARIANTS)}",
+    )
     args = parser.parse_args()
-    config = TrainConfig(
+    names = [v.strip() for v in args.variants.split(",") if v.strip()]
+    unknown = [n for n in names if n not in VARIANTS]
+    if unknown or "fp32" not in names:
+        parser.error(f"--variants must include fp32 and be among {', '.join(VARIANTS)}")
+    base = dict(
         framework=args.framework,
         loss=args.loss,
         dataset=args.dataset,
+        num_samples=args.num_samples,
         batch_size=args.batch_size,
+        width=args.width,
         epochs=10**6,
         threads=args.threads,
+        device=args.device,
     )
-    trainer = Trainer(config, out=None, progress=True)  # progress bar on, as in the CLI
-    ours, hand = [], []
-    with contextlib.redirect_stderr(io.StringIO()):
-        trainer.train_epoch()  # warm-up (allocations, caches), not timed
-        trainer.epoch += 1
-        for _ in range(args.epochs):
-            ours.append(trainer.train_epoch()["samples_per_s"])
+    trainers = {n: Trainer(TrainConfig(**base, **VARIANTS[n]), None, True) for n in names}
+    times: dict[str, list[float]] = {n: [] for n in ["hand loop", *names]}
+    with contextlib.redirect_stderr(io.StringIO()):  # progress bar on, as in the CLI
+        for trainer in trainers.values():  # warm-up (allocations, caches, compilation)
+            trainer.train_epoch()
             trainer.epoch += 1
-            hand.append(hand_loop_epoch(trainer, trainer.epoch))
-            trainer.epoch += 1
-    med_ours, med_hand = statistics.median(ours), statistics.median(hand)
-    fmt = lambda values: ", ".join(f"{v:.0f}" for v in values)  # noqa: E731
+        fp32 = trainers["fp32"]
+        runs = ["hand loop", *trainers]
+        for r in range(args.epochs):
+            for name in runs if r % 2 == 0 else runs[::-1]:  # alternate the order too
+                if name == "hand loop":
+                    times[name].append(hand_loop_epoch(fp32, fp32.epoch))
+                    fp32.epoch += 1
+                else:
+                    times[name].append(trainers[name].train_epoch()["samples_per_s"])
+                    trainers[name].epoch += 1
+    med = {name: statistics.median(v) for name, v in times.items()}
     print(
         f"config: {args.framework}/{args.loss} on {args.dataset}, batch {args.batch_size}, "
-        f"{args.threads} thread(s), {args.epochs} alternating epochs each"
+        f"width {args.width}, {args.device}, {args.threads} thread(s), torch {torch.__version__}, "
+        f"{args.epochs} alternating epochs each"
     )
-    print(f"hand-written loop : {med_hand:8.1f} samples/s  (epochs: {fmt(hand)})")
-    print(f"contrastkit train : {med_ours:8.1f} samples/s  (epochs: {fmt(ours)})")
-    print(f"overhead          : {100 * (med_hand - med_ours) / med_hand:+.1f} %")
+    print(
+        f"{'variant':<14} {'samples/s':>10}  {'vs hand loop':>12}  {'vs engine fp32':>14}  epochs"
+    )
+    for name, value in med.items():
+        epochs = ", ".join(f"{v:.0f}" for v in times[name])
+        print(
+            f"{name:<14} {value:10.1f}  {100 * (value / med['hand loop'] - 1):+11.1f}%  "
+            f"{value / med['fp32']:13.2f}x  ({epochs})"
+        )
+    print(f"engine overhead vs hand loop: {100 * (1 - med['fp32'] / med['hand loop']):+.1f} %")
 
 
 if __name__ == "__main__":

@@ -35,8 +35,8 @@ FLAGS: dict[str, tuple[str, type, str]] = {
     "--crop-scale": ("crop_scale", float, "image views: minimum crop area (0.2 / 0.08)"),
     "--epochs": ("epochs", int, "training epochs"),
     "--batch-size": ("batch_size", int, "batch size N (>= 2)"),
-    "--lr": ("lr", float, "Adam learning rate (scaled by N/256 above N = 256)"),
-    "--weight-decay": ("weight_decay", float, "Adam weight decay"),
+    "--lr": ("lr", float, "base learning rate (scaled with the batch by --lr-scaling)"),
+    "--weight-decay": ("weight_decay", float, "weight decay (LARS: not on biases and norms)"),
     "--seed": ("seed", int, "random seed (model init, shuffling, augmentations)"),
     "--feature-dim": ("feature_dim", int, "encoder output width"),
     "--width": ("width", int, "encoder channels"),
@@ -50,12 +50,44 @@ FLAGS: dict[str, tuple[str, type, str]] = {
     "--knn-small-k": ("knn_small_k", int, "the small-k kNN reading (20)"),
     "--eval-every": ("eval_every", int, "kNN evaluation every this many epochs"),
     "--threads": ("threads", int, "torch threads (default 1: small CNNs on shared CPUs)"),
+    "--device": ("device", str, "auto (cuda, then mps, then cpu), cpu, cuda, cuda:N or mps"),
+    "--precision": ("precision", str, "fp32, bf16 (autocast) or fp16 (autocast + GradScaler)"),
+    "--grad-accum": ("grad_accum", int, "batches per optimiser step (gradient accumulation)"),
+    "--clip-grad": ("clip_grad", float, "clip the global gradient L2 norm to this value"),
+    "--optimizer": ("optimizer", str, "adam (default), adamw, sgd or lars"),
+    "--sgd-momentum": ("sgd_momentum", float, "sgd/lars momentum (0.9)"),
+    "--schedule": ("schedule", str, "constant, warmup_cosine, step or linear (per step)"),
+    "--warmup-epochs": ("warmup_epochs", float, "warmup_cosine: linear warm-up epochs"),
+    "--lr-milestones": ("lr_milestones", str, "step: comma-separated epochs, e.g. 155,170,185"),
+    "--lr-gamma": ("lr_gamma", float, "step: learning-rate factor at each milestone (0.1)"),
+    "--lr-scaling": (
+        "lr_scaling",
+        str,
+        "linear_above_256 (default: lr x N/256 for N > 256), linear, sqrt or none",
+    ),
+    "--save-every": ("save_every", int, "also keep checkpoint_epochNNNN.pt every K epochs"),
     "--binarize-threshold": (
         "binarize_threshold",
         float,
         "supervised framework on regression data: the loss gets labels 1[y >= T] (SupCon)",
     ),
 }
+
+# on/off flags (--x / --no-x), each the config key of the same name
+BOOLEAN_FLAGS: dict[str, str] = {
+    "--compile": "torch.compile the encoder and heads",
+    "--channels-last": "channels_last memory format for image models",
+    "--nesterov": "Nesterov momentum (sgd, lars)",
+    "--tensorboard": "write TensorBoard event files into the run directory",
+    "--online-probe": "train a linear probe on detached features alongside (per-epoch logs)",
+}
+
+
+def _milestones(text: str) -> list[int]:
+    try:
+        return [int(s) for s in text.split(",") if s.strip()]
+    except ValueError:
+        raise ValueError(f"--lr-milestones must be comma-separated epochs, got {text!r}") from None
 
 
 def add_train_arguments(parser: argparse.ArgumentParser) -> None:
@@ -91,6 +123,14 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
         help="encode all views as one batch, so batch norm sees V·N samples (default: the "
         "framework's; SimCLR joint, Barlow Twins separate)",
     )
+    for flag, text in BOOLEAN_FLAGS.items():
+        parser.add_argument(
+            flag,
+            dest=flag[2:].replace("-", "_"),
+            action=argparse.BooleanOptionalAction,
+            default=None,
+            help=text,
+        )
     parser.add_argument("--resume", action="store_true", help="continue the run in --out")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
@@ -105,7 +145,10 @@ def overrides_from_args(args: argparse.Namespace) -> dict[str, Any]:
     values = {
         key: getattr(args, key) for key, _, _ in FLAGS.values() if getattr(args, key) is not None
     }
-    for key in ("sync_batchnorm", "joint_views"):
+    if "lr_milestones" in values:
+        values["lr_milestones"] = _milestones(values["lr_milestones"])
+    booleans = [flag[2:].replace("-", "_") for flag in BOOLEAN_FLAGS]
+    for key in ("sync_batchnorm", "joint_views", *booleans):
         if getattr(args, key) is not None:
             values[key] = getattr(args, key)
     loss_args = parse_assignments(args.loss_arg)

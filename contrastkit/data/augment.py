@@ -102,7 +102,7 @@ class Augment:
             theta = torch.stack(
                 [torch.stack([cos, -sin, tx], 1), torch.stack([sin, cos, ty], 1)], 1
             )
-            grid = tf.affine_grid(theta.to(x.dtype), list(x.shape), align_corners=False)
+            grid = tf.affine_grid(theta.to(x.device, x.dtype), list(x.shape), align_corners=False)
             x = tf.grid_sample(x, grid, padding_mode="zeros", align_corners=False)
         return self._pointwise(x, g, t)
 
@@ -114,27 +114,27 @@ class Augment:
             stretch = _uniform(b, 0.85, 1.15, g) if "stretch" in t else torch.ones(b)
             pos = (torch.arange(length) + 0.5) * (2.0 / length) - 1.0  # pixel centres in [-1, 1]
             gx = pos[None] / stretch[:, None] - shift[:, None]
-            grid = torch.stack([gx, torch.zeros_like(gx)], -1)[:, None].to(x.dtype)  # [B, 1, L, 2]
+            grid = torch.stack([gx, torch.zeros_like(gx)], -1)[:, None].to(x.device, x.dtype)
             x = tf.grid_sample(x[:, :, None], grid, padding_mode="zeros", align_corners=False)[
                 :, :, 0
             ]
         if "scale" in t:
-            x = x * _uniform(b, 0.7, 1.3, g).to(x.dtype).view(b, 1, 1)
+            x = x * _uniform(b, 0.7, 1.3, g).to(x.device, x.dtype).view(b, 1, 1)
         if "mask" in t:
             span = max(1, round(0.2 * length))
             start = torch.randint(0, length - span + 1, (b, 1), generator=g)
             idx = torch.arange(length)[None]
             keep = (idx < start) | (idx >= start + span)
-            x = x * keep[:, None].to(x.dtype)
+            x = x * keep[:, None].to(x.device, x.dtype)
         return self._pointwise(x, g, t)
 
     @staticmethod
     def _pointwise(x: Tensor, g: torch.Generator, t: set[str]) -> Tensor:
         shape = (x.shape[0],) + (1,) * (x.dim() - 1)
         if "intensity" in t:
-            x = x * _uniform(x.shape[0], 0.7, 1.3, g).to(x.dtype).view(shape)
+            x = x * _uniform(x.shape[0], 0.7, 1.3, g).to(x.device, x.dtype).view(shape)
         if "dropout" in t:
-            x = x * (torch.rand(x.shape, generator=g) >= 0.1).to(x.dtype)
+            x = x * (torch.rand(x.shape, generator=g) >= 0.1).to(x.device, x.dtype)
         if "noise" in t:
-            x = x + 0.1 * torch.randn(x.shape, generator=g).to(x.dtype)
+            x = x + 0.1 * torch.randn(x.shape, generator=g).to(x.device, x.dtype)
         return x

@@ -131,9 +131,9 @@ class TabularAugment:
         if not isinstance(x, Tensor) or x.dim() != 2:
             got = tuple(x.shape) if isinstance(x, Tensor) else type(x).__name__
             raise ValueError(f"x must have shape [B, F] for tabular augmentations, got {got}")
-        noisy = x + self.noise * torch.randn(x.shape, generator=generator).to(x.dtype)
+        noisy = x + self.noise * torch.randn(x.shape, generator=generator).to(x.device, x.dtype)
         keep = torch.rand(x.shape, generator=generator) >= self.mask
-        return noisy * keep.to(x.dtype)
+        return noisy * keep.to(x.device, x.dtype)
 
 
 register_dataset("digits_rotation", load_digits_rotation, "2d", regression=True)

@@ -139,7 +139,7 @@ class MoCo(Framework):
         """
         size, n = self.queue.shape[-2], keys.shape[-2]
         idx = (self.queue_ptr + torch.arange(n, device=self.queue.device)) % size
-        self.queue[..., idx[-size:], :] = keys[..., -size:, :]
+        self.queue[..., idx[-size:], :] = keys[..., -size:, :].to(self.queue.dtype)
         self.queue_ptr.copy_((self.queue_ptr + n) % size)
 
 

@@ -71,6 +71,7 @@ class MultiHeadProjector(nn.Module):
         if h.shape[-1] != self.in_dim or not (shared or per_head):
             raise ValueError(f"h must have shape {shapes}, got {tuple(h.shape)}")
         x = h.unsqueeze(0).expand(self.heads, -1, -1) if shared else h
+        x = x.to(self.w1.dtype)  # half-precision features (an autocast encoder) meet fp32 heads
         x = torch.relu(torch.baddbmm(self.b1, x, self.w1))
         return torch.baddbmm(self.b2, x, self.w2)
 

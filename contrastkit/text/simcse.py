@@ -15,7 +15,10 @@ How a loss is applied to them (:func:`two_view_loss`):
 Training follows SimCSE's unsupervised recipe unless told otherwise: AdamW, linear decay
 of the learning rate to 0 without warm-up, gradient norm clipped at 1.0 (the defaults of
 the Hugging Face Trainer SimCSE uses), STS-B dev evaluated every ``eval_every`` steps and
-the best checkpoint kept.
+the best checkpoint kept. It runs on :class:`contrastkit.engine.Engine`, the loop of the
+image trainer too: device, precision (the encoder under autocast, the loss in float32),
+gradient accumulation, clipping and the non-finite guard, with the optimiser and schedule
+from :func:`~contrastkit.engine.build_optimizer` / :func:`~contrastkit.engine.build_schedule`.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from torch import Tensor, nn
 from tqdm.auto import tqdm
 
 from .. import losses
+from ..engine import Engine, build_optimizer, build_schedule
 from ..losses.views import cross_view_similarities
 from .data import StsPairs
 from .encoder import SentenceEncoder
@@ -98,6 +102,9 @@ class SimCSEConfig:
 
     ``batch_size`` 64, ``lr`` 3e-5, ``max_length`` 32, one epoch, evaluation every 125
     steps (Gao et al., 2021, App. A). ``max_steps`` caps the run; ``None`` = the epochs.
+    ``device`` (``auto``: cuda → mps → cpu), ``precision`` (fp32, bf16, fp16) and
+    ``grad_accum`` (batches per optimiser step) go to the engine; ``max_grad_norm`` is its
+    clipping threshold (0 turns clipping off).
     """
 
     batch_size: int = 64
@@ -110,6 +117,9 @@ class SimCSEConfig:
     max_grad_norm: float = 1.0
     seed: int = 42
     eval_batch_size: int = 128
+    device: str = "auto"
+    precision: str = "fp32"
+    grad_accum: int = 1
 
     def __post_init__(self) -> None:
         for name in ("batch_size", "max_length", "epochs", "eval_every", "eval_batch_size"):
@@ -122,6 +132,8 @@ class SimCSEConfig:
             raise ValueError(f"max_steps must be >= 1, got {self.max_steps}")
         if not self.lr > 0:
             raise ValueError(f"lr must be > 0, got {self.lr}")
+        if not self.max_grad_norm >= 0:
+            raise ValueError(f"max_grad_norm must be >= 0, got {self.max_grad_norm}")
 
 
 @dataclass
@@ -174,14 +186,21 @@ def train_simcse(
         raise ValueError(
             f"need at least batch_size = {cfg.batch_size} sentences, got {len(sentences)}"
         )
+    engine = Engine(
+        cfg.device,
+        cfg.precision,
+        grad_accum=cfg.grad_accum,
+        clip_grad=cfg.max_grad_norm or None,
+    )
     torch.manual_seed(cfg.seed)
+    encoder.to(engine.device)
+    loss.to(engine.device)
     out = Path(out_dir) if out_dir is not None else None
     batches = _batches(len(sentences), cfg)
     params = [p for p in [*encoder.parameters(), *loss.parameters()] if p.requires_grad]
-    optimizer = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
-    scheduler = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, lambda s: max(0.0, 1.0 - s / len(batches))
-    )
+    optimizer = build_optimizer("adamw", params, lr=cfg.lr, weight_decay=cfg.weight_decay)
+    # linear decay to 0 over the optimiser steps (SimCSE, via the Hugging Face Trainer)
+    scheduler = build_schedule("linear", optimizer, -(-len(batches) // cfg.grad_accum), 1)
     history = SimCSEHistory()
     start = time.perf_counter()
 
@@ -204,15 +223,17 @@ def train_simcse(
     bar = tqdm(batches, desc="simcse", disable=not progress, mininterval=5.0)
     for step, idx in enumerate(bar, start=1):
         batch = [sentences[i] for i in idx.tolist()]
-        emb = encoder.embed(batch + batch, max_length=cfg.max_length).float()
+        with engine.autocast():  # the encoder; the loss below runs in float32
+            emb = encoder.embed(batch + batch, max_length=cfg.max_length).float()
         value = two_view_loss(loss, emb[: len(batch)], emb[len(batch) :])
-        if not torch.isfinite(value):
-            raise FloatingPointError(f"non-finite loss {float(value)} at step {step}")
-        optimizer.zero_grad(set_to_none=True)
-        value.backward()
-        torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm)
-        optimizer.step()
-        scheduler.step()
+        engine.backward_step(
+            value,
+            optimizer,
+            params,
+            describe=lambda step=step: f"SimCSE step {step}",
+            force_step=step == len(batches),
+            scheduler=scheduler,
+        )
         history.train_loss.append(value.item())
         history.steps = step
         tau = getattr(loss, "last_temperature", None)

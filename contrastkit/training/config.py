@@ -1,8 +1,12 @@
 """Run configuration: defaults, YAML files and ``key=value`` overrides, validated up front.
 
 Defaults follow MACL's CIFAR-10 recipe (Appendix B.3) where it carries over to CPU-sized
-data: Adam, learning rate 1e-3, weight decay 1e-6, projection width 128; everything else
-(encoder width, epochs, queue size) is sized for small data and a shared CPU.
+data: Adam, learning rate 1e-3 (× batch/256 above 256), weight decay 1e-6, constant rate,
+projection width 128; everything else (encoder width, epochs, queue size) is sized for small
+data and a shared CPU. The papers' GPU recipes are one flag set away: MACL App. B.1
+(``optimizer=lars, lr=0.3, lr_scaling=linear, schedule=warmup_cosine, warmup_epochs=10``),
+CACR App. B.1 (``optimizer=sgd, lr=0.12, lr_scaling=linear, weight_decay=1e-4,
+schedule=step, lr_milestones=[155, 170, 185], lr_gamma=0.1``).
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from typing import Any
 import yaml
 
 from ..data import dataset_info
+from ..engine import LR_SCALINGS, OPTIMIZERS, PRECISIONS, SCHEDULES, scale_lr
 from ..models import BACKBONES
 
 
@@ -38,7 +43,9 @@ class TrainConfig:
     epochs: int = 20
     batch_size: int = 64
     lr: float = 1e-3  # MACL App. B.3 (Adam, CIFAR-10)
-    lr_scaling: bool = True  # MACL App. B.3: lr × batch/256 for batches above 256
+    # MACL App. B.3: lr × batch/256 for batches above 256; also linear, sqrt, none (the
+    # booleans of older configs: true = linear_above_256, false = none)
+    lr_scaling: str = "linear_above_256"
     weight_decay: float = 1e-6  # MACL App. B.3
     seed: int = 0
     feature_dim: int = 128
@@ -61,8 +68,29 @@ class TrainConfig:
     # shared-encoder frameworks: all views in one batch (BN over V·N), or one view at a
     # time; None = the framework's default (joint for SimCLR, separate for Barlow Twins)
     joint_views: bool | None = None
+    # ---- engine (contrastkit.engine): hardware, numerics, optimiser, schedule, logging
+    device: str = "auto"  # auto (cuda → mps → cpu), cpu, cuda, cuda:N, mps
+    precision: str = "fp32"  # fp32, bf16 (autocast), fp16 (autocast + GradScaler)
+    compile: bool = False  # torch.compile the encoder and heads
+    channels_last: bool = False  # channels_last memory format for image (4-D) inputs
+    grad_accum: int = 1  # backward passes (batches) per optimiser step
+    clip_grad: float | None = None  # max global gradient L2 norm
+    optimizer: str = "adam"  # adam (MACL App. B.3), adamw, sgd, lars (MACL App. B.1)
+    sgd_momentum: float = 0.9  # sgd/lars momentum (CACR App. B.1; SimCLR's LARS)
+    nesterov: bool = False
+    schedule: str = "constant"  # constant, warmup_cosine, step, linear (per optimiser step)
+    warmup_epochs: float = 0.0  # warmup_cosine (MACL App. B.1: 10)
+    lr_milestones: list[int] = field(default_factory=list)  # step (CACR: 155, 170, 185)
+    lr_gamma: float = 0.1  # step: factor per milestone (CACR App. B.1: 0.1)
+    save_every: int | None = None  # keep checkpoint_epochNNNN.pt every this many epochs
+    tensorboard: bool = False  # TensorBoard event files in the run directory
+    online_probe: bool = False  # linear classifier on detached features, trained alongside
 
     def __post_init__(self) -> None:
+        if isinstance(self.lr_scaling, bool):  # configs written before lr_scaling was a rule
+            self.lr_scaling = "linear_above_256" if self.lr_scaling else "none"
+        if isinstance(self.lr_milestones, tuple):
+            self.lr_milestones = list(self.lr_milestones)
         self.validate()
 
     def validate(self) -> None:
@@ -111,24 +139,103 @@ class TrainConfig:
             not isinstance(thr, int | float) or isinstance(thr, bool) or not math.isfinite(thr)
         ):
             raise ValueError(f"binarize_threshold must be a finite number or null, got {thr!r}")
-        for name in ("sync_batchnorm", "lr_scaling"):
+        for name in (
+            "sync_batchnorm",
+            "compile",
+            "channels_last",
+            "nesterov",
+            "tensorboard",
+            "online_probe",
+        ):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be true or false, got {getattr(self, name)!r}")
+        self._validate_engine()
         if self.joint_views is not None and not isinstance(self.joint_views, bool):
             raise ValueError(f"joint_views must be true, false or null, got {self.joint_views!r}")
         if not isinstance(self.loss_args, dict):
             raise ValueError(f"loss_args must be a mapping, got {self.loss_args!r}")
-        for name in ("num_samples", "hidden_dim", "aug_types", "num_views", "threads"):
+        for name in (
+            "num_samples",
+            "hidden_dim",
+            "aug_types",
+            "num_views",
+            "threads",
+            "save_every",
+        ):
             value = getattr(self, name)
             if value is not None and (
                 not isinstance(value, int) or isinstance(value, bool) or value < 1
             ):
                 raise ValueError(f"{name} must be a positive integer or null, got {value!r}")
 
+    def _validate_engine(self) -> None:
+        choices = {
+            "lr_scaling": LR_SCALINGS,
+            "precision": tuple(PRECISIONS),
+            "optimizer": OPTIMIZERS,
+            "schedule": SCHEDULES,
+        }
+        for name, allowed in choices.items():
+            if getattr(self, name) not in allowed:
+                raise ValueError(
+                    f"{name} must be one of {', '.join(allowed)}, got {getattr(self, name)!r}"
+                )
+        if not isinstance(self.device, str) or not (
+            self.device in ("auto", "cpu", "cuda", "mps")
+            or (self.device.startswith("cuda:") and self.device[5:].isdigit())
+        ):
+            raise ValueError(f"device must be auto, cpu, cuda, cuda:N or mps, got {self.device!r}")
+        if (
+            not isinstance(self.grad_accum, int)
+            or isinstance(self.grad_accum, bool)
+            or (self.grad_accum < 1)
+        ):
+            raise ValueError(f"grad_accum must be a positive integer, got {self.grad_accum!r}")
+        clip = self.clip_grad
+        if clip is not None and (
+            not isinstance(clip, int | float)
+            or isinstance(clip, bool)
+            or not math.isfinite(clip)
+            or clip <= 0
+        ):
+            raise ValueError(f"clip_grad must be a finite number > 0 or null, got {clip!r}")
+        for name, ok, text in (
+            ("sgd_momentum", lambda v: 0 <= v < 1, "[0, 1)"),
+            ("lr_gamma", lambda v: 0 < v <= 1, "(0, 1]"),
+        ):
+            value = getattr(self, name)
+            if not isinstance(value, int | float) or isinstance(value, bool) or not ok(value):
+                raise ValueError(f"{name} must be a number in {text}, got {value!r}")
+        warm = self.warmup_epochs
+        if (
+            not isinstance(warm, int | float)
+            or isinstance(warm, bool)
+            or not 0 <= warm < self.epochs
+        ):
+            raise ValueError(
+                f"warmup_epochs must be a number in [0, epochs = {self.epochs}), got {warm!r}"
+            )
+        marks = self.lr_milestones
+        if (
+            not isinstance(marks, list)
+            or not all(isinstance(m, int) and not isinstance(m, bool) and m >= 1 for m in marks)
+            or marks != sorted(set(marks))
+        ):
+            raise ValueError(
+                f"lr_milestones must be increasing positive epoch numbers, got {marks!r}"
+            )
+        if warm and self.schedule != "warmup_cosine":
+            raise ValueError(
+                f"warmup_epochs applies to schedule 'warmup_cosine', not {self.schedule!r}"
+            )
+        if self.schedule == "step" and not marks:
+            raise ValueError("schedule 'step' needs lr_milestones (e.g. [155, 170, 185])")
+
     @property
     def effective_lr(self) -> float:
-        """``lr``, scaled by ``batch_size / 256`` above 256 when ``lr_scaling`` is on."""
-        return self.lr * max(1.0, self.batch_size / 256) if self.lr_scaling else self.lr
+        """``lr`` scaled for the batch of one optimiser step (``batch_size × grad_accum``)
+        by the ``lr_scaling`` rule (:func:`contrastkit.engine.scale_lr`)."""
+        return scale_lr(self.lr, self.batch_size * self.grad_accum, self.lr_scaling)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

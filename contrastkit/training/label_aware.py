@@ -136,7 +136,7 @@ class LabelAwareTrainer(Trainer):
         """Final evaluation with downstream head and label-aware geometry; writes
         ``final.json`` and ``circular.png`` when there is a run directory."""
         t, cfg = self.task, self.config
-        train_feats, test_feats = self.features()
+        train_feats, test_feats = (f.cpu() for f in self.features())  # sklearn, heads: CPU
         task = "regression" if self.regression else "classification"
         metrics: dict[str, Any] = {}
         if not self.regression:
@@ -146,7 +146,7 @@ class LabelAwareTrainer(Trainer):
             prediction_head(train_feats, t.y_train, test_feats, t.y_test, task, seed=cfg.seed)
         )
         gen = torch.Generator().manual_seed(cfg.seed)
-        metrics.update(alignment_uniformity(self.model.encode, t.x_test, self.augment, gen))
+        metrics.update(alignment_uniformity(self.encode, t.x_test, self.augment, gen))
         metrics.update(self.label_geometry(torch.Generator().manual_seed(cfg.seed)))
         final: dict[str, Any] = {
             **metrics,
@@ -154,6 +154,7 @@ class LabelAwareTrainer(Trainer):
             "epochs": self.epoch,
             "train_time_s": self.train_time,
             "seed": cfg.seed,
+            **self.run_info(),
             "config": cfg.to_dict(),
         }
         if self.out is not None:
@@ -171,7 +172,7 @@ class LabelAwareTrainer(Trainer):
         """LASCon §4.2 alignment / uniformity of two augmented views of the test split."""
         x, y = self.task.x_test, self.task.y_test
         with torch.no_grad():
-            z1 = normalize(self.model.encode(self.augment(x, generator)).double())
-            z2 = normalize(self.model.encode(self.augment(x, generator)).double())
+            z1 = normalize(self.encode(self.augment(x, generator)).cpu().double())
+            z2 = normalize(self.encode(self.augment(x, generator)).cpu().double())
         similarity = "linear" if self.regression else "indicator"
         return two_view_label_geometry(z1, z2, y, similarity, 1.0)

@@ -1,30 +1,48 @@
-"""The training loop: data, augmentations, framework, Adam, per-epoch evaluation, files.
+"""The training loop every modality shares: data, augmentations, framework, optimiser,
+per-epoch evaluation, files; hardware and numerics through :class:`contrastkit.engine.Engine`.
+
+The loop asks of a dataset only ``len(x)``, ``x[idx]`` (``idx`` a LongTensor), ``x[a:b]``,
+``engine.to_device(x)``, ``augment(batch, generator)`` and ``encoder(view)``, so tensors
+(images, signals, tabular rows) and container classes (graphs) train alike. Data that
+fit on the device are moved there once; otherwise CPU tensors are pinned and each batch
+is copied with ``non_blocking=True``. Features for kNN are computed on the device in
+chunks; what goes to scikit-learn is moved to the CPU explicitly.
 
 A run directory holds:
 
-* ``metrics.jsonl``: one JSON record per epoch (mean loss, kNN accuracies, the loss's
-  diagnostics averaged over the epoch, and MACL's / AMCL's per-step temperature trace);
-* ``checkpoint.pt``: state dicts only (model, optimiser, torch RNG), the epoch and the
-  config, loaded with ``torch.load(weights_only=True)``;
+* ``metrics.jsonl``: one JSON record per epoch (mean loss, learning rate, kNN accuracies,
+  the loss's diagnostics averaged over the epoch, MACL's / AMCL's per-step temperature
+  trace, the online probe's numbers when it is on);
+* ``checkpoint.pt``: state dicts only (model, optimiser, schedule, engine, RNG of the CPU
+  and of the device), the epoch and the config, loaded with ``torch.load(weights_only=True)``;
+  with ``save_every`` also ``checkpoint_epochNNNN.pt`` every that many epochs;
 * ``final.json``: kNN (k = 200 and small k), linear-probe accuracy, alignment,
-  uniformity, timing, the full config and the seed.
+  uniformity, timing, device, GPU name, precision, compile, torch version, peak device
+  memory, the full config and the seed;
+* with ``tensorboard``, TensorBoard event files of the per-epoch scalars.
 
 Shuffling and augmentation draw from a generator seeded by ``(seed, epoch)``, so
 ``epochs=2`` + ``resume`` to 4 replays exactly the batches and views of a 4-epoch run.
 
-Under ``torchrun --nproc-per-node W`` the trainer joins the gloo process group, wraps the
-framework in DDP and gives every rank ``batch_size / W`` samples of the same global batch
+Under ``torchrun --nproc-per-node W`` the trainer joins the process group (NCCL on CUDA,
+one GPU per process picked by ``LOCAL_RANK``; gloo on CPU), wraps the framework in DDP and
+gives every rank ``batch_size / W`` samples of the same global batch
 (every rank draws the same shuffling and views and keeps its slice). Losses that take
 ``gather_distributed`` get it, so they contrast against every rank's embeddings (see
 :mod:`contrastkit.distributed`). With ``sync_batchnorm`` (default) every batch norm layer
-normalises over the global batch (:class:`contrastkit.distributed.SyncBatchNorm`, which,
-unlike ``torch.nn.SyncBatchNorm``, runs on CPU), so a W-process run computes what one
-process would on the whole batch. Rank 0 alone evaluates and writes the run directory.
+normalises over the global batch (``torch.nn.SyncBatchNorm`` on CUDA,
+:class:`contrastkit.distributed.SyncBatchNorm` elsewhere, which runs on CPU), so a W-process
+run computes what one process would on the whole batch. Rank 0 alone evaluates and writes
+the run directory.
 """
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import json
+import math
+import shutil
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -35,14 +53,19 @@ from tqdm import tqdm
 
 from .. import distributed, losses
 from ..data import Split, build_augment, dataset_from_config
+from ..engine import Engine, build_optimizer, build_schedule, eval_mode
+from ..engine.device import device_info, rng_state, set_rng_state
 from ..evaluation import alignment_uniformity, knn_accuracy, linear_probe
 from ..frameworks import build_framework
 from ..models import build_encoder
 from .config import TrainConfig
+from .probe import OnlineProbe, TensorBoardLog
 
 CHECKPOINT = "checkpoint.pt"
 METRICS = "metrics.jsonl"
 FINAL = "final.json"
+# config keys that may change between a checkpoint and its resumption
+RESUMABLE_CHANGES = ("epochs", "threads", "save_every", "tensorboard", "device")
 TRACED = (
     "temperature",
     "alignment_A",
@@ -72,14 +95,24 @@ class Trainer:
         self.out = None if out is None else Path(out)
         if config.threads is not None:
             torch.set_num_threads(config.threads)
+        self.engine = Engine(
+            config.device,
+            config.precision,
+            config.compile,
+            config.channels_last,
+            config.grad_accum,
+            config.clip_grad,
+        )
+        device = self.engine.device
+        backend = "nccl" if device.type == "cuda" else "gloo"
         self.world, self.rank = (
             (distributed.world_size(), distributed.rank())
-            if distributed.init_from_env()
+            if distributed.init_from_env(backend)
             else (1, 0)
         )
         self.progress = progress and self.rank == 0
         self.data = self.load_data()
-        n_train = self.data.x_train.shape[0]
+        n_train = len(self.data.x_train)
         if config.batch_size > n_train:
             raise ValueError(
                 f"batch_size {config.batch_size} exceeds the {n_train} training samples "
@@ -105,18 +138,48 @@ class Trainer:
             num_views=config.num_views,
             joint_views=config.joint_views,
         )
+        self.model = self.engine.prepare(self.model)
+        self.data = self.place_data(self.data)
         self.ddp = None
         if self.world > 1:
             if config.sync_batchnorm:
-                self.model = distributed.convert_sync_batchnorm(self.model)
-            self.ddp = torch.nn.parallel.DistributedDataParallel(self.model)
+                self.model = (
+                    torch.nn.SyncBatchNorm.convert_sync_batchnorm(self.model)
+                    if device.type == "cuda"
+                    else distributed.convert_sync_batchnorm(self.model)
+                )
+            self.ddp = torch.nn.parallel.DistributedDataParallel(
+                self.model, device_ids=[device.index] if device.type == "cuda" else None
+            )
+        # the network parts (encoder, heads, momentum encoder), never the loss: it computes
+        # in float32 on half-precision embeddings, its fused autograd Functions stay eager
+        network = [m for name, m in self.model.named_children() if name != "loss"]
+        self.engine.autocast_modules(*network)
+        self.engine.compile_modules(*network)
         self.augment = self.build_augment()
-        self.optimizer = torch.optim.Adam(
-            self.model.parameters(), lr=config.effective_lr, weight_decay=config.weight_decay
+        self.steps_per_epoch = n_train // config.batch_size
+        self.optimizer = build_optimizer(
+            config.optimizer,
+            self.model.parameters(),
+            lr=config.effective_lr,
+            weight_decay=config.weight_decay,
+            momentum=config.sgd_momentum,
+            nesterov=config.nesterov,
         )
+        self.scheduler = build_schedule(
+            config.schedule,
+            self.optimizer,
+            math.ceil(self.steps_per_epoch / config.grad_accum),
+            config.epochs,
+            config.warmup_epochs,
+            config.lr_milestones,
+            config.lr_gamma,
+        )
+        self.probe = self.build_probe() if config.online_probe else None
         self.epoch = 0
         self.history: list[dict[str, Any]] = []
         self.train_time = 0.0
+        self._tensorboard: Any = None
 
     def load_data(self) -> Split:
         """The dataset the loss trains on."""
@@ -132,16 +195,33 @@ class Trainer:
     def build_augment(self) -> Any:
         return build_augment(self.data, self.config.aug_types, self.config.crop_scale)
 
+    def place_data(self, split: Split) -> Split:
+        """``split`` with its tensors placed by :meth:`Engine.place` (on the device if they
+        fit, else pinned CPU memory)."""
+        names = ("x_train", "y_train", "x_test", "y_test")
+        placed = self.engine.place([getattr(split, n) for n in names])
+        return dataclasses.replace(split, **dict(zip(names, placed, strict=True)))
+
+    def build_probe(self) -> OnlineProbe:
+        """The online linear probe (class labels only)."""
+        y = self.data.y_train
+        if y.is_floating_point():
+            raise ValueError(
+                f"online_probe needs class labels; {self.config.dataset} has continuous labels"
+            )
+        classes = int(max(y.max(), self.data.y_test.max())) + 1
+        return OnlineProbe(self.model.encoder.feature_dim, classes, self.engine.device)
+
     # ----------------------------------------------------------------- training
     def train_epoch(self) -> dict[str, Any]:
         """One pass over the shuffled training set (last partial batch dropped)."""
-        cfg, model = self.config, self.model
+        cfg, model, engine = self.config, self.model, self.engine
         gen = epoch_generator(cfg.seed, self.epoch)
         x, y = self.data.x_train, self.data.y_train
-        order = torch.randperm(x.shape[0], generator=gen)
-        steps = x.shape[0] // cfg.batch_size
+        order = torch.randperm(len(x), generator=gen)
+        steps = self.steps_per_epoch
         logs: dict[str, list[float]] = defaultdict(list)
-        total = torch.zeros(())
+        total = torch.zeros((), device=engine.device)
         model.train()
         start = time.perf_counter()
         bar = tqdm(
@@ -149,46 +229,79 @@ class Trainer:
             desc=f"epoch {self.epoch + 1}/{cfg.epochs}",
             leave=False,
             disable=not self.progress,
+            unit="batch",
         )
         local = slice(
             self.rank * cfg.batch_size // self.world, (self.rank + 1) * cfg.batch_size // self.world
         )
         forward = self.ddp or model
-        for idx in bar:
-            batch = x[idx]
-            views = [self.augment(batch, gen)[local] for _ in range(model.num_views)]
-            loss = forward(views, y[idx][local] if model.needs_labels else None)
-            self.optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            self.optimizer.step()
+        lr = self.scheduler.get_last_lr()[0]
+        for i, idx in enumerate(bar):
+            batch = engine.to_device(x[idx])
+            views = [
+                engine.format_input(self.augment(batch, gen)[local]) for _ in range(model.num_views)
+            ]
+            labels = engine.to_device(y[idx][local]) if model.needs_labels or self.probe else None
+            last = i == steps - 1  # an epoch's last batch always ends with a step
+            with engine.no_sync(self.ddp, last), self._capture():  # autocast: in the network
+                loss = forward(views, labels if model.needs_labels else None)
+            engine.backward_step(
+                loss,
+                self.optimizer,
+                describe=lambda i=i: f"epoch {self.epoch + 1}, batch {i + 1}: {model.step_logs()}",
+                force_step=last,
+                scheduler=self.scheduler,
+            )
+            if self.probe is not None:
+                self.probe.step(labels)
             total += loss.detach()
             for key, value in model.step_logs().items():
                 logs[key].append(value)
+            if self.progress and i % 10 == 9:
+                rate = (i + 1) * cfg.batch_size / (time.perf_counter() - start)
+                bar.set_postfix_str(f"{rate:.0f} samples/s", refresh=False)
         seconds = time.perf_counter() - start
         self.train_time += seconds
         mean_loss = float(distributed.global_mean(total)) / steps
-        if not torch.isfinite(torch.tensor(mean_loss)):
-            raise FloatingPointError(f"non-finite training loss at epoch {self.epoch + 1}")
         record: dict[str, Any] = {
             "epoch": self.epoch + 1,
             "loss": mean_loss,
             "epoch_time_s": seconds,
             "samples_per_s": steps * cfg.batch_size / seconds,
         }
+        if cfg.schedule != "constant":
+            record["lr"] = lr
         record.update({k: sum(v) / len(v) for k, v in logs.items()})
         record.update({f"{k}_steps": logs[k] for k in TRACED if k in logs})
+        if self.probe is not None:
+            record.update(self.probe.epoch_logs())
         return record
 
+    def _capture(self) -> Any:
+        return self.probe.capture(self.model.encoder) if self.probe else contextlib.nullcontext()
+
+    def encode(self, x: Any, batch_size: int = 1024) -> torch.Tensor:
+        """Frozen encoder features ``[len(x), feature_dim]`` (float32, on the device) of
+        ``x``, in chunks ``x[a:b]`` of ``batch_size`` (eval mode, no gradient)."""
+        engine = self.engine
+        with eval_mode(self.model.encoder) as encoder, engine.autocast():
+            parts = [
+                encoder(engine.format_input(engine.to_device(x[a : a + batch_size])))
+                for a in range(0, len(x), batch_size)
+            ]
+        return torch.cat(parts).float()
+
     def features(self) -> tuple[torch.Tensor, torch.Tensor]:
-        """Frozen encoder features of the train and test splits."""
-        return self.model.encode(self.data.x_train), self.model.encode(self.data.x_test)
+        """Frozen encoder features of the train and test splits (on the device)."""
+        return self.encode(self.data.x_train), self.encode(self.data.x_test)
 
     def knn(self, train_feats: torch.Tensor, test_feats: torch.Tensor) -> dict[str, float]:
-        d, cfg = self.data, self.config
+        cfg, device = self.config, train_feats.device
+        y_train, y_test = self.data.y_train.to(device), self.data.y_test.to(device)
         return {
-            "knn_accuracy": knn_accuracy(train_feats, d.y_train, test_feats, d.y_test, cfg.knn_k),
+            "knn_accuracy": knn_accuracy(train_feats, y_train, test_feats, y_test, cfg.knn_k),
             f"knn_accuracy_k{cfg.knn_small_k}": knn_accuracy(
-                train_feats, d.y_train, test_feats, d.y_test, cfg.knn_small_k
+                train_feats, y_train, test_feats, y_test, cfg.knn_small_k
             ),
         }
 
@@ -207,10 +320,29 @@ class Trainer:
             self.epoch += 1
             evaluate = self.epoch % self.config.eval_every == 0 or self.epoch == self.config.epochs
             if evaluate and self.rank == 0:
-                record.update(self.knn(*self.features()))
+                train_feats, test_feats = self.features()
+                record.update(self.knn(train_feats, test_feats))
+                if self.probe is not None:
+                    record["online_probe_test_accuracy"] = self.probe.accuracy(
+                        test_feats, self.data.y_test
+                    )
             self.history.append(record)
             self._save_epoch(record)
+            self._log_tensorboard(record)
+        if self._tensorboard is not None:
+            self._tensorboard.close()
         return self.finish()
+
+    def run_info(self) -> dict[str, Any]:
+        """Hardware and numerics of the run, for ``final.json``."""
+        return {**device_info(self.engine.device), **self.engine.describe()}
+
+    def _log_tensorboard(self, record: dict[str, Any]) -> None:
+        if not self.config.tensorboard or self.out is None or self.rank != 0:
+            return
+        if self._tensorboard is None:
+            self._tensorboard = TensorBoardLog(self.out / "tensorboard")
+        self._tensorboard.log(record)
 
     def finish(self) -> dict[str, Any]:
         """Final evaluation; writes ``final.json`` when there is a run directory.
@@ -221,16 +353,19 @@ class Trainer:
         d, cfg = self.data, self.config
         train_feats, test_feats = self.features()
         geometry = alignment_uniformity(
-            self.model.encode, d.x_test, self.augment, torch.Generator().manual_seed(cfg.seed)
+            self.encode, d.x_test, self.augment, torch.Generator().manual_seed(cfg.seed)
         )
         final: dict[str, Any] = {
             **self.knn(train_feats, test_feats),
-            "linear_accuracy": linear_probe(train_feats, d.y_train, test_feats, d.y_test),
+            "linear_accuracy": linear_probe(  # scikit-learn: CPU arrays
+                train_feats.cpu(), d.y_train.cpu(), test_feats.cpu(), d.y_test.cpu()
+            ),
             **geometry,
             "epochs": self.epoch,
             "train_time_s": self.train_time,
             "seed": cfg.seed,
             "world_size": self.world,
+            **self.run_info(),
             "config": cfg.to_dict(),
         }
         if self.out is not None:
@@ -246,14 +381,22 @@ class Trainer:
         state = {
             "model": self.model.state_dict(),
             "optimizer": self.optimizer.state_dict(),
-            "torch_rng": torch.get_rng_state(),
+            "scheduler": self.scheduler.state_dict(),
+            "engine": self.engine.state_dict(),
+            **rng_state(self.engine.device),
             "epoch": self.epoch,
             "train_time_s": self.train_time,
             "config": self.config.to_dict(),
         }
+        if self.probe is not None:
+            state["probe"] = self.probe.state_dict()
         tmp = self.out / (CHECKPOINT + ".tmp")
         torch.save(state, tmp)
         tmp.replace(self.out / CHECKPOINT)
+        if self.config.save_every and self.epoch % self.config.save_every == 0:
+            shutil.copyfile(
+                self.out / CHECKPOINT, self.out / f"checkpoint_epoch{self.epoch:04d}.pt"
+            )
 
     def load_checkpoint(self) -> None:
         """Restore model, optimiser, RNG and history from the run directory."""
@@ -261,9 +404,13 @@ class Trainer:
         path = self.out / CHECKPOINT
         if not path.exists():
             raise FileNotFoundError(f"no checkpoint to resume from at {path}")
-        state = torch.load(path, weights_only=True)
-        saved = {k: v for k, v in state["config"].items() if k not in ("epochs", "threads")}
-        current = {k: v for k, v in self.config.to_dict().items() if k not in ("epochs", "threads")}
+        state = torch.load(path, weights_only=True, map_location=self.engine.device)
+        # through TrainConfig: keys added since the checkpoint was written take their defaults
+        saved_config = TrainConfig.from_dict(
+            {**state["config"], "epochs": self.config.epochs}
+        ).to_dict()
+        saved = {k: v for k, v in saved_config.items() if k not in RESUMABLE_CHANGES}
+        current = {k: v for k, v in self.config.to_dict().items() if k not in RESUMABLE_CHANGES}
         if saved != current:
             diff = sorted(k for k in current if saved.get(k) != current[k])
             raise ValueError(
@@ -272,7 +419,14 @@ class Trainer:
             )
         self.model.load_state_dict(state["model"])
         self.optimizer.load_state_dict(state["optimizer"])
-        torch.set_rng_state(state["torch_rng"])
+        if "scheduler" in state:
+            self.scheduler.load_state_dict(state["scheduler"])
+        self.engine.load_state_dict(state.get("engine", {}))
+        if self.probe is not None and "probe" in state:
+            self.probe.load_state_dict(state["probe"])
+        set_rng_state(
+            {k: v.cpu() for k, v in state.items() if k.endswith("_rng")}, self.engine.device
+        )
         self.epoch = int(state["epoch"])
         self.train_time = float(state["train_time_s"])
         lines = (

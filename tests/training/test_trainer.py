@@ -10,7 +10,7 @@ import torch
 
 from contrastkit.training import CHECKPOINT, FINAL, METRICS, TrainConfig, Trainer
 
-TIMING = {"epoch_time_s", "samples_per_s", "train_time_s"}
+TIMING = {"epoch_time_s", "samples_per_s", "train_time_s", "peak_device_memory_mb"}
 
 
 def tiny(**kw: object) -> TrainConfig:

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# The first command to run on a GPU machine: every framework trains on
+# CUDA with bf16 autocast and torch.compile for two short epochs, then prints the second
+# epoch's samples/s (the first includes compilation) and the peak device memory.
+#
+#   bash benchmarks/gpu_smoke.sh                    # cuda, bf16, compile
+#   DEVICE=cuda:1 PRECISION=fp16 bash benchmarks/gpu_smoke.sh
+#   DEVICE=cpu COMPILE=--no-compile THREADS=1 bash benchmarks/gpu_smoke.sh   # on a CPU
+#   PAIRS="simclr:macl moco:infonce" bash benchmarks/gpu_smoke.sh          # a subset
+#
+# Each run goes to $OUT/<framework>-<loss> (default: a fresh temporary directory).
+set -euo pipefail
+DEVICE=${DEVICE:-cuda}
+PRECISION=${PRECISION:-bf16}
+COMPILE=${COMPILE:---compile}
+PYTHON=${PYTHON:-python}
+OUT=${OUT:-$(mktemp -d -t contrastkit-gpu-smoke-XXXXXX)}
+THREADS=${THREADS:-4}
+PAIRS=${PAIRS:-"simclr:ntxent simclr:macl simclr:amcl moco:infonce moco:macl simsiam:simsiam
+barlow_twins:barlow_twins multiview:cacr supervised:supcon"}
+
+printf '%-26s %12s %16s %10s\n' "framework/loss" "samples/s" "peak memory MB" "loss"
+for pair in $PAIRS; do
+  framework=${pair%%:*}
+  loss=${pair##*:}
+  views=()
+  [ "$framework" = multiview ] && views=(--views 3)
+  run="$OUT/$framework-$loss"
+  "$PYTHON" -m contrastkit.cli train --dataset mnist1d --num-samples 4000 --epochs 2 \
+    --batch-size 256 --framework "$framework" --loss "$loss" "${views[@]}" \
+    --device "$DEVICE" --precision "$PRECISION" $COMPILE --threads "$THREADS" \
+    --out "$run" --no-progress > "$run.log" 2>&1 || { echo "$framework/$loss FAILED: see $run.log"; exit 1; }
+  "$PYTHON" - "$run" "$framework/$loss" <<'PY'
+import json, sys
+from pathlib import Path
+run, name = Path(sys.argv[1]), sys.argv[2]
+record = json.loads((run / "metrics.jsonl").read_text().splitlines()[-1])
+final = json.loads((run / "final.json").read_text())
+print(f"{name:<26} {record['samples_per_s']:12.0f} {final['peak_device_memory_mb']:16.1f} "
+      f"{record['loss']:10.4f}")
+PY
+done
+"$PYTHON" - "$OUT/simclr-ntxent" <<'PY'
+import json, sys
+from pathlib import Path
+final = json.loads((Path(sys.argv[1]) / "final.json").read_text())
+print(f"device {final['device']} ({final['gpu_name']}), precision {final['precision']}, "
+      f"compile {final['compile']}, torch {final['torch_version']}; runs in {Path(sys.argv[1]).parent}")
+PY

@@ -1,0 +1,31 @@
+"""One training engine for every modality: device, precision, compilation, optimisers,
+schedules and the optimiser step (:class:`Engine`)."""
+
+from .core import PRECISIONS, Engine, NonFiniteError, eval_mode
+from .device import DEVICES, device_info, rng_state, select_device, set_rng_state, to_device
+from .lars import LARS
+from .optim import OPTIMIZERS, build_optimizer, param_groups, trainable
+from .schedules import LR_SCALINGS, SCHEDULES, build_schedule, multiplier, scale_lr
+
+__all__ = [
+    "DEVICES",
+    "LARS",
+    "LR_SCALINGS",
+    "OPTIMIZERS",
+    "PRECISIONS",
+    "SCHEDULES",
+    "Engine",
+    "NonFiniteError",
+    "build_optimizer",
+    "build_schedule",
+    "device_info",
+    "eval_mode",
+    "multiplier",
+    "param_groups",
+    "rng_state",
+    "scale_lr",
+    "select_device",
+    "set_rng_state",
+    "to_device",
+    "trainable",
+]

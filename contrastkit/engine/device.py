@@ -1,0 +1,124 @@
+"""Device selection and moving arbitrary objects to a device.
+
+``select_device`` turns a user's spec into a :class:`torch.device`:
+
+* ``"auto"``: the first available of CUDA, Apple MPS, CPU;
+* ``"cpu"``, ``"mps"``;
+* ``"cuda"``: under ``torchrun`` (``WORLD_SIZE`` > 1) the GPU named by ``LOCAL_RANK``
+  (one process per GPU), otherwise GPU 0; ``"cuda:N"``: GPU ``N``.
+
+An unavailable device is an error naming what was asked for and why it cannot be had,
+never a silent fallback to the CPU.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import sys
+from collections.abc import Mapping
+from typing import Any
+
+import torch
+
+DEVICES = ("auto", "cpu", "cuda", "cuda:N", "mps")
+
+
+def _mps_available() -> bool:
+    mps = getattr(torch.backends, "mps", None)
+    return bool(mps is not None and mps.is_available())
+
+
+def select_device(spec: str | torch.device = "auto") -> torch.device:
+    """The :class:`torch.device` for ``spec`` (one of :data:`DEVICES`); ``ValueError`` if it
+    is malformed or not available on this machine."""
+    text = str(spec).strip().lower()
+    if text == "auto":
+        if torch.cuda.is_available():
+            return select_device("cuda")
+        return torch.device("mps") if _mps_available() else torch.device("cpu")
+    try:
+        device = torch.device(text)
+    except RuntimeError:
+        device = None
+    if device is None or device.type not in ("cpu", "cuda", "mps"):
+        raise ValueError(f"device must be one of {', '.join(DEVICES)}, got {spec!r}")
+    if device.type == "cpu":
+        return torch.device("cpu")
+    if device.type == "mps":
+        if not _mps_available():
+            raise ValueError(
+                "device 'mps' requested but torch.backends.mps.is_available() is False"
+            )
+        return torch.device("mps")
+    if not torch.cuda.is_available():
+        build = f"CUDA {torch.version.cuda}" if torch.version.cuda else "a CPU-only build"
+        raise ValueError(
+            f"device {spec!r} requested but torch.cuda.is_available() is False "
+            f"(torch {torch.__version__}, {build}); use --device cpu or auto"
+        )
+    index = device.index
+    if index is None:
+        index = int(os.environ.get("LOCAL_RANK", "0")) if _world() > 1 else 0
+    count = torch.cuda.device_count()
+    if not 0 <= index < count:
+        raise ValueError(
+            f"device {spec!r} asks for GPU {index} but only {count} GPU(s) are visible"
+        )
+    return torch.device("cuda", index)
+
+
+def _world() -> int:
+    return int(os.environ.get("WORLD_SIZE", "1"))
+
+
+def to_device(obj: Any, device: torch.device, non_blocking: bool = False) -> Any:
+    """``obj`` on ``device``: tensors and modules (``.to``), any object with a ``.to(device)``
+    method (a graph batch, say), and lists / tuples / dicts of these, recursively.
+    Anything else (ints, strings, ``None``) is returned unchanged."""
+    if isinstance(obj, torch.Tensor):
+        return obj.to(device, non_blocking=non_blocking)
+    if isinstance(obj, torch.nn.Module):
+        return obj.to(device)
+    if isinstance(obj, Mapping):
+        return type(obj)({k: to_device(v, device, non_blocking) for k, v in obj.items()})
+    if isinstance(obj, tuple) and hasattr(obj, "_fields"):  # namedtuple
+        return type(obj)(*(to_device(v, device, non_blocking) for v in obj))
+    if isinstance(obj, list | tuple):
+        return type(obj)(to_device(v, device, non_blocking) for v in obj)
+    to = getattr(obj, "to", None)
+    return to(device) if callable(to) else obj
+
+
+def device_info(device: torch.device) -> dict[str, Any]:
+    """What a run's ``final.json`` records about the hardware: device, GPU name, torch
+    version, peak device memory (CUDA: ``max_memory_allocated``; CPU: the process's peak
+    resident set size, which includes everything the process allocated)."""
+    info: dict[str, Any] = {"device": str(device), "torch_version": torch.__version__}
+    if device.type == "cuda":
+        info["gpu_name"] = torch.cuda.get_device_name(device)
+        info["peak_device_memory_mb"] = torch.cuda.max_memory_allocated(device) / 2**20
+    else:
+        info["gpu_name"] = None
+        rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux, B on macOS
+        info["peak_device_memory_mb"] = rss / (2**20 if sys.platform == "darwin" else 2**10)
+    return info
+
+
+def rng_state(device: torch.device) -> dict[str, torch.Tensor]:
+    """The global RNG states a checkpoint keeps: the CPU's, and the device's on CUDA/MPS."""
+    state = {"torch_rng": torch.get_rng_state()}
+    if device.type == "cuda":
+        state["cuda_rng"] = torch.cuda.get_rng_state(device)
+    elif device.type == "mps":
+        state["mps_rng"] = torch.mps.get_rng_state()
+    return state
+
+
+def set_rng_state(state: Mapping[str, Any], device: torch.device) -> None:
+    """Restore what :func:`rng_state` saved (a device state is restored on its device only)."""
+    torch.set_rng_state(state["torch_rng"])
+    if device.type == "cuda" and "cuda_rng" in state:
+        torch.cuda.set_rng_state(state["cuda_rng"], device)
+    elif device.type == "mps" and "mps_rng" in state:
+        torch.mps.set_rng_state(state["mps_rng"])

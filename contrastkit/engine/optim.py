@@ -1,0 +1,94 @@
+"""Optimiser construction by name: ``sgd``, ``adam``, ``adamw``, ``lars``.
+
+Defaults and where they come from:
+
+* ``sgd``: momentum 0.9 and weight decay 1e-4 are CACR's (App. B.1, SGD "0.12 per 256");
+  Nesterov off unless asked for.
+* ``adam``: MACL's CIFAR-10 setting (App. B.3: lr 1e-3, weight decay 1e-6), this
+  project's default; one parameter group holding every parameter, as before the engine.
+* ``adamw``: SimCSE's optimiser (Gao et al., 2021, through the Hugging Face Trainer).
+* ``lars``: MACL's ImageNet setting (App. B.1: LARS, lr 0.3 × batch/256, weight decay
+  1e-6), see :class:`~contrastkit.engine.lars.LARS`; biases and normalisation parameters
+  (1-D tensors) go to a group excluded from weight decay and the trust ratio.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+
+from .lars import LARS
+
+OPTIMIZERS = ("sgd", "adam", "adamw", "lars")
+
+
+def param_groups(params: Iterable[Tensor], weight_decay: float) -> list[dict[str, Any]]:
+    """Two groups: tensors of 2+ dimensions (weights) with ``weight_decay``, and 1-D tensors
+    (biases, batch-norm scales and shifts) with no decay and ``lars_exclude=True``."""
+    params = list(params)
+    decay = [p for p in params if p.dim() > 1]
+    keep = [p for p in params if p.dim() <= 1]
+    groups = [{"params": decay, "weight_decay": weight_decay, "lars_exclude": False}]
+    if keep:
+        groups.append({"params": keep, "weight_decay": 0.0, "lars_exclude": True})
+    return groups
+
+
+def trainable(params_or_model: nn.Module | Iterable[Tensor]) -> list[Tensor]:
+    """The parameters in order, without duplicates. Frozen ones (``requires_grad=False``,
+    e.g. a momentum encoder's) are kept: they get no gradient, so every optimiser skips
+    them, and keeping them leaves optimiser state dicts laid out as before the engine."""
+    params = (
+        params_or_model.parameters() if isinstance(params_or_model, nn.Module) else params_or_model
+    )
+    seen: set[int] = set()
+    out = []
+    for p in params:
+        if id(p) not in seen:
+            seen.add(id(p))
+            out.append(p)
+    return out
+
+
+def build_optimizer(
+    name: str,
+    params_or_model: nn.Module | Iterable[Tensor],
+    lr: float,
+    weight_decay: float = 0.0,
+    momentum: float = 0.9,
+    nesterov: bool = False,
+    **options: Any,
+) -> torch.optim.Optimizer:
+    """Optimiser ``name`` (one of :data:`OPTIMIZERS`) over the trainable parameters.
+
+    ``momentum`` and ``nesterov`` apply to ``sgd`` and ``lars``; ``options`` go to the
+    optimiser's constructor (``betas`` for Adam/AdamW, ``trust_coefficient`` for LARS)."""
+    params = trainable(params_or_model)
+    if not any(p.requires_grad for p in params):
+        raise ValueError("build_optimizer: no trainable parameters")
+    if name == "adam":
+        return torch.optim.Adam(params, lr=lr, weight_decay=weight_decay, **options)
+    if name == "adamw":
+        return torch.optim.AdamW(params, lr=lr, weight_decay=weight_decay, **options)
+    if name == "sgd":
+        return torch.optim.SGD(
+            params,
+            lr=lr,
+            momentum=momentum,
+            nesterov=nesterov,
+            weight_decay=weight_decay,
+            **options,
+        )
+    if name == "lars":
+        return LARS(
+            param_groups(params, weight_decay),
+            lr=lr,
+            momentum=momentum,
+            nesterov=nesterov,
+            weight_decay=weight_decay,
+            **options,
+        )
+    raise ValueError(f"unknown optimizer {name!r}; available: {', '.join(OPTIMIZERS)}")

@@ -1,0 +1,106 @@
+"""Engine: accumulation, clipping, the non-finite guard, fp16 loss scaling, autocast parts."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import torch
+from torch import nn
+
+from contrastkit.engine import Engine, NonFiniteError
+
+
+def linear_problem() -> tuple[nn.Linear, torch.Tensor, torch.Tensor]:
+    g = torch.Generator().manual_seed(0)
+    model = nn.Linear(3, 1)
+    x, y = torch.randn(8, 3, generator=g), torch.randn(8, 1, generator=g)
+    return model, x, y
+
+
+def test_accumulation_equals_one_step_on_the_whole_batch() -> None:
+    model, x, y = linear_problem()
+    twin = copy.deepcopy(model)
+    engine = Engine("cpu", grad_accum=2)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    before = model.weight.detach().clone()
+    for p in model.parameters():  # stale gradients (another loop's) are cleared first
+        p.grad = torch.full_like(p, 1e3)
+    assert not engine.backward_step(nn.functional.mse_loss(model(x[:4]), y[:4]), opt)
+    assert torch.equal(model.weight, before)  # no step after the first half
+    assert engine.backward_step(nn.functional.mse_loss(model(x[4:]), y[4:]), opt)
+    ref_opt = torch.optim.SGD(twin.parameters(), lr=0.1)
+    Engine("cpu").backward_step(nn.functional.mse_loss(twin(x), y), ref_opt)
+    assert torch.allclose(model.weight, twin.weight, atol=1e-7)
+    assert torch.allclose(model.bias, twin.bias, atol=1e-7)
+
+
+def test_clipping_bounds_the_update() -> None:
+    model, x, y = linear_problem()
+    params = list(model.parameters())
+    loss = 100.0 * nn.functional.mse_loss(model(x), y)
+    grads = torch.autograd.grad(loss, params, retain_graph=True)
+    norm = torch.linalg.vector_norm(torch.cat([g.flatten() for g in grads]))
+    assert norm > 1.0
+    before = [p.detach().clone() for p in params]
+    Engine("cpu", clip_grad=1.0).backward_step(loss, torch.optim.SGD(params, lr=1.0))
+    for p, b, g in zip(params, before, grads, strict=True):
+        assert torch.allclose(b - p.detach(), g / norm, atol=1e-6)  # update = g·(1/‖g‖)
+
+
+def test_non_finite_loss_stops_before_the_step() -> None:
+    model, x, _ = linear_problem()
+    before = model.weight.detach().clone()
+    engine = Engine("cpu")
+    loss = model(x).sum() * float("nan")
+    with pytest.raises(NonFiniteError, match=r"non-finite loss nan at backward pass 1.*tau=3"):
+        engine.backward_step(
+            loss, torch.optim.SGD(model.parameters(), lr=0.1), describe=lambda: "tau=3"
+        )
+    assert torch.equal(model.weight, before) and model.weight.grad is None
+
+
+def test_non_finite_gradient_of_a_finite_loss_stops_before_the_step() -> None:
+    w = nn.Parameter(torch.tensor([0.0, 4.0]))
+    loss = w.sqrt().sum()  # finite (2.0); d/dw sqrt(w) at 0 is inf
+    with pytest.raises(NonFiniteError, match=r"non-finite gradient.*1 of 1 parameter tensors"):
+        Engine("cpu").backward_step(loss, torch.optim.SGD([w], lr=0.1))
+    assert w.tolist() == [0.0, 4.0]
+
+
+FP16_CPU = pytest.mark.skipif(
+    not hasattr(torch.amp, "GradScaler"), reason="fp16 on CPU needs torch.amp.GradScaler (2.3+)"
+)
+
+
+@FP16_CPU
+def test_fp16_scaler_skips_an_overflowing_step_and_lowers_the_scale() -> None:
+    w = nn.Parameter(torch.tensor([0.0, 4.0]))
+    engine = Engine("cpu", precision="fp16")
+    scale = engine.scaler.get_scale()
+    assert engine.backward_step(w.sqrt().sum(), torch.optim.SGD([w], lr=0.1))
+    assert w.tolist() == [0.0, 4.0] and engine.scaler.get_scale() == scale / 2
+    model, x, y = linear_problem()
+    before = model.weight.detach().clone()
+    engine.backward_step(
+        nn.functional.mse_loss(model(x), y), torch.optim.SGD(model.parameters(), lr=0.1)
+    )
+    assert not torch.equal(model.weight, before)  # a finite step goes through
+
+
+@pytest.mark.parametrize(
+    ("precision", "dtype"),
+    [("bf16", torch.bfloat16), pytest.param("fp16", torch.float16, marks=FP16_CPU)],
+)
+def test_autocast_modules_keeps_identity_and_runs_in_half(
+    precision: str, dtype: torch.dtype
+) -> None:
+    model = nn.Sequential(nn.Linear(4, 4), nn.ReLU())
+    keys = list(model.state_dict())
+    Engine("cpu", precision=precision).autocast_modules(model)
+    assert isinstance(model, nn.Sequential) and list(model.state_dict()) == keys
+    assert model(torch.randn(2, 4)).dtype == dtype
+    assert copy.deepcopy(model)(torch.randn(2, 4)).dtype == dtype
+    assert torch.nn.Linear(4, 4)(torch.randn(2, 4)).dtype == torch.float32  # only inside
+    Engine("cpu").autocast_modules(model)  # fp32: nothing changes
+    assert model(torch.randn(2, 4)).dtype == dtype

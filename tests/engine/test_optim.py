@@ -1,0 +1,122 @@
+"""Optimisers, LARS against a hand computation, schedules and learning-rate scaling."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from torch import nn
+
+from contrastkit.engine import LARS, build_optimizer, build_schedule, multiplier, scale_lr
+
+
+def one_step(opt: torch.optim.Optimizer, params: list[torch.Tensor], grads: list[list]) -> None:
+    for p, g in zip(params, grads, strict=True):
+        p.grad = torch.tensor(g, dtype=torch.float64)
+    opt.step()
+
+
+def test_lars_matches_a_hand_computed_step() -> None:
+    w = torch.tensor([[3.0, 4.0]], dtype=torch.float64, requires_grad=True)  # ‖w‖ = 5
+    b = torch.tensor([1.0, -2.0], dtype=torch.float64, requires_grad=True)
+    opt = build_optimizer("lars", [w, b], lr=0.5, weight_decay=0.1, momentum=0.9)
+    one_step(opt, [w, b], [[[0.6, 0.8]], [0.5, 0.5]])
+    # weight: d = g + 0.1·w = [0.9, 1.2], ‖d‖ = 1.5, trust = 0.001·5/1.5, v = 0.5·trust·d
+    trust = 0.001 * 5 / 1.5
+    v_w = [0.5 * trust * 0.9, 0.5 * trust * 1.2]
+    assert w.detach()[0].tolist() == pytest.approx([3.0 - v_w[0], 4.0 - v_w[1]], abs=1e-15)
+    # bias (1-D): no decay, no trust ratio: v = 0.5·g
+    assert b.detach().tolist() == pytest.approx([0.75, -2.25], abs=1e-15)
+    one_step(opt, [w, b], [[[0.0, 0.0]], [0.5, 0.5]])  # momentum: v = 0.9·0.25 + 0.25
+    assert b.detach().tolist() == pytest.approx([0.75 - 0.475, -2.25 - 0.475], abs=1e-15)
+    # weight, zero gradient: d = 0.1·w (decay only), trust = 0.001·‖w‖/‖0.1·w‖ = 0.01
+    w1 = torch.tensor([[3.0 - v_w[0], 4.0 - v_w[1]]], dtype=torch.float64)
+    expected = w1 - (0.9 * torch.tensor([v_w], dtype=torch.float64) + 0.5 * 0.01 * 0.1 * w1)
+    assert torch.allclose(w.detach(), expected, atol=1e-15)
+
+
+def test_lars_nesterov_step() -> None:
+    b = torch.tensor([1.0], dtype=torch.float64, requires_grad=True)
+    opt = LARS([{"params": [b], "lars_exclude": True}], lr=0.5, momentum=0.9, nesterov=True)
+    one_step(opt, [b], [[0.5]])  # buf = 0.25, update = 0.9·0.25 + 0.25
+    assert b.item() == pytest.approx(1.0 - 0.475, abs=1e-15)
+
+
+def test_lars_excludes_biases_and_norm_parameters_from_decay_and_trust() -> None:
+    model = nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4))
+    opt = build_optimizer("lars", model, lr=1.0, weight_decay=0.5, momentum=0.0)
+    groups = {g["lars_exclude"]: g for g in opt.param_groups}
+    assert [p.shape for p in groups[False]["params"]] == [torch.Size([4, 3])]
+    assert len(groups[True]["params"]) == 3 and groups[True]["weight_decay"] == 0.0
+    before = [p.detach().clone() for p in model.parameters()]
+    for p in model.parameters():
+        p.grad = torch.zeros_like(p)
+    opt.step()
+    after = list(model.parameters())
+    assert not torch.equal(after[0], before[0])  # the weight decays ...
+    for old, new in zip(before[1:], after[1:], strict=True):
+        assert torch.equal(old, new)  # ... bias, BN weight and BN bias do not
+    # with a gradient, a 1-D parameter moves by lr·g exactly (no trust ratio)
+    for p in model.parameters():
+        p.grad = torch.full_like(p, 0.25)
+    bias = after[1].detach().clone()
+    opt.step()
+    assert torch.allclose(after[1], bias - 0.25)
+
+
+def test_sgd_adam_adamw_builders() -> None:
+    model = nn.Linear(2, 2)
+    sgd = build_optimizer("sgd", model, lr=0.1, weight_decay=1e-4, momentum=0.8, nesterov=True)
+    assert isinstance(sgd, torch.optim.SGD)
+    assert sgd.defaults["momentum"] == 0.8 and sgd.defaults["nesterov"] is True
+    assert sgd.defaults["weight_decay"] == 1e-4
+    assert type(build_optimizer("adam", model, lr=1e-3)) is torch.optim.Adam
+    assert type(build_optimizer("adamw", model, lr=1e-3, weight_decay=0.01)) is torch.optim.AdamW
+    with pytest.raises(ValueError, match="unknown optimizer 'rmsprop'; available: sgd, adam"):
+        build_optimizer("rmsprop", model, lr=1e-3)
+
+
+def test_warmup_cosine_values() -> None:
+    m = multiplier("warmup_cosine", steps_per_epoch=10, epochs=4, warmup_epochs=1)
+    assert m(0) == pytest.approx(0.1) and m(4) == pytest.approx(0.5) and m(9) == 1.0
+    assert m(10) == 1.0  # the cosine starts at its top
+    assert m(25) == pytest.approx(0.5)  # halfway through the 30 cosine steps
+    assert m(39) == pytest.approx(0.5 * (1 + math.cos(math.pi * 29 / 30)))
+    with pytest.raises(ValueError, match="leaves no steps"):
+        multiplier("warmup_cosine", 10, 2, warmup_epochs=2)
+
+
+def test_step_and_linear_and_constant_values() -> None:
+    step = multiplier("step", 10, 4, milestones=[2, 3], gamma=0.1)
+    assert [step(s) for s in (0, 19, 20, 29)] == pytest.approx([1, 1, 0.1, 0.1])
+    assert step(30) == pytest.approx(0.01)
+    linear = multiplier("linear", 10, 4)
+    assert [linear(s) for s in (0, 10, 30, 40, 50)] == pytest.approx([1, 0.75, 0.25, 0, 0])
+    assert multiplier("constant", 10, 4)(33) == 1.0
+    with pytest.raises(ValueError, match="unknown schedule 'cyclic'"):
+        multiplier("cyclic", 10, 4)
+
+
+def test_schedule_drives_the_optimiser_rate_per_step() -> None:
+    p = nn.Parameter(torch.zeros(1))
+    opt = torch.optim.SGD([p], lr=2.0)
+    sched = build_schedule("step", opt, steps_per_epoch=2, epochs=3, milestones=[1], gamma=0.5)
+    rates = []
+    for _ in range(5):
+        rates.append(opt.param_groups[0]["lr"])
+        p.grad = torch.zeros(1)
+        opt.step()
+        sched.step()
+    assert rates == pytest.approx([2.0, 2.0, 1.0, 1.0, 1.0])
+
+
+def test_lr_scaling_rules() -> None:
+    assert scale_lr(0.3, 512, "linear") == pytest.approx(0.6)  # MACL App. B.1
+    assert scale_lr(0.3, 128, "linear") == pytest.approx(0.15)
+    assert scale_lr(0.3, 1024, "sqrt") == pytest.approx(0.6)
+    assert scale_lr(1e-3, 128, "linear_above_256") == 1e-3  # MACL App. B.3: only above 256
+    assert scale_lr(1e-3, 512, "linear_above_256") == pytest.approx(2e-3)
+    assert scale_lr(1e-3, 512, "none") == 1e-3
+    with pytest.raises(ValueError, match="unknown lr_scaling 'cubic'"):
+        scale_lr(1e-3, 512, "cubic")
