@@ -54,11 +54,14 @@ class Architecture:
         target: ``"package.module:Class"`` (imported on first use) or the class itself;
             ``Class(**args)`` builds the encoder.
         describe: ``module -> args``, JSON-serialisable keyword arguments of ``Class``.
+        build: ``args -> module`` for classes that are not built as ``Class(**args)``
+            (a wrapper whose argument is another encoder); ``None`` = ``Class(**args)``.
     """
 
     name: str
     target: str | type[nn.Module]
     describe: Callable[[nn.Module], dict[str, Any]]
+    build: Callable[[dict[str, Any]], nn.Module] | None = None
 
     @property
     def path(self) -> str:
@@ -77,6 +80,10 @@ class Architecture:
             obj = getattr(obj, part)
         return obj
 
+    def rebuild(self, args: dict[str, Any]) -> nn.Module:
+        """A new, untrained module of this architecture from its ``args``."""
+        return self.build(args) if self.build is not None else self.load_class()(**args)
+
 
 _ARCHITECTURES: dict[str, Architecture] = {}
 
@@ -85,11 +92,12 @@ def register_architecture(
     name: str,
     target: str | type[nn.Module],
     describe: Callable[[nn.Module], dict[str, Any]],
+    build: Callable[[dict[str, Any]], nn.Module] | None = None,
 ) -> None:
     """Register encoder class ``target`` under ``name`` (see :class:`Architecture`)."""
     if name in _ARCHITECTURES:
         raise ValueError(f"an architecture named {name!r} is registered already")
-    _ARCHITECTURES[name] = Architecture(name, target, describe)
+    _ARCHITECTURES[name] = Architecture(name, target, describe, build)
 
 
 def architectures() -> list[str]:
@@ -126,8 +134,41 @@ def _mlp_args(module: nn.Module) -> dict[str, Any]:
     }
 
 
+def _resnet_args(module: nn.Module) -> dict[str, Any]:
+    return {
+        "depth": module.depth,
+        "stem": module.stem,
+        "width": module.net[0].out_channels,
+        "in_channels": module.in_channels,
+    }
+
+
+def _image_args(module: nn.Module) -> dict[str, Any]:
+    """An :class:`~.backbones.ImageEncoder`: its input statistics and its backbone's spec."""
+    arch = architecture_of(module.backbone)
+    return {
+        "backbone": {"architecture": arch.name, "args": arch.describe(module.backbone)},
+        "mean": module.input.mean.flatten().tolist(),
+        "std": module.input.std.flatten().tolist(),
+    }
+
+
+def _build_image(args: dict[str, Any]) -> nn.Module:
+    from .backbones import ImageEncoder
+
+    inner = args["backbone"]
+    if not isinstance(inner, dict) or inner.get("architecture") not in _ARCHITECTURES:
+        raise ValueError(f"image encoder spec names no registered backbone: {inner!r}")
+    backbone = _ARCHITECTURES[inner["architecture"]].rebuild(inner["args"])
+    return ImageEncoder(backbone, args["mean"], args["std"])
+
+
 register_architecture("conv", "contrastkit.models.encoders:ConvEncoder", _conv_args)
 register_architecture("mlp", "contrastkit.training.label_aware:MLPEncoder", _mlp_args)
+register_architecture("resnet", "contrastkit.models.resnet:ResNet", _resnet_args)
+register_architecture(
+    "image", "contrastkit.models.backbones:ImageEncoder", _image_args, build=_build_image
+)
 
 
 def save_encoder(
@@ -204,7 +245,7 @@ def load_encoder(path: str | Path, device: str | torch.device = "cpu") -> nn.Mod
     """
     st = require("safetensors.torch", "train", "load_encoder")
     spec = read_spec(path)
-    encoder = _ARCHITECTURES[spec["architecture"]].load_class()(**spec["args"])
+    encoder = _ARCHITECTURES[spec["architecture"]].rebuild(spec["args"])
     state = st.load_file(str(Path(path) / WEIGHTS), device="cpu")
     try:
         encoder.load_state_dict(state, strict=True)

@@ -110,8 +110,31 @@ def test_load_encoder_errors(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="does not fit its architecture"):
         load_encoder(out)
     (out / SPEC).write_text(json.dumps({**spec, "architecture": "vit"}))
-    with pytest.raises(ValueError, match="unknown architecture 'vit'; registered: conv, mlp"):
+    with pytest.raises(ValueError, match="unknown architecture 'vit'; registered: conv, image, mlp, resnet"):
         load_encoder(out)
     assert architectures() == ["conv", "mlp"]
     with pytest.raises(ValueError, match="not empty"):
         save_encoder(enc, out)
+
+
+def test_image_resnet_encoder_round_trip(tmp_path: Path) -> None:
+    """An image run's encoder (uint8 input layer + ResNet) exports and rebuilds exactly."""
+    from contrastkit.models import build_encoder
+
+    torch.manual_seed(0)
+    enc = build_encoder(
+        "image", (3, 16, 16), backbone="resnet18", width=4, mean=[0.5, 0.4, 0.3], std=[0.2] * 3
+    )
+    x = torch.randint(0, 256, (6, 3, 16, 16), dtype=torch.uint8)
+    enc(x)  # move the batch-norm running statistics off their init
+    enc.eval()
+    out = save_encoder(enc, tmp_path / "img")
+    spec = json.loads((out / SPEC).read_text())
+    assert spec["architecture"] == "image"
+    assert spec["args"]["backbone"] == {
+        "architecture": "resnet",
+        "args": {"depth": "resnet18", "stem": "cifar", "width": 4, "in_channels": 3},
+    }
+    loaded = load_encoder(out)
+    with torch.no_grad():
+        assert torch.equal(loaded(x), enc(x))
