@@ -110,9 +110,11 @@ def test_load_encoder_errors(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="does not fit its architecture"):
         load_encoder(out)
     (out / SPEC).write_text(json.dumps({**spec, "architecture": "vit"}))
-    with pytest.raises(ValueError, match="unknown architecture 'vit'; registered: conv, image, mlp, resnet"):
+    with pytest.raises(
+        ValueError, match="unknown architecture 'vit'; registered: conv, image, mlp, resnet"
+    ):
         load_encoder(out)
-    assert architectures() == ["conv", "mlp"]
+    assert architectures() == ["conv", "image", "mlp", "resnet"]
     with pytest.raises(ValueError, match="not empty"):
         save_encoder(enc, out)
 
