@@ -1,0 +1,89 @@
+"""``contrastkit senteval``: SentEval's 7 STS + 7 transfer tasks for any local encoder."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from pathlib import Path
+
+from ..text.senteval import TASKS, Layout, encoder_embedder, markdown_table, run_senteval
+from ..text.senteval.embed import default_cache_dir
+
+NAME = "senteval"
+HELP = (
+    "SentEval-compatible evaluation: STS12-16, STS-B, SICK-R (Spearman x100 of cosine "
+    "similarity) and MR, CR, SUBJ, MPQA, SST-2, TREC, MRPC (logistic regression accuracy), "
+    "read from SentEval's data/downstream folder; prints SimCSE's table."
+)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--model",
+        help="model folder (transformers or sentence-transformers) or a contrastkit SimCSE "
+        "run directory (uses its best/); default: the all-MiniLM-L6-v2 wheel",
+    )
+    parser.add_argument(
+        "--data", required=True, help="SentEval's downstream/ folder (STS/, SICK/, MR/, ...)"
+    )
+    parser.add_argument(
+        "--stsb", help="folder with sts-{train,dev,test}.csv (default: DATA/STS/STSBenchmark)"
+    )
+    parser.add_argument(
+        "--tasks", default=",".join(TASKS), help="comma-separated subset of: " + ",".join(TASKS)
+    )
+    parser.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:N or mps")
+    parser.add_argument("--batch-size", type=int, default=128, help="encoding batch size")
+    parser.add_argument("--pooling", choices=("cls", "mean"), help="override the model's pooling")
+    parser.add_argument("--max-length", type=int, help="override the model's maximum length")
+    parser.add_argument(
+        "--kfold", type=int, default=10, help="cross-validation folds (SentEval: 10)"
+    )
+    parser.add_argument(
+        "--cache-dir", help="embedding cache (default: $XDG_CACHE_HOME/contrastkit/senteval)"
+    )
+    parser.add_argument("--no-cache", action="store_true", help="always encode, write no cache")
+    parser.add_argument("--out", help="write every number as JSON here (and the table to .md)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..text.encoder import default_model_path
+
+    data = Path(args.data)
+    if not data.is_dir():
+        raise FileNotFoundError(f"--data {str(data)!r} is not a folder (SentEval's downstream/)")
+    if args.kfold < 2:
+        raise ValueError(f"--kfold must be >= 2, got {args.kfold}")
+    tasks = tuple(t.strip() for t in args.tasks.split(",") if t.strip())
+    cache = (
+        None if args.no_cache else Path(args.cache_dir) if args.cache_dir else default_cache_dir()
+    )
+    embed, info = encoder_embedder(
+        args.model or default_model_path(),
+        device=args.device,
+        batch_size=args.batch_size,
+        pooling=args.pooling,
+        max_length=args.max_length,
+        cache_dir=cache,
+    )
+    layout = Layout(data, Path(args.stsb) if args.stsb else None)
+    result = run_senteval(layout, embed, tasks=tasks, kfold=args.kfold)
+    name = Path(str(info["model"])).name or str(info["model"])
+    table = markdown_table(result, name)
+    print(table)
+    print(f"encoded {embed.encoded} sentences (the rest came from the cache {cache})")
+    if args.out:
+        out = Path(args.out)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        payload = {"encoder": info, "kfold": args.kfold, **result.to_dict()}
+        _write(out, json.dumps(payload, indent=2) + "\n")
+        _write(out.with_suffix(".md"), table)
+    return 0
+
+
+def _write(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file and a rename."""
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
