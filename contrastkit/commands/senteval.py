@@ -7,7 +7,14 @@ import json
 import os
 from pathlib import Path
 
-from ..text.senteval import TASKS, Layout, encoder_embedder, markdown_table, run_senteval
+from ..text.senteval import (
+    TASKS,
+    Layout,
+    SentEvalResult,
+    encoder_embedder,
+    markdown_table,
+    run_senteval,
+)
 from ..text.senteval.embed import default_cache_dir
 
 NAME = "senteval"
@@ -44,6 +51,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--cache-dir", help="embedding cache (default: $XDG_CACHE_HOME/contrastkit/senteval)"
     )
     parser.add_argument("--no-cache", action="store_true", help="always encode, write no cache")
+    parser.add_argument("--name", help="model name in the table (default: from the folder)")
     parser.add_argument("--out", help="write every number as JSON here (and the table to .md)")
 
 
@@ -68,18 +76,32 @@ def run(args: argparse.Namespace) -> int:
         cache_dir=cache,
     )
     layout = Layout(data, Path(args.stsb) if args.stsb else None)
-    result = run_senteval(layout, embed, tasks=tasks, kfold=args.kfold)
-    name = Path(str(info["model"])).name or str(info["model"])
-    table = markdown_table(result, name)
-    print(table)
+    name = args.name or _display_name(Path(str(info["model"])))
+
+    def save(result: SentEvalResult) -> None:
+        if args.out:
+            out = Path(args.out)
+            out.parent.mkdir(parents=True, exist_ok=True)
+            payload = {"model": name, "encoder": info, "kfold": args.kfold, **result.to_dict()}
+            _write(out, json.dumps(payload, indent=2) + "\n")
+            _write(out.with_suffix(".md"), markdown_table(result, name))
+
+    result = run_senteval(
+        layout, embed, tasks=tasks, kfold=args.kfold, log=_flush_print, after_task=save
+    )
+    save(result)
+    print(markdown_table(result, name))
     print(f"encoded {embed.encoded} sentences (the rest came from the cache {cache})")
-    if args.out:
-        out = Path(args.out)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        payload = {"encoder": info, "kfold": args.kfold, **result.to_dict()}
-        _write(out, json.dumps(payload, indent=2) + "\n")
-        _write(out.with_suffix(".md"), table)
     return 0
+
+
+def _flush_print(line: str) -> None:
+    print(line, flush=True)
+
+
+def _display_name(root: Path) -> str:
+    """The model's name for the table: its folder, or the parent's for ``best``/``model``."""
+    return root.parent.name if root.name in ("best", "model") else root.name
 
 
 def _write(path: Path, text: str) -> None:

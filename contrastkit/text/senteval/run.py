@@ -136,8 +136,12 @@ def run_senteval(
     tasks: tuple[str, ...] = TASKS,
     kfold: int = 10,
     log: Callable[[str], None] = print,
+    after_task: Callable[[SentEvalResult], None] | None = None,
 ) -> SentEvalResult:
-    """Evaluate ``tasks``; a task with missing files is skipped with one logged line."""
+    """Evaluate ``tasks``; a task with missing files is skipped with one logged line.
+
+    ``after_task`` is called with the results so far after every evaluated task (the
+    command uses it to keep ``--out`` current during long runs)."""
     unknown = [t for t in tasks if t not in TASKS]
     if unknown:
         raise ValueError(f"--tasks: unknown {unknown}; choose from {', '.join(TASKS)}")
@@ -163,6 +167,8 @@ def run_senteval(
         result.tasks[task] = res
         result.seconds[task] = round(time.perf_counter() - start, 2)
         log(f"{task}: {_summary(task, res)} ({result.seconds[task]:.0f} s)")
+        if after_task is not None:
+            after_task(result)
     return result
 
 
