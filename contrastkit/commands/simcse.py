@@ -8,6 +8,7 @@ import json
 import yaml
 
 from ..text.data import STS_FORMATS, read_sentences, read_sts
+from ..text.diagnostics import plot_diagnostics
 from ..text.encoder import POOLINGS, SentenceEncoder, default_model_path
 from ..text.presets import BUILTIN, PRESETS, resolve_options
 from ..text.simcse import SimCSEConfig, build_loss, loss_hyperparameters, train_simcse
@@ -101,5 +102,6 @@ def run(args: argparse.Namespace) -> int:
             f"(change {100 * (last - first):+.2f}), best {100 * history.best_spearman:.2f} "
             f"at step {history.best_step}; {history.steps} steps in {history.seconds:.0f} s"
         )
-    print(f"saved {args.out}/best and {args.out}/history.json")
+    plot_diagnostics(f"{args.out}/history.json", f"{args.out}/diagnostics.png")
+    print(f"saved {args.out}/best, {args.out}/history.json and {args.out}/diagnostics.png")
     return 0

@@ -32,6 +32,7 @@ from tqdm.auto import tqdm
 
 from .. import losses
 from ..losses.views import cross_view_similarities
+from . import diagnostics
 from .data import StsPairs
 from .encoder import SentenceEncoder
 from .evaluate import sts_spearman
@@ -132,6 +133,8 @@ class SimCSEHistory:
     evals: list[dict[str, float]] = field(default_factory=list)
     train_loss: list[float] = field(default_factory=list)
     temperature: list[float] = field(default_factory=list)  # τ per step, losses that adapt it
+    # per-step batch geometry (text.diagnostics: gradient-paradigm §3.2), one list per quantity
+    diagnostics: dict[str, list[float]] = field(default_factory=dict)
     best_step: int = 0
     best_spearman: float | None = None  # None until a dev evaluation
     seconds: float = 0.0
@@ -206,6 +209,7 @@ def train_simcse(
         batch = [sentences[i] for i in idx.tolist()]
         emb = encoder.embed(batch + batch, max_length=cfg.max_length).float()
         value = two_view_loss(loss, emb[: len(batch)], emb[len(batch) :])
+        diagnostics.record(history.diagnostics, emb[: len(batch)], emb[len(batch) :], loss)
         if not torch.isfinite(value):
             raise FloatingPointError(f"non-finite loss {float(value)} at step {step}")
         optimizer.zero_grad(set_to_none=True)

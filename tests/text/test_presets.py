@@ -65,5 +65,8 @@ def test_simcse_preset_prints_what_it_sets_and_trains(
     printed = capsys.readouterr().out
     assert "preset macl-bert (MACL App. B.4)" in printed and "alpha=2.0" in printed
     assert "--dropout=0.2" in printed and "cls pooling, dropout 0.2" in printed
-    config = json.loads((out / "history.json").read_text())["config"]
-    assert config["batch_size"] == 4 and config["lr"] == 3e-5
+    history = json.loads((out / "history.json").read_text())
+    assert history["config"]["batch_size"] == 4 and history["config"]["lr"] == 3e-5
+    # per-step diagnostics are logged and plotted
+    assert len(history["diagnostics"]["hardest_share"]) == history["steps"] == 1
+    assert (out / "diagnostics.png").read_bytes()[:4] == b"\x89PNG"
