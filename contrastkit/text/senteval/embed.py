@@ -57,9 +57,14 @@ def select_device(spec: str) -> torch.device:
             return torch.device("mps")
         return torch.device("cpu")
     try:
-        return torch.device(spec)
+        device = torch.device(spec)
     except RuntimeError:
         raise ValueError(f"--device must be auto, cpu, cuda, cuda:N or mps, got {spec!r}") from None
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"--device {spec}: CUDA is not available on this machine")
+    if device.type == "mps" and not torch.backends.mps.is_available():
+        raise ValueError(f"--device {spec}: MPS is not available on this machine")
+    return device
 
 
 def model_key(root: Path, settings: dict[str, object]) -> str:

@@ -57,3 +57,17 @@ def test_cli_bad_input_is_one_line_exit_2(
     assert "--data" in capsys.readouterr().err
     assert main(["senteval", "--model", str(tmp_path), "--data", str(root)]) == 2
     assert "config.json" in capsys.readouterr().err
+
+
+def test_device_specs() -> None:
+    import torch
+
+    from contrastkit.text.senteval.embed import select_device
+
+    assert select_device("cpu") == torch.device("cpu")
+    assert select_device("auto").type in ("cpu", "cuda", "mps")
+    with pytest.raises(ValueError, match="--device must be"):
+        select_device("gpu0")
+    if not torch.cuda.is_available():
+        with pytest.raises(ValueError, match="CUDA is not available"):
+            select_device("cuda:0")
