@@ -126,35 +126,32 @@ def read_sts_year(folder: Path, task: str) -> dict[str, Pairs]:
     return {s: read_sts_subset(folder, s) for s in subsets}
 
 
-def read_stsb(path: Path) -> Pairs:
-    """An STS Benchmark csv file (score column 5, sentences 6 and 7)."""
-    require("STSBenchmark", [path])
+def _scored_columns(path: Path, score: int, first: int, header: bool) -> Pairs:
+    """Pairs from tab-separated ``path``: gold in column ``score``, sentences in columns
+    ``first`` and ``first + 1`` (0-based); blank lines and an optional header skipped."""
+    lines = [line for line in read_lines(path) if line.strip()]
+    need = max(score, first + 1) + 1
     a, b, y = [], [], []
-    for number, line in enumerate(read_lines(path), start=1):
-        if not line.strip():
-            continue
+    for number, line in enumerate(lines[1:] if header else lines, start=2 if header else 1):
         fields = line.split("\t")
-        if len(fields) < 7:
-            raise ValueError(f"{path} line {number}: expected at least 7 tab-separated fields")
-        y.append(float(fields[4]))
-        a.append(clean(fields[5]))
-        b.append(clean(fields[6]))
+        if len(fields) < need:
+            raise ValueError(f"{path} line {number}: expected at least {need} tab-separated fields")
+        y.append(float(fields[score]))
+        a.append(clean(fields[first]))
+        b.append(clean(fields[first + 1]))
     return Pairs(a, b, y)
+
+
+def read_stsb(path: Path) -> Pairs:
+    """An STS Benchmark csv file (score column 5, sentences 6 and 7, extra columns ignored)."""
+    require("STSBenchmark", [path])
+    return _scored_columns(path, score=4, first=5, header=False)
 
 
 def read_sick(path: Path) -> Pairs:
     """A SICK file's relatedness pairs (header skipped, CRLF or LF line ends)."""
     require("SICK", [path])
-    lines = [line for line in read_lines(path) if line.strip()]
-    a, b, y = [], [], []
-    for number, line in enumerate(lines[1:], start=2):
-        fields = line.split("\t")
-        if len(fields) < 4:
-            raise ValueError(f"{path} line {number}: expected at least 4 tab-separated fields")
-        a.append(clean(fields[1]))
-        b.append(clean(fields[2]))
-        y.append(float(fields[3]))
-    return Pairs(a, b, y)
+    return _scored_columns(path, score=3, first=1, header=True)
 
 
 def read_binary(folder: Path, task: str) -> Labelled:
