@@ -100,23 +100,41 @@ def _split_pairs(layout: Layout, task: str) -> dict[str, readers.Pairs]:
     return found
 
 
+def _length_order(*columns: list) -> np.ndarray:
+    """The order SentEval sorts a task's samples into before classifying them: by word
+    count of each sentence column, then label (stable). It fixes which samples the seeded
+    folds draw, so it matters for the cross-validated tasks."""
+    keys = [
+        tuple(len(c[i].split()) if isinstance(c[i], str) else c[i] for c in columns)
+        for i in range(len(columns[0]))
+    ]
+    return np.array(sorted(range(len(keys)), key=keys.__getitem__), dtype=np.int64)
+
+
 def _transfer(task: str, folder: Path, embed: Callable[[list[str]], np.ndarray], k: int) -> dict:
+    """One transfer task; embeddings come in file order (so the cache keys stay stable)
+    and are then put in SentEval's order (:func:`_length_order`)."""
     if task in readers.BINARY_FILES:
         data = readers.read_binary(folder, task)
-        return inner_kfold(embed(data.x), np.array(data.y), k=k)
-    if task == "SST2":
-        splits = readers.read_sst2(folder)
+        order = _length_order(data.x, data.y)
+        return inner_kfold(embed(data.x)[order], np.array(data.y)[order], k=k)
+    if task in ("SST2", "TREC"):
+        splits = readers.read_sst2(folder) if task == "SST2" else readers.read_trec(folder)
         emb = _embed_splits(embed, {s: d.x for s, d in splits.items()})
-        return split_classifier(emb, {s: np.array(d.y) for s, d in splits.items()})
-    if task == "TREC":
-        splits = readers.read_trec(folder)
-        emb = _embed_splits(embed, {s: d.x for s, d in splits.items()})
-        ys = {s: np.array(d.y) for s, d in splits.items()}
-        return kfold_then_test(emb["train"], ys["train"], emb["test"], ys["test"], k=k)
+        xs, ys = {}, {}
+        for split, d in splits.items():
+            order = _length_order(d.x, d.y)
+            xs[split], ys[split] = emb[split][order], np.array(d.y)[order]
+        if task == "SST2":
+            return split_classifier(xs, ys)
+        return kfold_then_test(xs["train"], ys["train"], xs["test"], ys["test"], k=k)
     pairs = readers.read_mrpc(folder)  # MRPC
     emb = _embed_splits(embed, {s: p.a + p.b for s, p in pairs.items()})
-    feats = {s: mrpc_features(emb[s][: len(p)], emb[s][len(p) :]) for s, p in pairs.items()}
-    ys = {s: np.array(p.y, dtype=int) for s, p in pairs.items()}
+    feats, ys = {}, {}
+    for split, p in pairs.items():
+        order = _length_order(p.a, p.b, p.y)
+        feats[split] = mrpc_features(emb[split][: len(p)], emb[split][len(p) :])[order]
+        ys[split] = np.array(p.y, dtype=int)[order]
     return kfold_then_test(feats["train"], ys["train"], feats["test"], ys["test"], k=k, f1=True)
 
 

@@ -140,3 +140,13 @@ def test_constant_system_scores_give_zero_not_nan() -> None:
     assert correlations(np.ones(4), [1.0, 2.0, 3.0, 4.0]) == {"spearman": 0.0, "pearson": 0.0}
     with pytest.raises(ValueError, match="varying gold"):
         correlations(np.arange(4.0), [2.0] * 4)
+
+
+def test_samples_are_put_in_senteval_length_order() -> None:
+    from contrastkit.text.senteval.run import _length_order
+
+    x = ["a b c", "a", "a b", "b", "c d"]
+    y = [1, 1, 0, 0, 1]
+    # by word count, then label; ties keep file order (Python's sort is stable)
+    assert _length_order(x, y).tolist() == [3, 1, 2, 4, 0]
+    assert _length_order(["a b", "a"], ["x", "y z"], [0, 1]).tolist() == [1, 0]
