@@ -94,3 +94,10 @@ def test_sst2_label_after_the_last_tab(tmp_path: Path) -> None:
     write(tmp_path / "sentiment-test", "meh\t0\n")
     data = readers.read_sst2(tmp_path)
     assert data["train"].x == ["it 's fine", "bad"] and data["train"].y == [1, 0]
+
+
+def test_binary_tasks_keep_blank_lines_as_senteval_does(tmp_path: Path) -> None:
+    write(tmp_path / "custrev.pos", "great phone\n\nlove it\n")
+    write(tmp_path / "custrev.neg", "bad\n")
+    data = readers.read_binary(tmp_path, "CR")
+    assert data.x == ["great phone", "", "love it", "bad"] and data.y == [1, 1, 1, 0]
