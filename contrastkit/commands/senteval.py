@@ -6,16 +6,14 @@ import argparse
 import json
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from ..text.senteval import (
-    TASKS,
-    Layout,
-    SentEvalResult,
-    encoder_embedder,
-    markdown_table,
-    run_senteval,
-)
-from ..text.senteval.embed import default_cache_dir
+if TYPE_CHECKING:
+    from ..text.senteval import SentEvalResult
+
+# SentEval's task names (text.senteval.run.TASKS), listed here so that building the CLI
+# parser does not import scikit-learn
+TASKS = "STS12,STS13,STS14,STS15,STS16,STSBenchmark,SICKRelatedness,MR,CR,SUBJ,MPQA,SST2,TREC,MRPC"
 
 NAME = "senteval"
 HELP = (
@@ -37,9 +35,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--stsb", help="folder with sts-{train,dev,test}.csv (default: DATA/STS/STSBenchmark)"
     )
-    parser.add_argument(
-        "--tasks", default=",".join(TASKS), help="comma-separated subset of: " + ",".join(TASKS)
-    )
+    parser.add_argument("--tasks", default=TASKS, help="comma-separated subset of: " + TASKS)
     parser.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:N or mps")
     parser.add_argument("--batch-size", type=int, default=128, help="encoding batch size")
     parser.add_argument("--pooling", choices=("cls", "mean"), help="override the model's pooling")
@@ -57,6 +53,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..text.encoder import default_model_path
+    from ..text.senteval import Layout, encoder_embedder, markdown_table, run_senteval
+    from ..text.senteval.embed import default_cache_dir
 
     data = Path(args.data)
     if not data.is_dir():

@@ -71,3 +71,10 @@ def test_device_specs() -> None:
     if not torch.cuda.is_available():
         with pytest.raises(ValueError, match="CUDA is not available"):
             select_device("cuda:0")
+
+
+def test_cli_task_list_matches_the_library() -> None:
+    from contrastkit.commands.senteval import TASKS as CLI_TASKS
+    from contrastkit.text.senteval import TASKS
+
+    assert CLI_TASKS.split(",") == list(TASKS)
