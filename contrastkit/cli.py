@@ -15,7 +15,9 @@ from collections.abc import Sequence
 from . import distributed
 from ._optional import missing_extra
 
-COMMAND_MODULES = ("demo", "sts_eval", "simcse", "figures", "train", "compare", "export")
+COMMAND_MODULES = (
+    "demo", "sts_eval", "simcse", "figures", "train", "compare", "export", "senteval"
+)
 
 
 class UsageError(Exception):

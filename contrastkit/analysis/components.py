@@ -88,7 +88,7 @@ def _exp_weights(x: Tensor, temperature: float) -> Tensor:
 
 
 _CONTRASTIVE = {"infonce": _infonce, "arccon": _arccon, "mpt": _mpt, "met": _met}
-NAMES = ("infonce", "arccon", "mpt", "met", "paradigm", "mhe", "barlow",
+NAMES = ("infonce", "arccon", "mpt", "met", "paradigm", "mhe", "mhs", "barlow", "vicreg",
          "mmhe", "mmhs", "mbarlow", "mvicreg")
 
 
@@ -120,6 +120,10 @@ def components(name: str, h: Tensor, hp: Tensor, **hparams: float | str) -> Comp
                 return _mhe(a, **hparams)  # type: ignore[arg-type]
             if name == "barlow":
                 return _barlow(a, b, **hparams)  # type: ignore[arg-type]
+            if name == "mhs":
+                return _mhs(a, **hparams)  # type: ignore[arg-type]
+            if name == "vicreg":
+                return _vicreg(a, **hparams)  # type: ignore[arg-type]
             return _modified(name, a, b, **hparams)  # type: ignore[arg-type]
         except TypeError as exc:
             raise ValueError(f"bad hyper-parameters for {name!r}: {exc}") from None
@@ -152,6 +156,41 @@ def _barlow(a: Tensor, b: Tensor, nu: float = 5e-3) -> Components:
     a_mat = torch.diag(1.0 - (1.0 - nu) * c_diag)
     return Components(torch.ones_like(a[:, 0]), w, r[:, None].expand(n, n), "same", 1.0,
                       a_mat)
+
+
+def _mhs(a: Tensor, nu: float = 1.0) -> Components:
+    """Alignment + ν MHS as the batch loss :func:`~contrastkit.losses.functional.mhs`
+    (uniformity averaged over anchors). Its exact gradient puts ``W_ij = ν/‖h_i − h_j‖``
+    on the nearest neighbour ``j = n(i)`` **and** on every ``j`` whose nearest neighbour is
+    ``i`` (Table 2 / Eq. 9 keep only the first: they differentiate the per-anchor
+    ``L_i^{u,MHS}``); ``R_i = 2 / Σ_j W_ij`` so that ``Σ_j W_ij R_ij = 2``, scale 1/N.
+    With only the nearest neighbour this is Table 2's ``R = 2‖h_i − h_j‖/(ν N)`` at scale 1."""
+    nu = check_positive(nu, "nu")
+    n = a.shape[0]
+    s_aa = a @ a.T
+    nearest = tf.one_hot(negatives_masked(s_aa).argmax(dim=1), n).to(a.dtype)
+    w = nu * (nearest + nearest.T) / distances(s_aa)
+    r = 2.0 / w.sum(dim=1)
+    return Components(torch.ones_like(a[:, 0]), w, r[:, None].expand(n, n), "same", 1.0 / n)
+
+
+def _vicreg(a: Tensor, nu: float = 0.04) -> Components:
+    """Table 2, VICReg (Tao et al.'s gradient, Eq. 11): ``W = 4ν h_iᵀh_j / (D (N−1)²)``,
+    ``R = D (N−1)² / (2 ν N Σ_{k≠i} h_iᵀh_k)``, ν = ν^{V,1} (default 0.04, the covariance
+    weight of :func:`~contrastkit.losses.functional.vicreg_l2`). This is exactly the
+    gradient of ``L^a + (ν/D) ‖Σ_i h_i h_iᵀ/(N−1)‖_F²`` — VICReg without centring and
+    without the variance hinge, the simplification Tao et al. and the paper make; the
+    registered ``vicreg_l2`` (centred, off-diagonal, hinge) has extra matrix terms that do
+    not fit the paradigm's scalar W and R."""
+    nu = check_positive(nu, "nu")
+    n, dim = a.shape
+    gram = negatives_masked(a @ a.T, 0.0)
+    w = 4.0 * nu * gram / (dim * (n - 1) ** 2)
+    total = gram.sum(dim=1)
+    tiny = torch.finfo(a.dtype).tiny
+    total = torch.where(total.abs() < tiny, torch.full_like(total, tiny), total)
+    r = dim * (n - 1) ** 2 / (2.0 * nu * n * total)
+    return Components(torch.ones_like(a[:, 0]), w, r[:, None].expand(n, n), "same", 1.0)
 
 
 def _modified(name: str, a: Tensor, b: Tensor, margin: float = 0.3, ratio: float | None = None,

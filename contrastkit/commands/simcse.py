@@ -8,7 +8,9 @@ import json
 import yaml
 
 from ..text.data import STS_FORMATS, read_sentences, read_sts
+from ..text.diagnostics import plot_diagnostics
 from ..text.encoder import POOLINGS, SentenceEncoder, default_model_path
+from ..text.presets import BUILTIN, PRESETS, resolve_options
 from ..text.simcse import SimCSEConfig, build_loss, loss_hyperparameters, train_simcse
 
 NAME = "simcse"
@@ -30,7 +32,12 @@ def parse_loss_args(items: list[str]) -> dict[str, object]:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--loss", default="infonce", help="registry loss taking two views")
+    parser.add_argument(
+        "--preset",
+        choices=sorted(PRESETS),
+        help="a paper's settings (text/presets.py); explicit options override it",
+    )
+    parser.add_argument("--loss", help="registry loss taking two views (default: infonce)")
     parser.add_argument(
         "--loss-arg",
         action="append",
@@ -45,18 +52,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", help="local model folder (default: the MiniLM wheel)")
     parser.add_argument("--pooling", choices=POOLINGS, help="default: the model's own, else cls")
     parser.add_argument("--mlp-head", action="store_true", help="SimCSE's training-only MLP head")
-    parser.add_argument("--dropout", type=float, default=0.1, help="dropout rate (SimCSE: 0.1)")
-    parser.add_argument("--batch-size", type=int, default=64)
-    parser.add_argument("--lr", type=float, default=3e-5)
-    parser.add_argument("--max-length", type=int, default=32, help="training truncation length")
-    parser.add_argument("--epochs", type=int, default=1)
+    parser.add_argument("--dropout", type=float, help="dropout rate (default 0.1, SimCSE)")
+    parser.add_argument("--batch-size", type=int, help="default 64")
+    parser.add_argument("--lr", type=float, help="default 3e-5")
+    parser.add_argument("--max-length", type=int, help="training truncation length (32)")
+    parser.add_argument("--epochs", type=int, help="default 1")
     parser.add_argument("--max-steps", type=int, help="stop after this many steps")
-    parser.add_argument("--eval-every", type=int, default=125)
+    parser.add_argument("--eval-every", type=int, help="default 125")
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
 
 
 def run(args: argparse.Namespace) -> int:
+    given = {k: getattr(args, k) for k in BUILTIN}
+    options, preset_loss_args, preset = resolve_options(given, args.preset)
+    if preset is not None:
+        print(preset.describe())
+    args.__dict__.update(options)
     cfg = SimCSEConfig(
         batch_size=args.batch_size,
         lr=args.lr,
@@ -74,7 +86,8 @@ def run(args: argparse.Namespace) -> int:
         mlp_head=args.mlp_head,
         dropout=args.dropout,
     )
-    loss = build_loss(args.loss, parse_loss_args(args.loss_arg), dim=encoder.dim)
+    loss_args = {**preset_loss_args, **parse_loss_args(args.loss_arg)}
+    loss = build_loss(args.loss, loss_args, dim=encoder.dim)
     print(
         f"loss {args.loss}: {json.dumps(loss_hyperparameters(loss))}; "
         f"{encoder.pooling} pooling, dropout {args.dropout}, {len(sentences)} sentences"
@@ -89,5 +102,6 @@ def run(args: argparse.Namespace) -> int:
             f"(change {100 * (last - first):+.2f}), best {100 * history.best_spearman:.2f} "
             f"at step {history.best_step}; {history.steps} steps in {history.seconds:.0f} s"
         )
-    print(f"saved {args.out}/best and {args.out}/history.json")
+    plot_diagnostics(f"{args.out}/history.json", f"{args.out}/diagnostics.png")
+    print(f"saved {args.out}/best, {args.out}/history.json and {args.out}/diagnostics.png")
     return 0

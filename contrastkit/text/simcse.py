@@ -36,6 +36,7 @@ from tqdm.auto import tqdm
 from .. import losses
 from ..engine import Engine, build_optimizer, build_schedule
 from ..losses.views import cross_view_similarities
+from . import diagnostics
 from .data import StsPairs
 from .encoder import SentenceEncoder
 from .evaluate import sts_spearman
@@ -144,6 +145,8 @@ class SimCSEHistory:
     evals: list[dict[str, float]] = field(default_factory=list)
     train_loss: list[float] = field(default_factory=list)
     temperature: list[float] = field(default_factory=list)  # τ per step, losses that adapt it
+    # per-step batch geometry (text.diagnostics: gradient-paradigm §3.2), one list per quantity
+    diagnostics: dict[str, list[float]] = field(default_factory=dict)
     best_step: int = 0
     best_spearman: float | None = None  # None until a dev evaluation
     seconds: float = 0.0
@@ -226,6 +229,7 @@ def train_simcse(
         with engine.autocast():  # the encoder; the loss below runs in float32
             emb = encoder.embed(batch + batch, max_length=cfg.max_length).float()
         value = two_view_loss(loss, emb[: len(batch)], emb[len(batch) :])
+        diagnostics.record(history.diagnostics, emb[: len(batch)], emb[len(batch) :], loss)
         engine.backward_step(
             value,
             optimizer,

@@ -37,11 +37,21 @@ LOSSES: dict[str, tuple[Callable[[Tensor, Tensor], Tensor], dict[str, object]]] 
                  {"gd": "fraction", "weight": "softmax", "ratio_kind": "met"}),
     "mhe": (one_way(F.mhe, nu=0.5), {"nu": 0.5}),
     "barlow": (one_way(F.barlow_l2, nu=0.01), {"nu": 0.01}),
+    "mhs": (one_way(F.mhs, nu=0.7), {"nu": 0.7}),
+    "vicreg": (lambda a, b: vicreg_uncentred(a, b, 0.3), {"nu": 0.3}),
     "mmhe": (one_way(F.mmhe, ratio=1.2), {"ratio": 1.2}),
     "mmhs": (one_way(F.mmhs), {}),
     "mbarlow": (one_way(F.mbarlow, temperature=0.1), {"temperature": 0.1}),
     "mvicreg": (one_way(F.mvicreg, margin=0.35), {"margin": 0.35}),
 }
+
+
+def vicreg_uncentred(a: Tensor, b: Tensor, nu: float) -> Tensor:
+    """Alignment + (ν/D)‖aᵀa/(N−1)‖_F² on L2-normalised views: the objective whose exact
+    gradient is Table 2's VICReg column (Tao et al.'s Eq. 11)."""
+    a, b = torch.nn.functional.normalize(a, dim=1), torch.nn.functional.normalize(b, dim=1)
+    n, d = a.shape
+    return (a - b).pow(2).sum(1).mean() + nu / d * (a.T @ a / (n - 1)).pow(2).sum()
 
 
 def autograd_tangent(fn: Callable[[Tensor, Tensor], Tensor], h: Tensor, hp: Tensor) -> Tensor:

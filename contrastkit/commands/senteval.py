@@ -1,0 +1,109 @@
+"""``contrastkit senteval``: SentEval's 7 STS + 7 transfer tasks for any local encoder."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..text.senteval import SentEvalResult
+
+# SentEval's task names (text.senteval.run.TASKS), listed here so that building the CLI
+# parser does not import scikit-learn
+TASKS = "STS12,STS13,STS14,STS15,STS16,STSBenchmark,SICKRelatedness,MR,CR,SUBJ,MPQA,SST2,TREC,MRPC"
+
+NAME = "senteval"
+HELP = (
+    "SentEval-compatible evaluation: STS12-16, STS-B, SICK-R (Spearman x100 of cosine "
+    "similarity) and MR, CR, SUBJ, MPQA, SST-2, TREC, MRPC (logistic regression accuracy), "
+    "read from SentEval's data/downstream folder; prints SimCSE's table."
+)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--model",
+        help="model folder (transformers or sentence-transformers) or a contrastkit SimCSE "
+        "run directory (uses its best/); default: the all-MiniLM-L6-v2 wheel",
+    )
+    parser.add_argument(
+        "--data", required=True, help="SentEval's downstream/ folder (STS/, SICK/, MR/, ...)"
+    )
+    parser.add_argument(
+        "--stsb", help="folder with sts-{train,dev,test}.csv (default: DATA/STS/STSBenchmark)"
+    )
+    parser.add_argument("--tasks", default=TASKS, help="comma-separated subset of: " + TASKS)
+    parser.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:N or mps")
+    parser.add_argument("--batch-size", type=int, default=128, help="encoding batch size")
+    parser.add_argument("--pooling", choices=("cls", "mean"), help="override the model's pooling")
+    parser.add_argument("--max-length", type=int, help="override the model's maximum length")
+    parser.add_argument(
+        "--kfold", type=int, default=10, help="cross-validation folds (SentEval: 10)"
+    )
+    parser.add_argument(
+        "--cache-dir", help="embedding cache (default: $XDG_CACHE_HOME/contrastkit/senteval)"
+    )
+    parser.add_argument("--no-cache", action="store_true", help="always encode, write no cache")
+    parser.add_argument("--name", help="model name in the table (default: from the folder)")
+    parser.add_argument("--out", help="write every number as JSON here (and the table to .md)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..text.encoder import default_model_path
+    from ..text.senteval import Layout, encoder_embedder, markdown_table, run_senteval
+    from ..text.senteval.embed import default_cache_dir
+
+    data = Path(args.data)
+    if not data.is_dir():
+        raise FileNotFoundError(f"--data {str(data)!r} is not a folder (SentEval's downstream/)")
+    if args.kfold < 2:
+        raise ValueError(f"--kfold must be >= 2, got {args.kfold}")
+    tasks = tuple(t.strip() for t in args.tasks.split(",") if t.strip())
+    cache = (
+        None if args.no_cache else Path(args.cache_dir) if args.cache_dir else default_cache_dir()
+    )
+    embed, info = encoder_embedder(
+        args.model or default_model_path(),
+        device=args.device,
+        batch_size=args.batch_size,
+        pooling=args.pooling,
+        max_length=args.max_length,
+        cache_dir=cache,
+    )
+    layout = Layout(data, Path(args.stsb) if args.stsb else None)
+    name = args.name or _display_name(Path(str(info["model"])))
+
+    def save(result: SentEvalResult) -> None:
+        if args.out:
+            out = Path(args.out)
+            out.parent.mkdir(parents=True, exist_ok=True)
+            payload = {"model": name, "encoder": info, "kfold": args.kfold, **result.to_dict()}
+            _write(out, json.dumps(payload, indent=2) + "\n")
+            _write(out.with_suffix(".md"), markdown_table(result, name))
+
+    result = run_senteval(
+        layout, embed, tasks=tasks, kfold=args.kfold, log=_flush_print, after_task=save
+    )
+    save(result)
+    print(markdown_table(result, name))
+    print(f"encoded {embed.encoded} sentences (the rest came from the cache {cache})")
+    return 0
+
+
+def _flush_print(line: str) -> None:
+    print(line, flush=True)
+
+
+def _display_name(root: Path) -> str:
+    """The model's name for the table: its folder, or the parent's for ``best``/``model``."""
+    return root.parent.name if root.name in ("best", "model") else root.name
+
+
+def _write(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file and a rename."""
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)

@@ -1,0 +1,59 @@
+"""Per-step SimCSE diagnostics (gradient-paradigm §3.2) against direct float64 loops."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as tf
+
+from contrastkit.text.diagnostics import batch_diagnostics, lemma1_min_ratio
+
+
+def unit(n: int, d: int, seed: int) -> torch.Tensor:
+    g = torch.Generator().manual_seed(seed)
+    return tf.normalize(torch.randn(n, d, generator=g, dtype=torch.float64), dim=1)
+
+
+def test_diagnostics_equal_direct_loops() -> None:
+    h = unit(6, 5, 0)
+    hp = tf.normalize(h + 0.6 * unit(6, 5, 1), dim=1)
+    out = batch_diagnostics(3 * h, hp, temperature=0.1)  # scale is normalised away
+    shares, pos, negs = [], [], []
+    for i in range(6):
+        others = [j for j in range(6) if j != i]
+        logits = torch.tensor([float(h[i] @ hp[j]) / 0.1 for j in others], dtype=torch.float64)
+        shares.append(float(torch.softmax(logits, 0).max()))
+        pos.append(math.acos(float(h[i] @ hp[i])))
+        negs += [math.acos(float(h[i] @ hp[j])) for j in others]
+    assert math.isclose(out["hardest_share"], sum(shares) / 6, rel_tol=1e-12)
+    assert math.isclose(out["pos_cos"], float((h * hp).sum(1).mean()), rel_tol=1e-12)
+    assert math.isclose(out["pos_angle_mean"], sum(pos) / 6, rel_tol=1e-12)
+    assert math.isclose(
+        out["neg_angle_std"], float(torch.tensor(negs, dtype=torch.float64).std(unbiased=False))
+    )
+    assert 0 < out["lemma1_defined"] <= 1
+
+
+def test_lemma1_ratio_is_the_boundary_of_getting_closer() -> None:
+    h = unit(40, 4, 2)
+    pos = tf.normalize(h + 0.7 * unit(40, 4, 3), dim=1)
+    neg = unit(40, 4, 4)
+    lam = 0.7
+    r = lemma1_min_ratio(h, pos, neg, lam)
+    ok = ~torch.isnan(r)
+    assert ok.sum() > 5 and (~ok).sum() > 5
+    t_p = pos - (h * pos).sum(1, keepdim=True) * h
+    t_n = neg - (h * neg).sum(1, keepdim=True) * h
+
+    def gain(ratio: torch.Tensor) -> torch.Tensor:  # > 0: closer to the positive after the step
+        step = lam * (ratio[:, None] * t_p - t_n)
+        return t_p.norm(dim=1) - (step - t_p).norm(dim=1)
+
+    torch.testing.assert_close(
+        gain(r)[ok], torch.zeros(int(ok.sum()), dtype=h.dtype), atol=1e-9, rtol=0
+    )
+    assert (gain(r + 1e-3)[ok] > 0).all() and (gain(r - 1e-3)[ok] < 0).all()
+    # undefined anchors: no ratio on a grid brings the anchor closer
+    grid = torch.linspace(-50, 50, 201, dtype=h.dtype)
+    assert all((gain(g.expand(40))[~ok] <= 1e-12).all() for g in grid)
