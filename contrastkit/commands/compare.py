@@ -17,11 +17,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..frameworks import framework_class
 from ..training import FINAL, TrainConfig, Trainer, load_yaml
 from ..training.label_aware import trainer_class
 from ..training.trainer import CHECKPOINT, METRICS
-from .train import add_train_arguments, merge, overrides_from_args
+from .train import add_train_arguments, check_config, merge, overrides_from_args
 
 NAME = "compare"
 HELP = "train several losses over several seeds and compare their metrics"
@@ -96,8 +95,10 @@ def plan(args: argparse.Namespace) -> tuple[list[tuple[str, TrainConfig]], list[
         label = str(spec.pop("label", spec.get("loss", "run")))
         values = merge(merge(base, spec), flags)
         config = TrainConfig.from_dict(values)
-        framework_class(config.framework).check_loss(config.loss)
+        check_config(config, spec)
         planned.append((label, config))
+    # keys shared by all runs must be used by at least one run's framework
+    check_config(planned[0][1], {*base, *flags}, {c.framework for _, c in planned})
     labels = [label for label, _ in planned]
     if len(set(labels)) != len(labels):
         raise ValueError(f"run labels must be unique, got {labels}")

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Collection
 from typing import Any
 
+from ..frameworks import FRAMEWORK_OPTIONS, check_run
 from ..training import TrainConfig, load_yaml, parse_assignments
 from ..training.label_aware import trainer_class
 
@@ -118,11 +120,22 @@ def merge(base: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
     return merged
 
 
+def check_config(
+    config: TrainConfig, given: Collection[str], used: Collection[str] | None = None
+) -> None:
+    """Check the loss arguments and framework options of ``config`` before any work
+    (:func:`~contrastkit.frameworks.check_run`); ``given`` are the keys the user set."""
+    options = {key: getattr(config, key) for key in FRAMEWORK_OPTIONS}
+    check_run(config.framework, config.loss, config.loss_args, options, given, used)
+
+
 def run(args: argparse.Namespace) -> int:
     base = load_yaml(args.config) if args.config else {}
     out = args.out or base.pop("out", None)
     base.pop("out", None)
-    config = TrainConfig.from_dict(merge(base, overrides_from_args(args)))
+    overrides = overrides_from_args(args)
+    config = TrainConfig.from_dict(merge(base, overrides))
+    check_config(config, {*base, *overrides})
     if args.resume and out is None:
         raise ValueError("--resume needs --out (the run directory to continue)")
     trainer = trainer_class(config)(config, out, progress=not args.no_progress)
