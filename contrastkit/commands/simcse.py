@@ -7,6 +7,7 @@ import json
 
 import yaml
 
+from ..rundir import prepare_run_dir
 from ..text.data import STS_FORMATS, read_sentences, read_sts
 from ..text.encoder import POOLINGS, SentenceEncoder, default_model_path
 from ..text.simcse import SimCSEConfig, build_loss, loss_hyperparameters, train_simcse
@@ -54,9 +55,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--eval-every", type=int, default=125)
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    parser.add_argument(
+        "--overwrite", action="store_true", help="empty a non-empty --out and start afresh"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
+    for flag in ("epochs", "batch_size", "max_length", "eval_every"):
+        if getattr(args, flag) < 1:
+            name = "--" + flag.replace("_", "-")
+            raise ValueError(f"{name} must be a positive integer, got {getattr(args, flag)}")
+    if args.max_steps is not None and args.max_steps < 1:
+        raise ValueError(f"--max-steps must be a positive integer, got {args.max_steps}")
+    out = prepare_run_dir(args.out, overwrite=args.overwrite)
     cfg = SimCSEConfig(
         batch_size=args.batch_size,
         lr=args.lr,
@@ -80,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
         f"{encoder.pooling} pooling, dropout {args.dropout}, {len(sentences)} sentences"
     )
     history = train_simcse(
-        encoder, loss, sentences, dev, cfg, out_dir=args.out, progress=not args.no_progress
+        encoder, loss, sentences, dev, cfg, out_dir=out, progress=not args.no_progress
     )
     if dev is not None:
         first, last = history.evals[0]["spearman"], history.evals[-1]["spearman"]
@@ -89,5 +100,5 @@ def run(args: argparse.Namespace) -> int:
             f"(change {100 * (last - first):+.2f}), best {100 * history.best_spearman:.2f} "
             f"at step {history.best_step}; {history.steps} steps in {history.seconds:.0f} s"
         )
-    print(f"saved {args.out}/best and {args.out}/history.json")
+    print(f"saved {out}/best and {out}/history.json")
     return 0

@@ -9,9 +9,11 @@ from __future__ import annotations
 import argparse
 import json
 from collections.abc import Collection
+from pathlib import Path
 from typing import Any
 
 from ..frameworks import FRAMEWORK_OPTIONS, check_run
+from ..rundir import prepare_run_dir
 from ..training import TrainConfig, load_yaml, parse_assignments
 from ..training.label_aware import trainer_class
 
@@ -83,6 +85,9 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
         "framework's; SimCLR joint, Barlow Twins separate)",
     )
     parser.add_argument("--resume", action="store_true", help="continue the run in --out")
+    parser.add_argument(
+        "--overwrite", action="store_true", help="empty a non-empty --out and start afresh"
+    )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
@@ -136,8 +141,13 @@ def run(args: argparse.Namespace) -> int:
     overrides = overrides_from_args(args)
     config = TrainConfig.from_dict(merge(base, overrides))
     check_config(config, {*base, *overrides})
-    if args.resume and out is None:
-        raise ValueError("--resume needs --out (the run directory to continue)")
+    for flag in ("resume", "overwrite"):
+        if getattr(args, flag) and out is None:
+            raise ValueError(f"--{flag} needs --out (the run directory)")
+    if args.resume and not Path(out).is_dir():
+        raise ValueError(f"--resume: run directory {str(out)!r} does not exist")
+    if out is not None:
+        out = prepare_run_dir(out, resume=args.resume, overwrite=args.overwrite)
     trainer = trainer_class(config)(config, out, progress=not args.no_progress)
     final = trainer.fit(resume=args.resume)
     if final:  # under torchrun only rank 0 evaluates

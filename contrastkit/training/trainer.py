@@ -25,6 +25,7 @@ process would on the whole batch. Rank 0 alone evaluates and writes the run dire
 from __future__ import annotations
 
 import json
+import sys
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -33,7 +34,7 @@ from typing import Any
 import torch
 from tqdm import tqdm
 
-from .. import distributed, losses
+from .. import distributed, losses, rundir
 from ..data import Augment, Split, load_dataset
 from ..evaluation import alignment_uniformity, knn_accuracy, linear_probe
 from ..frameworks import build_framework
@@ -192,13 +193,14 @@ class Trainer:
     def fit(self, resume: bool = False) -> dict[str, Any]:
         """Train to ``config.epochs`` (continuing from the checkpoint if ``resume``)."""
         if self.out is not None:
-            self.out.mkdir(parents=True, exist_ok=True)
             if resume:
                 self.load_checkpoint()
-            elif (self.out / CHECKPOINT).exists():
-                raise ValueError(
-                    f"{self.out} already holds a run; pass --resume or choose another --out"
-                )
+            else:  # the commands call rundir.prepare_run_dir before any work
+                self.out.mkdir(parents=True, exist_ok=True)
+                if any(self.out.iterdir()):
+                    raise ValueError(
+                        f"{self.out} already holds a run; pass --resume or choose another --out"
+                    )
         while self.epoch < self.config.epochs:
             record = self.train_epoch()
             self.epoch += 1
@@ -231,15 +233,16 @@ class Trainer:
             "config": cfg.to_dict(),
         }
         if self.out is not None:
-            (self.out / FINAL).write_text(json.dumps(final, indent=2) + "\n")
+            rundir.atomic_write_text(self.out / FINAL, json.dumps(final, indent=2) + "\n")
         return final
 
     # ------------------------------------------------------------ persistence
     def _save_epoch(self, record: dict[str, Any]) -> None:
         if self.out is None or self.rank != 0:
             return
-        with (self.out / METRICS).open("a") as fh:
-            fh.write(json.dumps(record) + "\n")
+        # the record first, then the checkpoint: a kill between them leaves one record
+        # more than the checkpoint's epoch, which load_checkpoint drops
+        rundir.append_line(self.out / METRICS, json.dumps(record))
         state = {
             "model": self.model.state_dict(),
             "optimizer": self.optimizer.state_dict(),
@@ -248,17 +251,28 @@ class Trainer:
             "train_time_s": self.train_time,
             "config": self.config.to_dict(),
         }
-        tmp = self.out / (CHECKPOINT + ".tmp")
-        torch.save(state, tmp)
-        tmp.replace(self.out / CHECKPOINT)
+        rundir.atomic_torch_save(state, self.out / CHECKPOINT)
 
     def load_checkpoint(self) -> None:
-        """Restore model, optimiser, RNG and history from the run directory."""
+        """Restore model, optimiser, RNG and history from the run directory.
+
+        A directory without a checkpoint (killed during the first epoch) restarts at
+        epoch 1, dropping any record written before the kill; a checkpoint that is corrupt
+        or incomplete, or a ``metrics.jsonl`` that is missing, unreadable or shorter than
+        the checkpoint's epoch, raises ``ValueError`` naming the file."""
         assert self.out is not None
-        path = self.out / CHECKPOINT
+        path, metrics = self.out / CHECKPOINT, self.out / METRICS
+        if not self.out.is_dir():
+            raise FileNotFoundError(f"no checkpoint to resume from: no directory {self.out}")
         if not path.exists():
-            raise FileNotFoundError(f"no checkpoint to resume from at {path}")
-        state = torch.load(path, weights_only=True)
+            if self.rank == 0:
+                print(f"no checkpoint in {self.out}: starting at epoch 1", file=sys.stderr)
+                rundir.atomic_write_text(metrics, "")
+            return
+        keys = ("model", "optimizer", "torch_rng", "epoch", "train_time_s", "config")
+        state = rundir.load_checkpoint(path, required=keys)
+        if not isinstance(state["config"], dict):
+            raise rundir.CheckpointError(f"checkpoint {str(path)!r} holds no config mapping")
         saved = {k: v for k, v in state["config"].items() if k not in ("epochs", "threads")}
         current = {k: v for k, v in self.config.to_dict().items() if k not in ("epochs", "threads")}
         if saved != current:
@@ -267,14 +281,27 @@ class Trainer:
                 "--resume with a different config than the checkpoint's "
                 f"(differs in: {', '.join(diff)})"
             )
-        self.model.load_state_dict(state["model"])
-        self.optimizer.load_state_dict(state["optimizer"])
-        torch.set_rng_state(state["torch_rng"])
-        self.epoch = int(state["epoch"])
-        self.train_time = float(state["train_time_s"])
-        lines = (
-            (self.out / METRICS).read_text().splitlines() if (self.out / METRICS).exists() else []
-        )
-        self.history = [json.loads(line) for line in lines[: self.epoch]]
-        if self.rank == 0:
-            (self.out / METRICS).write_text("".join(json.dumps(r) + "\n" for r in self.history))
+        try:
+            self.model.load_state_dict(state["model"])
+            self.optimizer.load_state_dict(state["optimizer"])
+            torch.set_rng_state(state["torch_rng"])
+            self.epoch = int(state["epoch"])
+            self.train_time = float(state["train_time_s"])
+        except (RuntimeError, TypeError, ValueError, KeyError) as exc:
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            message = f"checkpoint {str(path)!r} does not fit this run: {first}"
+            raise rundir.CheckpointError(message) from None
+        if not metrics.is_file():
+            raise ValueError(
+                f"--resume: {str(metrics)!r} is missing (the checkpoint is at epoch {self.epoch})"
+            )
+        records, total = rundir.read_jsonl(metrics, limit=self.epoch)
+        if len(records) < self.epoch:
+            raise ValueError(
+                f"--resume: {str(metrics)!r} holds {len(records)} records but the checkpoint "
+                f"is at epoch {self.epoch}"
+            )
+        self.history = records[: self.epoch]
+        if self.rank == 0 and total > self.epoch:  # records after the checkpoint: dropped
+            text = "".join(json.dumps(r) + "\n" for r in self.history)
+            rundir.atomic_write_text(metrics, text)
