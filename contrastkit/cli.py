@@ -1,8 +1,14 @@
 """The ``contrastkit`` command line: one sub-command per module in :mod:`contrastkit.commands`.
 
 Each command module exposes ``NAME``, ``HELP``, ``add_arguments(parser)`` and
-``run(args) -> int``. User errors (bad values, missing files) are raised as
-:class:`UsageError` or ``ValueError`` and printed as one line, not a traceback.
+``run(args) -> int``.
+
+Error boundary: a user error — :class:`UsageError`, ``ValueError`` (bad values, bad
+config or YAML, unreadable checkpoints, non-finite losses), ``OSError`` (missing or
+unwritable files), a missing optional package — is printed as one line
+``contrastkit: error: <message>`` naming the file or field, with exit status 2 and no
+traceback. Anything else is a bug and keeps its traceback; ``contrastkit --debug ...``
+shows the traceback of user errors too.
 """
 
 from __future__ import annotations
@@ -14,6 +20,8 @@ from collections.abc import Sequence
 
 from . import distributed
 
+USER_ERRORS = (ValueError, OSError, ImportError, ArithmeticError)
+
 COMMAND_MODULES = ("demo", "sts_eval", "simcse", "figures", "train", "compare")
 
 
@@ -21,8 +29,22 @@ class UsageError(Exception):
     """A user-facing error: printed as ``contrastkit: error: <message>``, exit status 2."""
 
 
+def one_line(exc: BaseException) -> str:
+    """The message of a user error as one line (``OSError``: reason and file name)."""
+    if isinstance(exc, OSError) and exc.strerror:
+        names = [str(n) for n in (exc.filename, exc.filename2) if n is not None]
+        text = f"{exc.strerror}: {' -> '.join(repr(n) for n in names)}" if names else exc.strerror
+    else:
+        text = str(exc).strip() or type(exc).__name__
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return " ".join(lines) if len(lines) <= 3 else lines[0]
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="contrastkit", description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--debug", action="store_true", help="show tracebacks of user errors as well"
+    )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in COMMAND_MODULES:
         module = importlib.import_module(f"contrastkit.commands.{name}")
@@ -37,8 +59,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         status = int(args._run(args) or 0)
-    except (UsageError, ValueError, FileNotFoundError) as exc:
-        print(f"contrastkit: error: {exc}", file=sys.stderr)
+    except (UsageError, *USER_ERRORS) as exc:
+        if args.debug:
+            raise
+        print(f"contrastkit: error: {one_line(exc)}", file=sys.stderr)
         return 2
     distributed.shutdown()  # under torchrun; after a failure the launcher stops the peers
     return status

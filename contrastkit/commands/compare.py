@@ -75,7 +75,10 @@ def plan(args: argparse.Namespace) -> tuple[list[tuple[str, TrainConfig]], list[
         _int_list(args.seeds, "--seeds") if args.seeds else [int(s) for s in base.pop("seeds", [0])]
     )
     base.pop("seeds", None)
-    out = Path(args.out or base.pop("out", "runs/compare"))
+    out = args.out if args.out is not None else base.pop("out", "runs/compare")
+    if not str(out).strip():
+        raise ValueError("--out must name a directory, got an empty string")
+    out = Path(out)
     base.pop("out", None)
     runs = base.pop("runs", None)
     names = base.pop("losses", None)

@@ -136,7 +136,7 @@ def check_config(
 
 def run(args: argparse.Namespace) -> int:
     base = load_yaml(args.config) if args.config else {}
-    out = args.out or base.pop("out", None)
+    out = args.out if args.out is not None else base.pop("out", None)
     base.pop("out", None)
     overrides = overrides_from_args(args)
     config = TrainConfig.from_dict(merge(base, overrides))
