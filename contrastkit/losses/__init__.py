@@ -27,7 +27,16 @@ from .paradigm import (
     Paradigm,
     VICRegL2,
 )
-from .registry import INPUT_KINDS, LossInfo, available, check_args, get, info, register
+from .registry import (
+    INPUT_KINDS,
+    LossInfo,
+    available,
+    check_args,
+    get,
+    info,
+    register,
+    set_check_finite,
+)
 from .supervised import LASCon, SupCon
 
 __all__ = [
@@ -71,5 +80,6 @@ __all__ = [
     "get",
     "info",
     "register",
+    "set_check_finite",
     "views",
 ]

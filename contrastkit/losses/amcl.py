@@ -121,13 +121,10 @@ class AdaptiveTemperature(nn.Module):
         return f"dim={self.dim}, lower={self.lower}, upper={self.upper}"
 
 
-@register(
-    "amcl",
-    "features",
-    "AMCL (anonymous ICLR 2024 submission), Eq. (3), (4), Table 2",
-    queue_form=True,
-    diagnostics=True,
-)
+_REF = "AMCL (anonymous ICLR 2024 submission), Eq. (3), (4), Table 2"
+
+
+@register("amcl", "features", _REF, queue_form=True, diagnostics=True)
 class AMCL(nn.Module):
     """Adaptive multi-head contrastive loss on *encoder* features; it owns its heads.
 
@@ -200,21 +197,13 @@ class AMCL(nn.Module):
     """
 
     param_ranges: ClassVar[dict[str, Param]] = {
-        "in_dim": Param.integer(1),
-        "base": Param.one_of(*_BASES),
-        "heads": Param.integer(1),
-        "out_dim": Param.integer(1),
-        "hidden": Param.integer(1, optional=True),
-        "beta": Param.real(0.0, optional=True),
-        "lambd": NONNEGATIVE,
-        "negatives": Param.one_of("topk", "softmax"),
-        "kappa": Param.integer(1),
-        "lower": POSITIVE,
-        "upper": POSITIVE,
-        "adapt": Param.one_of(*_ADAPT),
+        **dict.fromkeys(("in_dim", "heads", "out_dim", "kappa"), Param.integer(1)),
+        "hidden": Param.integer(1, optional=True), "beta": Param.real(0.0, optional=True),
+        "lambd": NONNEGATIVE, "lower": POSITIVE, "upper": POSITIVE, "gather_distributed": FLAG,
         "temperature": Param.real(0.0, low_open=True, optional=True),
-        "gather_distributed": FLAG,
-    }
+        "base": Param.one_of(*_BASES), "adapt": Param.one_of(*_ADAPT),
+        "negatives": Param.one_of("topk", "softmax"),
+    }  # fmt: skip
 
     def __init__(
         self,
@@ -267,12 +256,13 @@ class AMCL(nn.Module):
         """Loss over encoder features ``h1, h2: [N, in_dim]`` of two views (N >= 2)."""
         h1, h2 = check_views(h1, h2, names=("h1", "h2"))
         h1, h2 = distributed.gather_all_with_grad(h1, h2, enabled=self.gather_distributed)
-        z1, z2 = self.projector(h1), self.projector(h2)  # [C, N, d']
+        dtype = self.adaptive_temperature.phi.weight.dtype  # any float input: heads' dtype
+        z1, z2 = self.projector(h1.to(dtype)), self.projector(h2.to(dtype))  # [C, N, d']
         if self.predictor is not None:
-            return self._simsiam(self.predictor, z1, z2)
+            return self._simsiam(self.predictor, z1, z2).to(h1.dtype)
         if self.base == "barlow_twins":
-            return self._barlow_twins(z1, z2)
-        return self._contrast(z1, z2)
+            return self._barlow_twins(z1, z2).to(h1.dtype)
+        return self._contrast(z1, z2).to(h1.dtype)
 
     def _contrast(self, z1: Tensor, z2: Tensor) -> Tensor:
         n = z1.shape[1]
@@ -358,7 +348,7 @@ class AMCL(nn.Module):
         x = check_tensor(x, name, 3, shape)
         if x.shape[0] != self.heads or x.shape[2] != self.out_dim or x.shape[1] < 1:
             raise ValueError(f"{name} must have shape {shape}, got {tuple(x.shape)}")
-        return x
+        return x.to(self.adaptive_temperature.phi.weight.dtype)
 
     def _simsiam(self, predictor: MultiHeadProjector, z1: Tensor, z2: Tensor) -> Tensor:
         p1, p2 = normalize(predictor(z1)), normalize(predictor(z2))
@@ -410,7 +400,6 @@ class AMCL(nn.Module):
         """:meth:`temperature_stats` plus their head means ``tau_pos_mean``/``tau_neg_mean``."""
         stats = self.temperature_stats()
         for kind in ("tau_pos", "tau_neg"):
-            per_head = [v for k, v in stats.items() if k.startswith(kind)]
-            if per_head:
-                stats[f"{kind}_mean"] = sum(per_head) / len(per_head)
+            heads = [v for k, v in stats.items() if k.startswith(kind + "/")]
+            stats.update({f"{kind}_mean": sum(heads) / len(heads)} if heads else {})
         return stats

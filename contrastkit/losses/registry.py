@@ -18,6 +18,13 @@ importing classes or probing attributes:
   "views" or "features" loss: CACR, AMCL);
 * ``diagnostics``: the module has ``diagnostics() -> dict[str, float]``, the per-step
   values frameworks log (MACL's τ_a and A, CACR's parts, AMCL's temperatures);
+* input checks: every registered module's ``forward`` (and ``similarity_loss`` /
+  ``queue_loss``) refuses, with one line naming the argument, a non-tensor input
+  (``TypeError``), a ``d = 0`` embedding, an empty ``queue`` and non-finite ``labels``;
+  and, after the call, a non-finite loss raises ``ValueError`` naming the input that
+  holds NaN/inf (``FloatingPointError`` if all inputs are finite). That check reads the
+  already-reduced loss: one scalar test per call (a device sync on GPUs); turn it off
+  with :func:`set_check_finite` or ``CONTRASTKIT_CHECK_FINITE=0``.
 * ``params``: the declared range of every constructor argument
   (:class:`~contrastkit.losses.hparams.Param`, from the class's ``param_ranges``). Every
   construction is checked against them, and :func:`check_args` checks a ``loss_args``
@@ -34,11 +41,12 @@ from __future__ import annotations
 
 import functools
 import inspect
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from torch import nn
+from torch import Tensor, nn
 
 from .hparams import Param, declared_ranges
 
@@ -60,6 +68,15 @@ class LossInfo:
 
 
 _REGISTRY: dict[str, LossInfo] = {}
+_CHECK = {"finite": os.environ.get("CONTRASTKIT_CHECK_FINITE", "1") != "0"}
+CHECKED_METHODS = ("forward", "similarity_loss", "queue_loss")
+
+
+def set_check_finite(enabled: bool) -> bool:
+    """Turn the non-finite loss/label check of every registered loss on or off; returns
+    the previous setting (on by default)."""
+    previous, _CHECK["finite"] = _CHECK["finite"], bool(enabled)
+    return previous
 T = TypeVar("T", bound=type[nn.Module])
 
 
@@ -91,6 +108,9 @@ def register(
         if missing:
             raise TypeError(f"loss {name!r}: no declared range for {', '.join(missing)}")
         cls.__init__ = _checked_init(name, cls.__init__, params)  # type: ignore[method-assign]
+        for method in CHECKED_METHODS:
+            if callable(getattr(cls, method, None)):
+                setattr(cls, method, _checked_call(name, getattr(cls, method), method))
         similarity = hasattr(cls, "similarity_loss")
         _REGISTRY[name] = LossInfo(
             name, cls, inputs, reference, similarity, queue_form, diagnostics, params
@@ -122,6 +142,50 @@ def _checked_init(
         init(self, *args, **kwargs)
 
     return checked
+
+
+def _checked_call(name: str, method: Callable[..., Any], what: str) -> Callable[..., Any]:
+    names = [p for p in inspect.signature(method).parameters][1:]
+    strict = what == "forward"  # similarity_loss takes Negatives objects too
+
+    @functools.wraps(method)
+    def checked(self: nn.Module, *args: Any, **kwargs: Any) -> Any:
+        given = [*zip(names, args, strict=False), *kwargs.items()]
+        for arg, value in given:
+            _check_input(name, arg, value, strict)
+        out = method(self, *args, **kwargs)
+        if _CHECK["finite"] and isinstance(out, Tensor) and not bool(out.detach().isfinite().all()):
+            bad = [a for a, v in given if isinstance(v, Tensor) and not _finite(v)]
+            if bad:
+                raise ValueError(f"loss {name!r}: input {bad[0]} holds NaN or inf values")
+            raise FloatingPointError(
+                f"loss {name!r} is not finite for finite inputs (hyper-parameters: "
+                f"{getattr(self, 'extra_repr', lambda: '')() or 'defaults'})"
+            )
+        return out
+
+    return checked
+
+
+def _finite(value: Tensor) -> bool:
+    return not value.is_floating_point() or bool(value.detach().isfinite().all())
+
+
+def _check_input(name: str, arg: str, value: object, strict: bool) -> None:
+    if value is None or not isinstance(value, Tensor):
+        if strict and value is not None:
+            raise TypeError(
+                f"loss {name!r}: {arg} must be a torch.Tensor, got {type(value).__name__}"
+            )
+        return
+    if arg == "labels":
+        if _CHECK["finite"] and not _finite(value):
+            raise ValueError(f"loss {name!r}: labels hold NaN or inf values")
+        return
+    if value.dim() >= 2 and value.shape[-1] == 0:
+        raise ValueError(f"loss {name!r}: {arg} has d = 0 features, shape {tuple(value.shape)}")
+    if arg == "queue" and value.numel() == 0:
+        raise ValueError(f"loss {name!r}: queue is empty (shape {tuple(value.shape)}); pass None")
 
 
 def check_args(name: str, kwargs: Mapping[str, object], provided: tuple[str, ...] = ()) -> None:
