@@ -15,8 +15,11 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
+
+import torch.distributed
 
 from . import distributed
 
@@ -40,10 +43,27 @@ def one_line(exc: BaseException) -> str:
     return " ".join(lines) if len(lines) <= 3 else lines[0]
 
 
+def _peer_failure(exc: RuntimeError) -> bool:
+    """Whether ``exc`` is a collective that failed because another rank did (gloo raises
+    plain ``RuntimeError``s for timeouts and closed connections)."""
+    text = str(exc).lower()
+    signs = ("timed out", "timeout", "connection closed by peer", "connection reset")
+    return isinstance(exc, torch.distributed.DistError) or (
+        distributed.is_distributed() and any(s in text for s in signs)
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="contrastkit", description=__doc__.splitlines()[0])
     parser.add_argument(
         "--debug", action="store_true", help="show tracebacks of user errors as well"
+    )
+    parser.add_argument(
+        "--ddp-timeout",
+        type=float,
+        metavar="SECONDS",
+        help="under torchrun: a rank waiting longer than this for the others fails the job "
+        f"(default {distributed.DEFAULT_TIMEOUT_S:g}; also {distributed.TIMEOUT_ENV})",
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in COMMAND_MODULES:
@@ -58,12 +78,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
+        if args.ddp_timeout is not None:
+            os.environ[distributed.TIMEOUT_ENV] = repr(args.ddp_timeout)
+            distributed.timeout_seconds()  # validates it
         status = int(args._run(args) or 0)
     except (UsageError, *USER_ERRORS) as exc:
         if args.debug:
             raise
         print(f"contrastkit: error: {one_line(exc)}", file=sys.stderr)
         return 2
+    except RuntimeError as exc:  # under torchrun: a peer rank died, froze or timed out
+        if args.debug or not _peer_failure(exc):
+            raise
+        print(
+            f"contrastkit: error: distributed job failed on rank {distributed.rank()} (a "
+            f"process stopped, died or exceeded the {distributed.timeout_seconds():g} s "
+            f"--ddp-timeout): {one_line(exc)[:300]}",
+            file=sys.stderr,
+        )
+        return 1
     distributed.shutdown()  # under torchrun; after a failure the launcher stops the peers
     return status
 
