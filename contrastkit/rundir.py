@@ -37,8 +37,8 @@ from typing import Any
 import torch
 
 CHECKSUM_KEY = "sha256"  # the checkpoint's digest, stored inside it
-# test hook: "NAME:K" kills the process (os._exit(137)) in the K-th atomic write of NAME,
-# after the temporary file is half written: the crash-safety test's "kill inside a write"
+# test hook: "NAME:K" kills the process (os._exit(137)) in the K-th write of the file NAME
+# (atomic write or appended line), half-way through: the crash tests' "kill inside a write"
 FAULT_ENV = "CONTRASTKIT_FAULT_WRITE"
 
 
@@ -159,8 +159,14 @@ def atomic_write_text(path: str | Path, text: str) -> None:
 def append_line(path: str | Path, line: str) -> None:
     """Append one text line to ``path`` and ``fsync`` it (a crash can at worst leave a
     partial last line, which :func:`read_jsonl` readers of this project reject by line)."""
-    with Path(path).open("a", encoding="utf-8") as fh:
-        fh.write(line.rstrip("\n") + "\n")
+    path = Path(path)
+    text = line.rstrip("\n") + "\n"
+    with path.open("a", encoding="utf-8") as fh:
+        if _maybe_fault(path.name):
+            fh.write(text[: len(text) // 2])
+            fh.flush()
+            os._exit(137)
+        fh.write(text)
         fh.flush()
         os.fsync(fh.fileno())
 
