@@ -10,7 +10,9 @@ as measured (its range, 6.5e4, is exceeded by design at scale 1e3 for some losse
 
 Usage: ``python benchmarks/fuzz.py [--cases 10000] [--dtypes fp32,bf16,fp16]
 [--losses ntxent,macl] [--seed 0] [--out results.json]``; prints one line per loss and
-dtype and a total, and exits 1 if any fp32/bf16 case failed.
+dtype and a total, and exits 1 if any fp32/bf16 case failed. ``--overhead`` instead times
+NT-Xent forward + backward (N = 256, d = 128) with the finite check on and off
+(:func:`contrastkit.losses.set_check_finite`), interleaved, and prints the ratio.
 """
 
 from __future__ import annotations
@@ -58,6 +60,25 @@ def one_case(name: str, dtype: torch.dtype, rng: random.Random) -> str | None:
     return None
 
 
+def overhead(repeats: int = 15, calls: int = 10) -> float:
+    """Median time ratio of NT-Xent forward + backward with / without the finite check."""
+    z1, z2 = (torch.randn(256, 128, requires_grad=True) for _ in range(2))
+    loss = losses.get("ntxent")
+    times: dict[bool, list[float]] = {True: [], False: []}
+    for _ in range(repeats):
+        for enabled in (True, False):
+            previous = losses.set_check_finite(enabled)
+            start = time.perf_counter()
+            for _ in range(calls):
+                loss(z1, z2).backward()
+            times[enabled].append(time.perf_counter() - start)
+            losses.set_check_finite(previous)
+    on, off = (sorted(times[k])[repeats // 2] / calls for k in (True, False))
+    print(f"NT-Xent N=256 d=128 fwd+bwd: check on {on * 1e3:.3f} ms, off {off * 1e3:.3f} ms, "
+          f"ratio {on / off:.3f}")  # fmt: skip
+    return on / off
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cases", type=int, default=10_000, help="cases per loss and dtype")
@@ -65,8 +86,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--losses", help="comma-separated names (default: every registered)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", help="write the counts as JSON here")
+    parser.add_argument("--overhead", action="store_true", help="time the finite check only")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
+    if args.overhead:
+        overhead()
+        return 0
     names = args.losses.split(",") if args.losses else losses.available()
     results: dict[str, dict[str, dict[str, object]]] = {}
     strict_failures = 0
