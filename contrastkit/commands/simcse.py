@@ -7,6 +7,7 @@ import json
 
 import yaml
 
+from .. import losses
 from ..rundir import prepare_run_dir
 from ..text.data import STS_FORMATS, read_sentences, read_sts
 from ..text.encoder import POOLINGS, SentenceEncoder, default_model_path
@@ -67,6 +68,8 @@ def run(args: argparse.Namespace) -> int:
             raise ValueError(f"{name} must be a positive integer, got {getattr(args, flag)}")
     if args.max_steps is not None and args.max_steps < 1:
         raise ValueError(f"--max-steps must be a positive integer, got {args.max_steps}")
+    loss_args = parse_loss_args(args.loss_arg)
+    losses.check_args(args.loss, loss_args, provided=("in_dim",))  # before loading anything
     out = prepare_run_dir(args.out, overwrite=args.overwrite)
     cfg = SimCSEConfig(
         batch_size=args.batch_size,
@@ -85,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
         mlp_head=args.mlp_head,
         dropout=args.dropout,
     )
-    loss = build_loss(args.loss, parse_loss_args(args.loss_arg), dim=encoder.dim)
+    loss = build_loss(args.loss, loss_args, dim=encoder.dim)
     print(
         f"loss {args.loss}: {json.dumps(loss_hyperparameters(loss))}; "
         f"{encoder.pooling} pooling, dropout {args.dropout}, {len(sentences)} sentences"

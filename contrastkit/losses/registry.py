@@ -212,7 +212,9 @@ def info(name: str) -> LossInfo:
 
 
 def get(name: str, **kwargs: object) -> nn.Module:
-    """A new instance of the loss ``name`` built with ``kwargs``."""
+    """A new instance of the loss ``name`` built with ``kwargs`` (unknown or out-of-range
+    arguments raise a one-line ``ValueError``, see :func:`check_args`)."""
+    check_args(name, kwargs)
     return info(name).cls(**kwargs)
 
 

@@ -95,6 +95,8 @@ CASES: list[tuple[str, list[str], dict[str, bytes], str | None, str]] = [
      "is a directory"),
     ("simcse_epochs", ["simcse", "--train-file", "{tmp}/t.txt", "--out", "{tmp}/o",
                        "--epochs", "0"], {}, None, "--epochs must be a positive integer"),
+    ("simcse_loss_arg", ["simcse", "--train-file", "{tmp}/t.txt", "--out", "{tmp}/o",
+                         "--loss-arg", "temprature=0.1"], {}, None, "no argument 'temprature'"),
     ("simcse_utf8", ["simcse", "--train-file", "{tmp}/t.txt", "--out", "{tmp}/o"],
      {"t.txt": b"ok\n\xffbad\n"}, None, "line 2 is not UTF-8"),
     ("compare_bad_metrics", ["compare", *TINY, "--losses", "ntxent", "--summarize-only",
