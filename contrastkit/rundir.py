@@ -53,6 +53,7 @@ def prepare_run_dir(path: str | Path, resume: bool = False, overwrite: bool = Fa
     under a file, cannot be created or written, or already holds files while neither
     ``resume`` nor ``overwrite`` is set. ``overwrite`` empties the directory (refused for
     the current directory, its parents and the home directory); ``resume`` keeps it.
+    Under ``torchrun`` (``RANK`` set) only rank 0 checks for and clears existing files.
     """
     if resume and overwrite:
         raise ValueError("--resume and --overwrite exclude each other")
@@ -69,7 +70,8 @@ def prepare_run_dir(path: str | Path, resume: bool = False, overwrite: bool = Fa
         raise ValueError(f"--out {str(path)!r} cannot be created: {exc.strerror}") from None
     if not os.access(path, os.W_OK | os.X_OK):
         raise ValueError(f"--out {str(path)!r} is not writable")
-    entries = sorted(p.name for p in path.iterdir())
+    # under torchrun only rank 0 judges and clears the directory (it writes the run files)
+    entries = sorted(p.name for p in path.iterdir()) if os.environ.get("RANK", "0") == "0" else []
     if entries and overwrite:
         _clear(path)
     elif entries and not resume:

@@ -197,7 +197,7 @@ class Trainer:
                 self.load_checkpoint()
             else:  # the commands call rundir.prepare_run_dir before any work
                 self.out.mkdir(parents=True, exist_ok=True)
-                if any(self.out.iterdir()):
+                if self.rank == 0 and any(self.out.iterdir()):
                     raise ValueError(
                         f"{self.out} already holds a run; pass --resume or choose another --out"
                     )
