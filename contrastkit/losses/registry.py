@@ -42,6 +42,7 @@ from __future__ import annotations
 import functools
 import inspect
 import os
+import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -77,6 +78,8 @@ def set_check_finite(enabled: bool) -> bool:
     the previous setting (on by default)."""
     previous, _CHECK["finite"] = _CHECK["finite"], bool(enabled)
     return previous
+
+
 T = TypeVar("T", bound=type[nn.Module])
 
 
@@ -110,7 +113,8 @@ def register(
         cls.__init__ = _checked_init(name, cls.__init__, params)  # type: ignore[method-assign]
         for method in CHECKED_METHODS:
             if callable(getattr(cls, method, None)):
-                setattr(cls, method, _checked_call(name, getattr(cls, method), method))
+                checked = _checked_call(name, getattr(cls, method), method, params)
+                setattr(cls, method, checked)
         similarity = hasattr(cls, "similarity_loss")
         _REGISTRY[name] = LossInfo(
             name, cls, inputs, reference, similarity, queue_form, diagnostics, params
@@ -144,23 +148,34 @@ def _checked_init(
     return checked
 
 
-def _checked_call(name: str, method: Callable[..., Any], what: str) -> Callable[..., Any]:
+_depth = threading.local()  # nesting of checked calls (forward -> similarity_loss)
+
+
+def _checked_call(
+    name: str, method: Callable[..., Any], what: str, params: Mapping[str, Param]
+) -> Callable[..., Any]:
     names = [p for p in inspect.signature(method).parameters][1:]
     strict = what == "forward"  # similarity_loss takes Negatives objects too
 
     @functools.wraps(method)
     def checked(self: nn.Module, *args: Any, **kwargs: Any) -> Any:
         given = [*zip(names, args, strict=False), *kwargs.items()]
-        for arg, value in given:
-            _check_input(name, arg, value, strict)
-        out = method(self, *args, **kwargs)
-        if _CHECK["finite"] and isinstance(out, Tensor) and not bool(out.detach().isfinite().all()):
+        outer = getattr(_depth, "value", 0) == 0  # only the outermost call checks
+        if outer:
+            for arg, value in given:
+                _check_input(name, arg, value, strict)
+        _depth.value = getattr(_depth, "value", 0) + 1
+        try:
+            out = method(self, *args, **kwargs)
+        finally:
+            _depth.value -= 1
+        if outer and _CHECK["finite"] and isinstance(out, Tensor) and not _finite(out):
             bad = [a for a, v in given if isinstance(v, Tensor) and not _finite(v)]
             if bad:
                 raise ValueError(f"loss {name!r}: input {bad[0]} holds NaN or inf values")
+            values = {k: getattr(self, k) for k in params if hasattr(self, k)}
             raise FloatingPointError(
-                f"loss {name!r} is not finite for finite inputs (hyper-parameters: "
-                f"{getattr(self, 'extra_repr', lambda: '')() or 'defaults'})"
+                f"loss {name!r} is not finite for finite inputs (hyper-parameters {values})"
             )
         return out
 
