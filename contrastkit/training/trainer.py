@@ -4,8 +4,9 @@ A run directory holds:
 
 * ``metrics.jsonl``: one JSON record per epoch (mean loss, kNN accuracies, the loss's
   diagnostics averaged over the epoch, and MACL's / AMCL's per-step temperature trace);
-* ``checkpoint.pt``: state dicts only (model, optimiser, torch RNG), the epoch and the
-  config, loaded with ``torch.load(weights_only=True)``;
+* ``checkpoint.pt``: state dicts only (model, optimiser, torch RNG), the epoch, the
+  config and the SHA-256 of that content, written atomically and verified on load
+  (:mod:`contrastkit.rundir`), loaded with ``torch.load(weights_only=True)``;
 * ``final.json``: kNN (k = 200 and small k), linear-probe accuracy, alignment,
   uniformity, timing, the full config and the seed.
 
