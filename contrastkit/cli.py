@@ -1,19 +1,30 @@
 """The ``contrastkit`` command line: one sub-command per module in :mod:`contrastkit.commands`.
 
 Each command module exposes ``NAME``, ``HELP``, ``add_arguments(parser)`` and
-``run(args) -> int``. User errors (bad values, missing files) are raised as
-:class:`UsageError` or ``ValueError`` and printed as one line, not a traceback.
+``run(args) -> int``.
+
+Error boundary: a user error — :class:`UsageError`, ``ValueError`` (bad values, bad
+config or YAML, unreadable checkpoints, non-finite losses), ``OSError`` (missing or
+unwritable files), a missing optional package — is printed as one line
+``contrastkit: error: <message>`` naming the file or field, with exit status 2 and no
+traceback. Anything else is a bug and keeps its traceback; ``contrastkit --debug ...``
+shows the traceback of user errors too.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 
+import torch.distributed
+
 from . import distributed
 from ._optional import missing_extra
+
+USER_ERRORS = (ValueError, OSError, ArithmeticError)
 
 COMMAND_MODULES = (
     "demo", "sts_eval", "simcse", "figures", "train", "compare", "export", "senteval"
@@ -24,8 +35,39 @@ class UsageError(Exception):
     """A user-facing error: printed as ``contrastkit: error: <message>``, exit status 2."""
 
 
+def one_line(exc: BaseException) -> str:
+    """The message of a user error as one line (``OSError``: reason and file name)."""
+    if isinstance(exc, OSError) and exc.strerror:
+        names = [str(n) for n in (exc.filename, exc.filename2) if n is not None]
+        text = f"{exc.strerror}: {' -> '.join(repr(n) for n in names)}" if names else exc.strerror
+    else:
+        text = str(exc).strip() or type(exc).__name__
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return " ".join(lines) if len(lines) <= 3 else lines[0]
+
+
+def _peer_failure(exc: RuntimeError) -> bool:
+    """Whether ``exc`` is a collective that failed because another rank did (gloo raises
+    plain ``RuntimeError``s for timeouts and closed connections)."""
+    text = str(exc).lower()
+    signs = ("timed out", "timeout", "connection closed by peer", "connection reset")
+    return isinstance(exc, torch.distributed.DistError) or (
+        distributed.is_distributed() and any(s in text for s in signs)
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="contrastkit", description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--debug", action="store_true", help="show tracebacks of user errors as well"
+    )
+    parser.add_argument(
+        "--ddp-timeout",
+        type=float,
+        metavar="SECONDS",
+        help="under torchrun: a rank waiting longer than this for the others fails the job "
+        f"(default {distributed.DEFAULT_TIMEOUT_S:g}; also {distributed.TIMEOUT_ENV})",
+    )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in COMMAND_MODULES:
         module = importlib.import_module(f"contrastkit.commands.{name}")
@@ -39,15 +81,30 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
+        if args.ddp_timeout is not None:
+            os.environ[distributed.TIMEOUT_ENV] = repr(args.ddp_timeout)
+            distributed.timeout_seconds()  # validates it
         status = int(args._run(args) or 0)
-    except (UsageError, ValueError, FileNotFoundError) as exc:
-        print(f"contrastkit: error: {exc}", file=sys.stderr)
+    except (UsageError, *USER_ERRORS) as exc:
+        if args.debug:
+            raise
+        print(f"contrastkit: error: {one_line(exc)}", file=sys.stderr)
         return 2
     except ImportError as exc:  # a package of an extra is missing: one line naming the extra
-        if (line := missing_extra(exc)) is None:
+        if args.debug or (line := missing_extra(exc)) is None:
             raise
         print(f"contrastkit: error: {line}", file=sys.stderr)
         return 2
+    except RuntimeError as exc:  # under torchrun: a peer rank died, froze or timed out
+        if args.debug or not _peer_failure(exc):
+            raise
+        print(
+            f"contrastkit: error: distributed job failed on rank {distributed.rank()} (a "
+            f"process stopped, died or exceeded the {distributed.timeout_seconds():g} s "
+            f"--ddp-timeout): {one_line(exc)[:300]}",
+            file=sys.stderr,
+        )
+        return 1
     distributed.shutdown()  # under torchrun; after a failure the launcher stops the peers
     return status
 

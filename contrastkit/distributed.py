@@ -12,12 +12,19 @@ by ``rank × local batch``; local batch sizes must be equal on every rank.
 
 Without an initialised process group every function here is the identity.
 
+Hangs are bounded: the process group gets a timeout (:data:`DEFAULT_TIMEOUT_S`, or
+``CONTRASTKIT_DDP_TIMEOUT`` seconds, or ``contrastkit --ddp-timeout``) instead of
+torch's 30 minutes, so a frozen or lost rank makes the others fail with an error after
+that long; a separate gloo group with a long timeout serves the final barrier of
+:func:`shutdown`, where the other ranks wait for rank 0's evaluation.
+
 :class:`SyncBatchNorm` is batch normalisation over every rank's samples on any device
 (``torch.nn.SyncBatchNorm`` runs on GPUs only); :func:`convert_sync_batchnorm` swaps it in.
 """
 
 from __future__ import annotations
 
+import datetime
 import gc
 import inspect
 import os
@@ -26,12 +33,32 @@ import torch
 import torch.distributed as dist
 from torch import Tensor, nn
 
+DEFAULT_TIMEOUT_S = 600.0  # a collective waiting longer than this fails (torch: 30 min)
+TIMEOUT_ENV = "CONTRASTKIT_DDP_TIMEOUT"
+_FINISH_TIMEOUT = datetime.timedelta(hours=12)  # the final barrier waits for evaluation
+_finish_group: list[dist.ProcessGroup] = []
+
+
+def timeout_seconds() -> float:
+    """The process-group timeout: ``CONTRASTKIT_DDP_TIMEOUT`` seconds or the default."""
+    text = os.environ.get(TIMEOUT_ENV, "")
+    try:
+        value = float(text) if text.strip() else DEFAULT_TIMEOUT_S
+    except ValueError:
+        raise ValueError(f"{TIMEOUT_ENV} must be a number of seconds, got {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise ValueError(f"{TIMEOUT_ENV} must be a finite number of seconds > 0, got {text!r}")
+    return value
+
 
 def init_from_env(backend: str = "gloo") -> bool:
     """Join the process group ``torchrun`` describes (``WORLD_SIZE`` > 1 in the
-    environment), once; return whether training is distributed."""
+    environment), once, with the timeout of :func:`timeout_seconds`; return whether
+    training is distributed."""
     if int(os.environ.get("WORLD_SIZE", "1")) > 1 and not dist.is_initialized():
-        dist.init_process_group(backend)
+        timeout = datetime.timedelta(seconds=timeout_seconds())
+        dist.init_process_group(backend, timeout=timeout)
+        _finish_group.append(dist.new_group(backend="gloo", timeout=_FINISH_TIMEOUT))
     return is_distributed()
 
 
@@ -41,7 +68,8 @@ def shutdown() -> None:
     simply exits while its peers hold the group open can abort in gloo's teardown."""
     if dist.is_available() and dist.is_initialized():
         gc.collect()
-        dist.barrier()
+        dist.barrier(group=_finish_group[0] if _finish_group else None)
+        _finish_group.clear()
         dist.destroy_process_group()
 
 

@@ -18,11 +18,11 @@ from pathlib import Path
 from typing import Any
 
 from .._optional import require
-from ..frameworks import framework_class
+from ..rundir import atomic_write_text, prepare_run_dir, read_jsonl
 from ..training import FINAL, TrainConfig, load_yaml
 from ..training.label_aware import LabelAwareTrainer, trainer_class
-from ..training.trainer import CHECKPOINT, METRICS
-from .train import add_train_arguments, merge, overrides_from_args
+from ..training.trainer import METRICS
+from .train import add_train_arguments, check_config, merge, overrides_from_args
 
 NAME = "compare"
 HELP = "train several losses over several seeds and compare their metrics"
@@ -76,7 +76,10 @@ def plan(args: argparse.Namespace) -> tuple[list[tuple[str, TrainConfig]], list[
         _int_list(args.seeds, "--seeds") if args.seeds else [int(s) for s in base.pop("seeds", [0])]
     )
     base.pop("seeds", None)
-    out = Path(args.out or base.pop("out", "runs/compare"))
+    out = args.out if args.out is not None else base.pop("out", "runs/compare")
+    if not str(out).strip():
+        raise ValueError("--out must name a directory, got an empty string")
+    out = Path(out)
     base.pop("out", None)
     runs = base.pop("runs", None)
     names = base.pop("losses", None)
@@ -97,8 +100,10 @@ def plan(args: argparse.Namespace) -> tuple[list[tuple[str, TrainConfig]], list[
         label = str(spec.pop("label", spec.get("loss", "run")))
         values = merge(merge(base, spec), flags)
         config = TrainConfig.from_dict(values)
-        framework_class(config.framework).check_loss(config.loss)
+        check_config(config, spec)
         planned.append((label, config))
+    # keys shared by all runs must be used by at least one run's framework
+    check_config(planned[0][1], {*base, *flags}, {c.framework for _, c in planned})
     labels = [label for label, _ in planned]
     if len(set(labels)) != len(labels):
         raise ValueError(f"run labels must be unique, got {labels}")
@@ -120,12 +125,44 @@ def run_one(
     config: TrainConfig, directory: Path, resume: bool, progress: bool, label_aware: bool = False
 ) -> dict[str, Any]:
     """Train (or, with ``resume``, reuse / continue) one run; returns its final metrics.
-    ``label_aware`` evaluates it like the label-aware runs it is compared with."""
+    ``label_aware`` evaluates it like the label-aware runs it is compared with.
+
+    With ``resume``, a finished run (``final.json``) is reused only if its saved config
+    equals ``config`` (``threads`` aside); one that differs only by fewer ``epochs``
+    continues from its checkpoint; any other difference raises ``ValueError``."""
     if resume and (directory / FINAL).exists():
-        return json.loads((directory / FINAL).read_text())
-    continuing = resume and (directory / CHECKPOINT).exists()
+        final = _read_final(directory / FINAL)
+        diff = _config_diff(final.get("config"), config.to_dict())
+        if not diff:
+            return final
+        saved_epochs = (final.get("config") or {}).get("epochs")
+        if diff != ["epochs"] or not isinstance(saved_epochs, int) or saved_epochs > config.epochs:
+            raise ValueError(
+                f"--resume: {directory / FINAL} was produced by a different config (differs "
+                f"in: {', '.join(diff)}); use another --out, or --overwrite to retrain"
+            )
+    continuing = resume and directory.exists() and any(directory.iterdir())
     trainer = trainer_class(config, label_aware)(config, directory, progress=progress)
     return trainer.fit(resume=continuing)
+
+
+def _read_final(path: Path) -> dict[str, Any]:
+    try:
+        final = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"{path} is not a JSON results file ({exc})") from None
+    if not isinstance(final, dict):
+        raise ValueError(f"{path} is not a JSON results file")
+    return final
+
+
+def _config_diff(saved: object, current: dict[str, Any]) -> list[str]:
+    """Keys whose values differ between a saved config and ``current`` (``threads``
+    ignored: it does not change results); every key when ``saved`` is not a mapping."""
+    if not isinstance(saved, dict):
+        return sorted(current)
+    keys = (set(saved) | set(current)) - {"threads"}
+    return sorted(k for k in keys if saved.get(k) != current.get(k))
 
 
 def markdown_table(summary: dict[str, dict[str, Any]], seeds: list[int]) -> str:
@@ -171,7 +208,7 @@ def plot(out: Path, runs: dict[str, list[Path]]) -> list[str]:
     temp_fig, temp_ax = plt.subplots(figsize=(7, 4.5))
     has_temperature = False
     for label, dirs in runs.items():
-        histories = [[json.loads(x) for x in (d / METRICS).read_text().splitlines()] for d in dirs]
+        histories = [read_jsonl(d / METRICS)[0] for d in dirs]
         by_epoch: dict[int, list[float]] = {}
         for history in histories:
             for rec in history:
@@ -214,7 +251,11 @@ def plot(out: Path, runs: dict[str, list[Path]]) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     planned, seeds, out = plan(args)
-    out.mkdir(parents=True, exist_ok=True)
+    if args.summarize_only:
+        if not out.is_dir():
+            raise ValueError(f"--summarize-only: {str(out)!r} is not a directory")
+    else:
+        out = prepare_run_dir(out, resume=args.resume, overwrite=args.overwrite)
     start = time.perf_counter()
     summary: dict[str, dict[str, Any]] = {}
     dirs: dict[str, list[Path]] = {}
@@ -228,7 +269,7 @@ def run(args: argparse.Namespace) -> int:
             directory = out / _slug(label) / f"seed{seed}"
             if args.summarize_only:
                 if (directory / FINAL).exists():
-                    finals.append(json.loads((directory / FINAL).read_text()))
+                    finals.append(_read_final(directory / FINAL))
                     dirs[label].append(directory)
                 continue
             seeded = TrainConfig.from_dict({**config.to_dict(), "seed": seed})
@@ -257,8 +298,8 @@ def run(args: argparse.Namespace) -> int:
     wall = time.perf_counter() - start
     if not args.summarize_only:  # keep the training run's summary (and its wall time)
         summary_json = {"seeds": seeds, "wall_time_s": wall, "runs": summary, "plots": plots}
-        (out / "summary.json").write_text(json.dumps(summary_json, indent=2) + "\n")
-        (out / "table.md").write_text(table + "\n")
+        atomic_write_text(out / "summary.json", json.dumps(summary_json, indent=2) + "\n")
+        atomic_write_text(out / "table.md", table + "\n")
     print(table)
     print(f"\nwall time {wall:.0f} s; plots: {', '.join(plots)}; summary: {out / 'summary.json'}")
     return 0

@@ -7,6 +7,8 @@ import json
 
 import yaml
 
+from .. import losses
+from ..rundir import prepare_run_dir
 from ..text.data import STS_FORMATS, read_sentences, read_sts
 from ..text.diagnostics import plot_diagnostics
 from ..text.encoder import POOLINGS, SentenceEncoder, default_model_path
@@ -61,6 +63,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--eval-every", type=int, help="default 125")
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    parser.add_argument(
+        "--overwrite", action="store_true", help="empty a non-empty --out and start afresh"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -69,6 +74,15 @@ def run(args: argparse.Namespace) -> int:
     if preset is not None:
         print(preset.describe())
     args.__dict__.update(options)
+    for flag in ("epochs", "batch_size", "max_length", "eval_every"):
+        if getattr(args, flag) < 1:
+            name = "--" + flag.replace("_", "-")
+            raise ValueError(f"{name} must be a positive integer, got {getattr(args, flag)}")
+    if args.max_steps is not None and args.max_steps < 1:
+        raise ValueError(f"--max-steps must be a positive integer, got {args.max_steps}")
+    loss_args = {**preset_loss_args, **parse_loss_args(args.loss_arg)}
+    losses.check_args(args.loss, loss_args, provided=("in_dim",))  # before loading anything
+    out = prepare_run_dir(args.out, overwrite=args.overwrite)
     cfg = SimCSEConfig(
         batch_size=args.batch_size,
         lr=args.lr,
@@ -86,14 +100,13 @@ def run(args: argparse.Namespace) -> int:
         mlp_head=args.mlp_head,
         dropout=args.dropout,
     )
-    loss_args = {**preset_loss_args, **parse_loss_args(args.loss_arg)}
     loss = build_loss(args.loss, loss_args, dim=encoder.dim)
     print(
         f"loss {args.loss}: {json.dumps(loss_hyperparameters(loss))}; "
         f"{encoder.pooling} pooling, dropout {args.dropout}, {len(sentences)} sentences"
     )
     history = train_simcse(
-        encoder, loss, sentences, dev, cfg, out_dir=args.out, progress=not args.no_progress
+        encoder, loss, sentences, dev, cfg, out_dir=out, progress=not args.no_progress
     )
     if dev is not None:
         first, last = history.evals[0]["spearman"], history.evals[-1]["spearman"]
@@ -102,6 +115,6 @@ def run(args: argparse.Namespace) -> int:
             f"(change {100 * (last - first):+.2f}), best {100 * history.best_spearman:.2f} "
             f"at step {history.best_step}; {history.steps} steps in {history.seconds:.0f} s"
         )
-    plot_diagnostics(f"{args.out}/history.json", f"{args.out}/diagnostics.png")
-    print(f"saved {args.out}/best, {args.out}/history.json and {args.out}/diagnostics.png")
+    plot_diagnostics(out / "history.json", out / "diagnostics.png")
+    print(f"saved {out}/best, {out}/history.json and {out}/diagnostics.png")
     return 0

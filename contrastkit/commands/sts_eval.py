@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 
+from ..rundir import atomic_write_text, check_output_file
 from ..text.data import STS_FORMATS, read_sts
 from ..text.encoder import POOLINGS, SentenceEncoder, default_model_path
 from ..text.evaluate import sts_spearman
@@ -35,6 +35,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.max_length is not None and args.max_length < 1:
+        raise ValueError(f"--max-length must be a positive integer, got {args.max_length}")
+    if args.batch_size < 1:
+        raise ValueError(f"--batch-size must be a positive integer, got {args.batch_size}")
+    out = check_output_file(args.out) if args.out is not None else None
     pairs = read_sts(args.data, args.format)
     path = args.model or default_model_path()
     encoder = SentenceEncoder.from_pretrained(
@@ -45,8 +50,6 @@ def run(args: argparse.Namespace) -> int:
         f"STS Spearman x100: {100 * result['spearman']:.2f} "
         f"({result['pairs']} pairs, {encoder.pooling} pooling, model {path})"
     )
-    if args.out:
-        out = Path(args.out)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    if out is not None:
+        atomic_write_text(out, json.dumps(result, indent=2) + "\n")
     return 0

@@ -8,8 +8,12 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Collection
+from pathlib import Path
 from typing import Any
 
+from ..frameworks import FRAMEWORK_OPTIONS, check_run
+from ..rundir import prepare_run_dir
 from ..training import TrainConfig, load_yaml, parse_assignments
 from ..training.label_aware import trainer_class
 
@@ -132,6 +136,9 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
             help=text,
         )
     parser.add_argument("--resume", action="store_true", help="continue the run in --out")
+    parser.add_argument(
+        "--overwrite", action="store_true", help="empty a non-empty --out and start afresh"
+    )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
@@ -172,13 +179,29 @@ def merge(base: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
     return merged
 
 
+def check_config(
+    config: TrainConfig, given: Collection[str], used: Collection[str] | None = None
+) -> None:
+    """Check the loss arguments and framework options of ``config`` before any work
+    (:func:`~contrastkit.frameworks.check_run`); ``given`` are the keys the user set."""
+    options = {key: getattr(config, key) for key in FRAMEWORK_OPTIONS}
+    check_run(config.framework, config.loss, config.loss_args, options, given, used)
+
+
 def run(args: argparse.Namespace) -> int:
     base = load_yaml(args.config) if args.config else {}
-    out = args.out or base.pop("out", None)
+    out = args.out if args.out is not None else base.pop("out", None)
     base.pop("out", None)
-    config = TrainConfig.from_dict(merge(base, overrides_from_args(args)))
-    if args.resume and out is None:
-        raise ValueError("--resume needs --out (the run directory to continue)")
+    overrides = overrides_from_args(args)
+    config = TrainConfig.from_dict(merge(base, overrides))
+    check_config(config, {*base, *overrides})
+    for flag in ("resume", "overwrite"):
+        if getattr(args, flag) and out is None:
+            raise ValueError(f"--{flag} needs --out (the run directory)")
+    if args.resume and not Path(out).is_dir():
+        raise ValueError(f"--resume: run directory {str(out)!r} does not exist")
+    if out is not None:
+        out = prepare_run_dir(out, resume=args.resume, overwrite=args.overwrite)
     trainer = trainer_class(config)(config, out, progress=not args.no_progress)
     final = trainer.fit(resume=args.resume)
     if final:  # under torchrun only rank 0 evaluates

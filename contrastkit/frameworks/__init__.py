@@ -8,10 +8,11 @@ True
 from __future__ import annotations
 
 import inspect
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 
 from torch import nn
 
+from .. import losses
 from .base import Framework, build_loss
 from .moco import MoCo, SimSiam
 from .nnclr import NNCLR
@@ -36,6 +37,42 @@ def framework_class(name: str) -> type[Framework]:
 def compatible_losses(framework: str) -> list[str]:
     """Registered losses the framework ``framework`` accepts."""
     return framework_class(framework).compatible_losses()
+
+
+FRAMEWORK_OPTIONS = ("proj_dim", "hidden_dim", "queue_size", "momentum", "num_views", "joint_views")
+
+
+def check_run(
+    framework: str,
+    loss: str,
+    loss_args: Mapping[str, object],
+    options: Mapping[str, object],
+    given: Collection[str] = (),
+    used: Collection[str] | None = None,
+) -> None:
+    """Everything about a run's model that can be checked without building it; raises a
+    one-line ``ValueError``.
+
+    The framework must accept the loss; ``loss_args`` must name the loss's arguments with
+    values in their declared ranges (:func:`contrastkit.losses.check_args`); ``options``
+    (``queue_size``, ``momentum``, ...) must lie in the framework's declared ranges; and
+    of the option names the user set explicitly (``given``), each must be taken by some
+    framework in ``used`` (default: this one), so ``--queue-size`` under SimCLR is refused
+    instead of ignored."""
+    cls = framework_class(framework)
+    info = cls.check_loss(loss)
+    losses.check_args(loss, loss_args, provided=("in_dim",) if info.inputs == "features" else ())
+    takes = set(inspect.signature(cls.__init__).parameters)
+    cls.check_options(**{k: v for k, v in options.items() if k in takes and v is not None})
+    users = {framework} if used is None else set(used)
+    for key in given:
+        if key in FRAMEWORK_OPTIONS and not any(
+            key in inspect.signature(framework_class(f).__init__).parameters for f in users
+        ):
+            takers = [n for n, c in FRAMEWORKS.items() if key in inspect.signature(c).parameters]
+            raise ValueError(
+                f"{key} is not used by framework {framework!r} (only by: {', '.join(takers)})"
+            )
 
 
 def build_framework(
@@ -65,6 +102,7 @@ __all__ = [
     "Supervised",
     "build_framework",
     "build_loss",
+    "check_run",
     "compatible_losses",
     "framework_class",
 ]

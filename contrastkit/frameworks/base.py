@@ -15,6 +15,7 @@ import torch
 from torch import Tensor, nn
 
 from .. import losses
+from ..losses.hparams import Param
 from ..losses.registry import LossInfo
 
 
@@ -29,6 +30,8 @@ class Framework(nn.Module):
     name: ClassVar[str]
     input_kinds: ClassVar[tuple[str, ...]]
     needs_labels: ClassVar[bool] = False
+    # declared ranges of the framework's own constructor options (checked with the config)
+    option_ranges: ClassVar[dict[str, Param]] = {}
 
     def __init__(
         self, encoder: nn.Module, loss: str, loss_kwargs: Mapping[str, object] | None = None
@@ -65,6 +68,13 @@ class Framework(nn.Module):
             )
         return loss_info
 
+    @classmethod
+    def check_options(cls, **options: object) -> None:
+        """``ValueError`` naming the first option outside :attr:`option_ranges`."""
+        for key, value in options.items():
+            if key in cls.option_ranges:
+                cls.option_ranges[key].check(key, value)
+
     def check_views(self, views: Sequence[Tensor]) -> None:
         if len(views) != self.num_views:
             raise ValueError(f"{self.name} expects {self.num_views} views, got {len(views)}")
@@ -79,23 +89,11 @@ class Framework(nn.Module):
         return out
 
     def step_logs(self) -> dict[str, float]:
-        """Diagnostics of the last loss call: MACL's τ_a and A, CACR's parts, AMCL's τ."""
-        loss = self.loss
-        logs: dict[str, float] = {}
-        if getattr(loss, "last_temperature", None) is not None:
-            logs["temperature"] = float(loss.last_temperature)
-        if getattr(loss, "last_alignment", None) is not None:
-            logs["alignment_A"] = float(loss.last_alignment)
-        if getattr(loss, "last_parts", None) is not None:
-            logs["attraction"], logs["repulsion"] = (float(p) for p in loss.last_parts)
-        if hasattr(loss, "temperature_stats"):  # AMCL: {"tau_pos/head0": ..., ...}
-            stats = {k: float(v) for k, v in loss.temperature_stats().items()}
-            logs.update(stats)
-            for kind in ("tau_pos", "tau_neg"):
-                per_head = [v for k, v in stats.items() if k.startswith(kind)]
-                if per_head:
-                    logs[f"{kind}_mean"] = sum(per_head) / len(per_head)
-        return logs
+        """Diagnostics of the last loss call (MACL's τ_a and A, CACR's parts, AMCL's τ), for
+        the losses whose registry entry declares ``diagnostics``."""
+        if not losses.info(self.loss_name).diagnostics:
+            return {}
+        return dict(self.loss.diagnostics())
 
 
 def build_loss(name: str, kwargs: Mapping[str, object]) -> nn.Module:

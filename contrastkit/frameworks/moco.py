@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping, Sequence
+from typing import ClassVar
 
 import torch
 from torch import Tensor, nn
 
 from .. import distributed
-from ..losses import AMCL, CACR
+from ..losses.hparams import Param
 from ..losses.registry import LossInfo
 from ..losses.views import cross_view_similarities, normalize
 from ..models.encoders import mlp
@@ -56,6 +57,10 @@ class MoCo(Framework):
 
     name = "moco"
     input_kinds = ("query_key", "pair", "views", "features")
+    option_ranges: ClassVar[dict[str, Param]] = {
+        "queue_size": Param.integer(1),
+        "momentum": Param.real(0.0, 1.0, high_open=True),
+    }
 
     def __init__(
         self,
@@ -68,10 +73,7 @@ class MoCo(Framework):
         momentum: float = 0.99,
     ) -> None:
         super().__init__(encoder, loss, loss_kwargs)
-        if queue_size < 1:
-            raise ValueError(f"queue_size must be >= 1, got {queue_size}")
-        if not 0.0 <= momentum < 1.0:
-            raise ValueError(f"momentum must be in [0, 1), got {momentum}")
+        self.check_options(queue_size=queue_size, momentum=momentum)
         self.momentum = momentum
         self.projector: nn.Module | None = None
         if self.loss_kind == "features":  # AMCL: its own heads, one queue per head
@@ -98,10 +100,8 @@ class MoCo(Framework):
     def accepts(cls, loss_info: LossInfo) -> bool:
         if loss_info.inputs == "pair":
             return loss_info.similarity_level
-        if loss_info.inputs == "views":
-            return issubclass(loss_info.cls, CACR)
-        if loss_info.inputs == "features":
-            return issubclass(loss_info.cls, AMCL)
+        if loss_info.inputs in ("views", "features"):  # CACR's and AMCL's MoCo forms
+            return loss_info.queue_form
         return loss_info.inputs in cls.input_kinds
 
     def forward(self, views: Sequence[Tensor], labels: Tensor | None = None) -> Tensor:

@@ -15,10 +15,12 @@ in training mode; ``docs/results_images.md`` measures the difference.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import ClassVar
 
 import torch
 from torch import Tensor, nn
 
+from ..losses.hparams import Param
 from ..models.encoders import mlp
 from .base import Framework
 
@@ -111,6 +113,7 @@ class MultiView(SimCLR):
 
     name = "multiview"
     input_kinds = ("views",)
+    option_ranges: ClassVar[dict[str, Param]] = {"num_views": Param.integer(2)}
     default_loss = "cacr"
 
     def __init__(
@@ -124,8 +127,7 @@ class MultiView(SimCLR):
         joint_views: bool | None = None,
     ) -> None:
         super().__init__(encoder, loss, loss_kwargs, proj_dim, hidden_dim, joint_views)
-        if num_views < 2:
-            raise ValueError(f"num_views must be >= 2 for the multiview framework, got {num_views}")
+        self.check_options(num_views=num_views)
         self.num_views = num_views
 
     def forward(self, views: Sequence[Tensor], labels: Tensor | None = None) -> Tensor:

@@ -9,6 +9,7 @@ from . import functional, views
 from .alignment import AlignUniform
 from .amcl import AMCL, AdaptiveTemperature
 from .cacr import CACR, CMC
+from .hparams import Param
 from .infonce import DCL, DCLW, HCL, DualTemperature, FlatNCE, InfoNCE, NTXent, TwoViewContrastive
 from .macl import MACL
 from .noncontrastive import BarlowTwins, SimSiamLoss, VICReg
@@ -26,7 +27,16 @@ from .paradigm import (
     Paradigm,
     VICRegL2,
 )
-from .registry import INPUT_KINDS, LossInfo, available, get, info, register
+from .registry import (
+    INPUT_KINDS,
+    LossInfo,
+    available,
+    check_args,
+    get,
+    info,
+    register,
+    set_check_finite,
+)
 from .supervised import LASCon, SupCon
 
 __all__ = [
@@ -58,15 +68,18 @@ __all__ = [
     "MVICReg",
     "NTXent",
     "Paradigm",
+    "Param",
     "SimSiamLoss",
     "SupCon",
     "TwoViewContrastive",
     "VICReg",
     "VICRegL2",
     "available",
+    "check_args",
     "functional",
     "get",
     "info",
     "register",
+    "set_check_finite",
     "views",
 ]

@@ -9,10 +9,13 @@ Example:
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from torch import Tensor, nn
 
 from .. import distributed
 from . import functional as F
+from .hparams import FLAG, NONNEGATIVE, POSITIVE, Param
 from .registry import register
 from .views import normalize
 
@@ -25,6 +28,13 @@ class AlignUniform(nn.Module):
     ``gather_distributed=True`` computes the loss of the global batch on every rank
     (uniformity runs over every pair of the global batch; :mod:`contrastkit.distributed`).
     """
+
+    param_ranges: ClassVar[dict[str, Param]] = {
+        "alpha": POSITIVE,
+        "t": POSITIVE,
+        "weight": NONNEGATIVE,
+        "gather_distributed": FLAG,
+    }
 
     def __init__(
         self,

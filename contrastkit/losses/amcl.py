@@ -13,6 +13,7 @@ Example:
 from __future__ import annotations
 
 import math
+from typing import ClassVar
 
 import torch
 from torch import Tensor, nn
@@ -21,6 +22,7 @@ from .. import distributed
 from ..models.multihead import MultiHeadProjector
 from . import functional as F
 from .functional._common import check_tensor, check_views
+from .hparams import FLAG, NONNEGATIVE, POSITIVE, Param
 from .registry import register
 from .views import _pair_mask, normalize
 
@@ -119,7 +121,10 @@ class AdaptiveTemperature(nn.Module):
         return f"dim={self.dim}, lower={self.lower}, upper={self.upper}"
 
 
-@register("amcl", "features", "AMCL (anonymous ICLR 2024 submission), Eq. (3), (4), Table 2")
+_REF = "AMCL (anonymous ICLR 2024 submission), Eq. (3), (4), Table 2"
+
+
+@register("amcl", "features", _REF, queue_form=True, diagnostics=True)
 class AMCL(nn.Module):
     """Adaptive multi-head contrastive loss on *encoder* features; it owns its heads.
 
@@ -191,6 +196,15 @@ class AMCL(nn.Module):
             (:mod:`contrastkit.distributed`).
     """
 
+    param_ranges: ClassVar[dict[str, Param]] = {
+        **dict.fromkeys(("in_dim", "heads", "out_dim", "kappa"), Param.integer(1)),
+        "hidden": Param.integer(1, optional=True), "beta": Param.real(0.0, optional=True),
+        "lambd": NONNEGATIVE, "lower": POSITIVE, "upper": POSITIVE, "gather_distributed": FLAG,
+        "temperature": Param.real(0.0, low_open=True, optional=True),
+        "base": Param.one_of(*_BASES), "adapt": Param.one_of(*_ADAPT),
+        "negatives": Param.one_of("topk", "softmax"),
+    }  # fmt: skip
+
     def __init__(
         self,
         in_dim: int,
@@ -209,23 +223,11 @@ class AMCL(nn.Module):
         *,
         gather_distributed: bool = False,
     ) -> None:
-        super().__init__()
-        if base not in _BASES:
-            raise ValueError(f"base must be one of {_BASES}, got {base!r}")
+        super().__init__()  # the ranges of param_ranges are checked by the registry
         beta = _DEFAULT_BETA[base] if beta is None else beta
         temperature = _DEFAULT_TEMPERATURE[base] if temperature is None else temperature
-        if adapt not in _ADAPT:
-            raise ValueError(f"adapt must be one of {_ADAPT}, got {adapt!r}")
-        if not isinstance(temperature, (int, float)) or not lower <= temperature <= upper:
+        if not lower <= temperature <= upper:
             raise ValueError(f"temperature must lie in [lower, upper] = [{lower}, {upper}]")
-        if negatives not in ("topk", "softmax"):
-            raise ValueError(f"negatives must be 'topk' or 'softmax', got {negatives!r}")
-        if not isinstance(kappa, int) or isinstance(kappa, bool) or kappa < 1:
-            raise ValueError(f"kappa must be an int >= 1, got {kappa!r}")
-        if not isinstance(beta, (int, float)) or not (beta >= 0 and math.isfinite(beta)):
-            raise ValueError(f"beta must be a finite number >= 0, got {beta!r}")
-        if not isinstance(lambd, (int, float)) or not (lambd >= 0 and math.isfinite(lambd)):
-            raise ValueError(f"lambd must be a finite number >= 0, got {lambd!r}")
         self.base = base
         self.gather_distributed = gather_distributed
         self.beta = float(beta)
@@ -254,12 +256,13 @@ class AMCL(nn.Module):
         """Loss over encoder features ``h1, h2: [N, in_dim]`` of two views (N >= 2)."""
         h1, h2 = check_views(h1, h2, names=("h1", "h2"))
         h1, h2 = distributed.gather_all_with_grad(h1, h2, enabled=self.gather_distributed)
-        z1, z2 = self.projector(h1), self.projector(h2)  # [C, N, d']
+        dtype = self.adaptive_temperature.phi.weight.dtype  # any float input: heads' dtype
+        z1, z2 = self.projector(h1.to(dtype)), self.projector(h2.to(dtype))  # [C, N, d']
         if self.predictor is not None:
-            return self._simsiam(self.predictor, z1, z2)
+            return self._simsiam(self.predictor, z1, z2).to(h1.dtype)
         if self.base == "barlow_twins":
-            return self._barlow_twins(z1, z2)
-        return self._contrast(z1, z2)
+            return self._barlow_twins(z1, z2).to(h1.dtype)
+        return self._contrast(z1, z2).to(h1.dtype)
 
     def _contrast(self, z1: Tensor, z2: Tensor) -> Tensor:
         n = z1.shape[1]
@@ -345,7 +348,7 @@ class AMCL(nn.Module):
         x = check_tensor(x, name, 3, shape)
         if x.shape[0] != self.heads or x.shape[2] != self.out_dim or x.shape[1] < 1:
             raise ValueError(f"{name} must have shape {shape}, got {tuple(x.shape)}")
-        return x
+        return x.to(self.adaptive_temperature.phi.weight.dtype)
 
     def _simsiam(self, predictor: MultiHeadProjector, z1: Tensor, z2: Tensor) -> Tensor:
         p1, p2 = normalize(predictor(z1)), normalize(predictor(z2))
@@ -391,4 +394,12 @@ class AMCL(nn.Module):
         for key, values in (("tau_pos", self._tau_pos), ("tau_neg", self._tau_neg)):
             if values is not None:
                 stats.update({f"{key}/head{c}": float(v) for c, v in enumerate(values.tolist())})
+        return stats
+
+    def diagnostics(self) -> dict[str, float]:
+        """:meth:`temperature_stats` plus their head means ``tau_pos_mean``/``tau_neg_mean``."""
+        stats = self.temperature_stats()
+        for kind in ("tau_pos", "tau_neg"):
+            heads = [v for k, v in stats.items() if k.startswith(kind + "/")]
+            stats.update({f"{kind}_mean": sum(heads) / len(heads)} if heads else {})
         return stats

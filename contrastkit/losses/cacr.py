@@ -14,6 +14,7 @@ Example:
 from __future__ import annotations
 
 import itertools
+from typing import ClassVar
 
 import torch
 from torch import Tensor, nn
@@ -21,11 +22,14 @@ from torch import Tensor, nn
 from .. import distributed
 from . import functional as F
 from .functional import GramNegatives
+from .hparams import BLOCK_SIZE, FLAG, NONNEGATIVE, POSITIVE, Param
 from .registry import register
 from .views import check_multiview, cross_view_similarities, multiview_negatives
 
 
-@register("cacr", "views", "Zheng et al., NeurIPS 2021, Eq. (2)-(5)")
+@register(
+    "cacr", "views", "Zheng et al., NeurIPS 2021, Eq. (2)-(5)", queue_form=True, diagnostics=True
+)
 class CACR(nn.Module):
     """CACR over V views: each view in turn is the query, its K = V - 1 sibling views are
     the positives, and the V·(N - 1) views of the other samples (plus an optional
@@ -48,6 +52,15 @@ class CACR(nn.Module):
 
     After each call :attr:`last_parts` holds ``(L_CA, L_CR)`` as floats.
     """
+
+    param_ranges: ClassVar[dict[str, Param]] = {
+        "t_pos": NONNEGATIVE,
+        "t_neg": NONNEGATIVE,
+        "detach_pos_weights": FLAG,
+        "detach_neg_weights": FLAG,
+        "block_size": BLOCK_SIZE,
+        "gather_distributed": FLAG,
+    }
 
     def __init__(
         self,
@@ -97,6 +110,12 @@ class CACR(nn.Module):
         self.last_parts = (float(attraction.detach()), float(repulsion.detach()))
         return total
 
+    def diagnostics(self) -> dict[str, float]:
+        """``{"attraction": L_CA, "repulsion": L_CR}`` of the last call (empty before it)."""
+        if self.last_parts is None:
+            return {}
+        return {"attraction": self.last_parts[0], "repulsion": self.last_parts[1]}
+
 
 @register("cmc", "views", "Tian et al., ECCV 2020 (CMC), full-graph Eq. (8)")
 class CMC(nn.Module):
@@ -109,6 +128,8 @@ class CMC(nn.Module):
         gather_distributed: compute the loss of the global batch on every rank, from every
             rank's views gathered with gradient (:mod:`contrastkit.distributed`).
     """
+
+    param_ranges: ClassVar[dict[str, Param]] = {"temperature": POSITIVE, "gather_distributed": FLAG}
 
     def __init__(self, temperature: float = 0.07, *, gather_distributed: bool = False) -> None:
         super().__init__()

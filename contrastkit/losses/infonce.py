@@ -28,6 +28,7 @@ from torch import Tensor, nn
 from .. import distributed
 from . import functional as F
 from .functional import Negatives
+from .hparams import BLOCK_SIZE, FLAG, NONNEGATIVE, POSITIVE, Param
 from .registry import register
 from .views import cross_view_negatives, ntxent_negatives
 
@@ -41,6 +42,12 @@ class TwoViewContrastive(nn.Module, ABC):
         gather_distributed: under ``torch.distributed``, contrast this rank's anchors with
             every rank's views (see :mod:`contrastkit.distributed` for the gradient rule).
     """
+
+    param_ranges: ClassVar[dict[str, Param]] = {
+        "block_size": BLOCK_SIZE,
+        "gather_distributed": FLAG,
+        "temperature": POSITIVE,
+    }
 
     def __init__(self, block_size: int | None = None, gather_distributed: bool = False) -> None:
         super().__init__()
@@ -105,6 +112,8 @@ class InfoNCE(nn.Module):
             the negatives are the shared queue and nothing is gathered).
     """
 
+    param_ranges: ClassVar[dict[str, Param]] = TwoViewContrastive.param_ranges
+
     def __init__(
         self,
         temperature: float = 0.1,
@@ -140,6 +149,8 @@ class DCLW(TwoViewContrastive):
     """DCL with the positive weighted by ``sg[2 - M·softmax(pos/σ)]`` (σ = 0.5); with
     ``gather_distributed`` the softmax runs over every rank's positives."""
 
+    param_ranges: ClassVar[dict[str, Param]] = {"sigma": POSITIVE}
+
     def __init__(
         self,
         temperature: float = 0.1,
@@ -168,6 +179,8 @@ class FlatNCE(SingleTemperature):
 class DualTemperature(TwoViewContrastive):
     """``sg[W(τ_inter)/W(τ)] · InfoNCE(τ)``; τ_inter = 1.0 by default (Zhang et al.)."""
 
+    param_ranges: ClassVar[dict[str, Param]] = {"inter_temperature": POSITIVE}
+
     def __init__(
         self,
         temperature: float = 0.1,
@@ -186,7 +199,14 @@ class DualTemperature(TwoViewContrastive):
 
 @register("hcl", "pair", "Robinson et al., ICLR 2021, Eq. (5) estimator")
 class HCL(TwoViewContrastive):
-    """Hard-negative debiased loss; defaults τ = 0.5, τ⁺ = 0.1, β = 1 (the authors' CIFAR-10)."""
+    """Hard-negative debiased loss; defaults τ = 0.5, τ⁺ = 0.1, β = 1 (the authors' CIFAR-10).
+
+    τ⁺ is a class prior, so it lies in [0, 1); β >= 0 (β = 0 is the debiased loss)."""
+
+    param_ranges: ClassVar[dict[str, Param]] = {
+        "tau_plus": Param.real(0.0, 1.0, high_open=True),
+        "beta": NONNEGATIVE,
+    }
 
     def __init__(
         self,

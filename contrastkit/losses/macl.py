@@ -11,16 +11,21 @@ Example:
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from torch import Tensor
 
 from .. import distributed
 from . import functional as F
 from .functional import Negatives
+from .hparams import FINITE, FLAG, NONNEGATIVE, Param
 from .infonce import TwoViewContrastive
 from .registry import register
 
 
-@register("macl", "pair", "Huang et al., ICML 2023, Eq. (7) and (11), Algorithm 1")
+@register(
+    "macl", "pair", "Huang et al., ICML 2023, Eq. (7) and (11), Algorithm 1", diagnostics=True
+)
 class MACL(TwoViewContrastive):
     """MACL over SimCLR's 2N views (or any ``(pos, neg)`` via :meth:`similarity_loss`).
 
@@ -37,6 +42,14 @@ class MACL(TwoViewContrastive):
     After each call, :attr:`last_temperature` and :attr:`last_alignment` hold τ_a and
     the alignment magnitude A of that batch (floats, for logging).
     """
+
+    param_ranges: ClassVar[dict[str, Param]] = {
+        "alpha": NONNEGATIVE,
+        "a0": FINITE,
+        "reweight": FLAG,
+        "adaptive": FLAG,
+        "min_temperature": Param.real(0.0, low_open=True, optional=True),
+    }
 
     def __init__(
         self,
@@ -87,3 +100,9 @@ class MACL(TwoViewContrastive):
     def last_alignment(self) -> float | None:
         """Alignment magnitude A (MACL Eq. 6) of the last call."""
         return None if self._last_alignment is None else float(self._last_alignment)
+
+    def diagnostics(self) -> dict[str, float]:
+        """``{"temperature": τ_a, "alignment_A": A}`` of the last call (empty before it)."""
+        if self._last_tau is None or self._last_alignment is None:
+            return {}
+        return {"temperature": float(self._last_tau), "alignment_A": float(self._last_alignment)}

@@ -9,10 +9,13 @@ Example:
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from torch import Tensor, nn
 
 from .. import distributed
 from . import functional as F
+from .hparams import FLAG, NONNEGATIVE, Param
 from .registry import register
 
 
@@ -23,6 +26,8 @@ class BarlowTwins(nn.Module):
     ``gather_distributed=True`` computes the cross-correlation over every rank's batch
     (each rank then holds the same global loss; see :mod:`contrastkit.distributed`).
     """
+
+    param_ranges: ClassVar[dict[str, Param]] = {"lambd": NONNEGATIVE, "gather_distributed": FLAG}
 
     def __init__(self, lambd: float = 5e-3, *, gather_distributed: bool = False) -> None:
         super().__init__()
@@ -40,6 +45,13 @@ class VICReg(nn.Module):
 
     ``gather_distributed=True`` takes the variance and covariance over every rank's batch.
     """
+
+    param_ranges: ClassVar[dict[str, Param]] = {
+        "sim_coeff": NONNEGATIVE,
+        "std_coeff": NONNEGATIVE,
+        "cov_coeff": NONNEGATIVE,
+        "gather_distributed": FLAG,
+    }
 
     def __init__(
         self,

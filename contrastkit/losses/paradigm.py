@@ -15,12 +15,14 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import ClassVar
 
 from torch import Tensor, nn
 
 from .. import distributed
 from . import functional as F
 from .functional.paradigm import ARCCON_MARGIN, GD_KINDS, RATIO_KINDS, WEIGHT_KINDS
+from .hparams import FINITE, FLAG, NONNEGATIVE, POSITIVE, Param
 from .registry import register
 
 _REF = "Li, Zhang & Nie, ACL 2024"
@@ -34,6 +36,22 @@ class _TwoViewLoss(nn.Module):
     every rank's embeddings gathered with gradient (:mod:`contrastkit.distributed`)."""
 
     fn: Callable[..., Tensor]
+    # one declaration for every loss of this family (registry.register reads it)
+    param_ranges: ClassVar[dict[str, Param]] = {
+        "gather_distributed": FLAG,
+        "symmetric": FLAG,
+        "margin": FINITE,
+        "arc_margin": FINITE,
+        "temperature": POSITIVE,
+        "ratio": NONNEGATIVE,
+        "nu": NONNEGATIVE,
+        "nu_cov": NONNEGATIVE,
+        "nu_std": NONNEGATIVE,
+        "gamma": NONNEGATIVE,
+        "gd": Param.one_of(*GD_KINDS),
+        "weight": Param.one_of(*WEIGHT_KINDS),
+        "ratio_kind": Param.one_of(*RATIO_KINDS),
+    }
 
     def __init__(self, gather_distributed: bool = False, **hparams: object) -> None:
         super().__init__()

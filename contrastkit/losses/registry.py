@@ -11,6 +11,25 @@ signatures (its ``inputs`` kind), so frameworks can check compatibility up front
 * ``"features"``: ``loss(h1, h2)`` on encoder features: the loss owns its projection heads
   (AMCL) and is built with ``in_dim=``; frameworks skip their own projector for it.
 
+Each entry also declares what the loss can do, so frameworks ask the registry instead of
+importing classes or probing attributes:
+
+* ``queue_form``: the module has ``queue_loss(query, key, queue)`` (MoCo's form of a
+  "views" or "features" loss: CACR, AMCL);
+* ``diagnostics``: the module has ``diagnostics() -> dict[str, float]``, the per-step
+  values frameworks log (MACL's τ_a and A, CACR's parts, AMCL's temperatures);
+* input checks: every registered module's ``forward`` (and ``similarity_loss`` /
+  ``queue_loss``) refuses, with one line naming the argument, a non-tensor input
+  (``TypeError``), a ``d = 0`` embedding, an empty ``queue`` and non-finite ``labels``;
+  and, after the call, a non-finite loss raises ``ValueError`` naming the input that
+  holds NaN/inf (``FloatingPointError`` if all inputs are finite). That check reads the
+  already-reduced loss: one scalar test per call (a device sync on GPUs); turn it off
+  with :func:`set_check_finite` or ``CONTRASTKIT_CHECK_FINITE=0``.
+* ``params``: the declared range of every constructor argument
+  (:class:`~contrastkit.losses.hparams.Param`, from the class's ``param_ranges``). Every
+  construction is checked against them, and :func:`check_args` checks a ``loss_args``
+  mapping without building anything (the command line does so when reading a config).
+
 Example:
     >>> from contrastkit import losses
     >>> loss = losses.get("macl", temperature=0.2)
@@ -20,11 +39,17 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import TypeVar
+import functools
+import inspect
+import os
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
-from torch import nn
+from torch import Tensor, nn
+
+from .hparams import Param, declared_ranges
 
 INPUT_KINDS = ("pair", "labeled", "views", "query_key", "predictor", "features")
 
@@ -38,24 +63,159 @@ class LossInfo:
     inputs: str
     reference: str
     similarity_level: bool  # True when ``loss.similarity_loss(pos, neg)`` is available
+    queue_form: bool = False  # ``loss.queue_loss(query, key, queue)`` (CACR, AMCL)
+    diagnostics: bool = False  # ``loss.diagnostics() -> dict[str, float]``
+    params: Mapping[str, Param] = field(default_factory=dict)
 
 
 _REGISTRY: dict[str, LossInfo] = {}
+_CHECK = {"finite": os.environ.get("CONTRASTKIT_CHECK_FINITE", "1") != "0"}
+CHECKED_METHODS = ("forward", "similarity_loss", "queue_loss")
+
+
+def set_check_finite(enabled: bool) -> bool:
+    """Turn the non-finite loss/label check of every registered loss on or off; returns
+    the previous setting (on by default)."""
+    previous, _CHECK["finite"] = _CHECK["finite"], bool(enabled)
+    return previous
+
+
 T = TypeVar("T", bound=type[nn.Module])
 
 
-def register(name: str, inputs: str, reference: str) -> Callable[[T], T]:
-    """Class decorator adding a loss under ``name``."""
+def register(
+    name: str,
+    inputs: str,
+    reference: str,
+    *,
+    queue_form: bool = False,
+    diagnostics: bool = False,
+) -> Callable[[T], T]:
+    """Class decorator adding a loss under ``name``.
+
+    Registration fails (a programming error) unless every constructor argument has a
+    declared range in ``param_ranges`` and the declared capabilities exist; the class's
+    ``__init__`` is wrapped to validate its arguments against those ranges."""
     if inputs not in INPUT_KINDS:
         raise ValueError(f"inputs must be one of {INPUT_KINDS}, got {inputs!r}")
 
     def decorate(cls: T) -> T:
         if name in _REGISTRY:
             raise ValueError(f"a loss named {name!r} is registered already")
-        _REGISTRY[name] = LossInfo(name, cls, inputs, reference, hasattr(cls, "similarity_loss"))
+        for flag, method in ((queue_form, "queue_loss"), (diagnostics, "diagnostics")):
+            if flag and not callable(getattr(cls, method, None)):
+                raise TypeError(f"loss {name!r} declares {method} but {cls.__name__} lacks it")
+        declared, arguments = declared_ranges(cls), _arguments(cls)
+        params = {p: declared[p] for p in arguments if p in declared}
+        missing = [p for p in arguments if p not in declared]
+        if missing:
+            raise TypeError(f"loss {name!r}: no declared range for {', '.join(missing)}")
+        cls.__init__ = _checked_init(name, cls.__init__, params)  # type: ignore[method-assign]
+        for method in CHECKED_METHODS:
+            if callable(getattr(cls, method, None)):
+                checked = _checked_call(name, getattr(cls, method), method, params)
+                setattr(cls, method, checked)
+        similarity = hasattr(cls, "similarity_loss")
+        _REGISTRY[name] = LossInfo(
+            name, cls, inputs, reference, similarity, queue_form, diagnostics, params
+        )
         return cls
 
     return decorate
+
+
+def _arguments(cls: type) -> list[str]:
+    """Named constructor arguments of ``cls`` (not ``self``, ``*args``, ``**kwargs``)."""
+    kinds = (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
+    parameters = list(inspect.signature(cls.__init__).parameters.values())[1:]
+    return [p.name for p in parameters if p.kind not in kinds]
+
+
+def _checked_init(
+    name: str, init: Callable[..., None], params: Mapping[str, Param]
+) -> Callable[..., None]:
+    signature = inspect.signature(init)
+
+    @functools.wraps(init)
+    def checked(self: nn.Module, *args: Any, **kwargs: Any) -> None:
+        bound = signature.bind(self, *args, **kwargs)
+        bound.apply_defaults()
+        for key, value in bound.arguments.items():
+            if key in params:
+                params[key].check(key, value, name)
+        init(self, *args, **kwargs)
+
+    return checked
+
+
+_depth = threading.local()  # nesting of checked calls (forward -> similarity_loss)
+
+
+def _checked_call(
+    name: str, method: Callable[..., Any], what: str, params: Mapping[str, Param]
+) -> Callable[..., Any]:
+    names = [p for p in inspect.signature(method).parameters][1:]
+    strict = what == "forward"  # similarity_loss takes Negatives objects too
+
+    @functools.wraps(method)
+    def checked(self: nn.Module, *args: Any, **kwargs: Any) -> Any:
+        given = [*zip(names, args, strict=False), *kwargs.items()]
+        outer = getattr(_depth, "value", 0) == 0  # only the outermost call checks
+        if outer:
+            for arg, value in given:
+                _check_input(name, arg, value, strict)
+        _depth.value = getattr(_depth, "value", 0) + 1
+        try:
+            out = method(self, *args, **kwargs)
+        finally:
+            _depth.value -= 1
+        if outer and _CHECK["finite"] and isinstance(out, Tensor) and not _finite(out):
+            bad = [a for a, v in given if isinstance(v, Tensor) and not _finite(v)]
+            if bad:
+                raise ValueError(f"loss {name!r}: input {bad[0]} holds NaN or inf values")
+            values = {k: getattr(self, k) for k in params if hasattr(self, k)}
+            raise FloatingPointError(
+                f"loss {name!r} is not finite for finite inputs (hyper-parameters {values})"
+            )
+        return out
+
+    return checked
+
+
+def _finite(value: Tensor) -> bool:
+    return not value.is_floating_point() or bool(value.detach().isfinite().all())
+
+
+def _check_input(name: str, arg: str, value: object, strict: bool) -> None:
+    if value is None or not isinstance(value, Tensor):
+        if strict and value is not None:
+            raise TypeError(
+                f"loss {name!r}: {arg} must be a torch.Tensor, got {type(value).__name__}"
+            )
+        return
+    if arg == "labels":
+        if _CHECK["finite"] and not _finite(value):
+            raise ValueError(f"loss {name!r}: labels hold NaN or inf values")
+        return
+    if value.dim() >= 2 and value.shape[-1] == 0:
+        raise ValueError(f"loss {name!r}: {arg} has d = 0 features, shape {tuple(value.shape)}")
+    if arg == "queue" and value.numel() == 0:
+        raise ValueError(f"loss {name!r}: queue is empty (shape {tuple(value.shape)}); pass None")
+
+
+def check_args(name: str, kwargs: Mapping[str, object], provided: tuple[str, ...] = ()) -> None:
+    """Validate ``kwargs`` for loss ``name`` without building it: unknown names and values
+    outside the declared ranges raise one-line ``ValueError``s. ``provided`` names the
+    arguments a framework fills in itself (AMCL's ``in_dim``)."""
+    entry = info(name)
+    known = _arguments(entry.cls)
+    for key, value in kwargs.items():
+        if key not in known:
+            raise ValueError(
+                f"loss {name!r} has no argument {key!r}; its arguments: "
+                f"{', '.join(k for k in known if k not in provided) or 'none'}"
+            )
+        entry.params[key].check(key, value, name)
 
 
 def info(name: str) -> LossInfo:
@@ -67,7 +227,9 @@ def info(name: str) -> LossInfo:
 
 
 def get(name: str, **kwargs: object) -> nn.Module:
-    """A new instance of the loss ``name`` built with ``kwargs``."""
+    """A new instance of the loss ``name`` built with ``kwargs`` (unknown or out-of-range
+    arguments raise a one-line ``ValueError``, see :func:`check_args`)."""
+    check_args(name, kwargs)
     return info(name).cls(**kwargs)
 
 

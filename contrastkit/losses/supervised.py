@@ -13,11 +13,14 @@ Example:
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import torch
 from torch import Tensor, nn
 
 from . import functional as F
 from .functional.supervised import LabelSimilarity
+from .hparams import BLOCK_SIZE, FLAG, POSITIVE, Param
 from .registry import register
 from .views import check_labels, supervised_terms, two_view_similarity
 
@@ -39,6 +42,12 @@ class SupCon(nn.Module):
         block_size: anchors per block of the tiled log-sum-exp (O(N·block) memory).
         gather_distributed: contrast with every rank's views and labels.
     """
+
+    param_ranges: ClassVar[dict[str, Param]] = {
+        "temperature": POSITIVE,
+        "block_size": BLOCK_SIZE,
+        "gather_distributed": FLAG,
+    }
 
     def __init__(
         self,
@@ -83,6 +92,13 @@ class LASCon(nn.Module):
     ``"out"`` variant runs on the fused statistics of :func:`views.supervised_terms`; the
     ``"in"`` variant on the dense ``[2N, 2N]`` similarities.
     """
+
+    param_ranges: ClassVar[dict[str, Param]] = {
+        **SupCon.param_ranges,
+        "similarity": Param.one_of("linear", "tanh", "indicator", callable_ok=True),
+        "c": POSITIVE,
+        "variant": Param.one_of("out", "in"),
+    }
 
     def __init__(
         self,

@@ -11,18 +11,17 @@ from __future__ import annotations
 import functools
 
 import torch
-import torch.nn.functional as tf
 from torch import Tensor
 
 from .. import distributed
-from .functional._common import check_tensor, check_views, compute_dtype
+from .functional._common import check_tensor, check_views, compute_dtype, unit_rows
 from .functional._negatives import GramNegatives, gram_logsumexp
 from .functional.supervised import LabelSimilarity, label_similarity
 
 
 def normalize(z: Tensor) -> Tensor:
-    """L2-normalise rows; zero rows stay zero instead of producing NaN."""
-    return tf.normalize(z, dim=-1, eps=1e-12)
+    """L2-normalise rows; zero rows stay zero, with a zero gradient (:func:`unit_rows`)."""
+    return unit_rows(z)
 
 
 @functools.lru_cache(maxsize=32)

@@ -13,6 +13,7 @@ would merge lines.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -40,12 +41,20 @@ def _existing(path: str | Path, name: str) -> Path:
     return p
 
 
+def _lines(p: Path, name: str) -> list[str]:
+    """The lines of the UTF-8 file ``p``; ``ValueError`` naming the file and line if not."""
+    data = p.read_bytes()
+    try:
+        return data.decode("utf-8").splitlines()
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise ValueError(f"{name} {str(p)!r} line {line} is not UTF-8 text") from None
+
+
 def read_sentences(path: str | Path) -> list[str]:
     """The non-blank lines of ``path``, stripped; raises ``ValueError`` if there are none."""
     p = _existing(path, "sentence file")
-    with p.open(encoding="utf-8") as fh:
-        sentences = [line.strip() for line in fh]
-    sentences = [s for s in sentences if s]
+    sentences = [s for s in (line.strip() for line in _lines(p, "sentence file")) if s]
     if not sentences:
         raise ValueError(f"sentence file {str(p)!r} has no non-blank line")
     return sentences
@@ -53,9 +62,12 @@ def read_sentences(path: str | Path) -> list[str]:
 
 def _parse_score(text: str, where: str) -> float:
     try:
-        return float(text)
+        score = float(text)
     except ValueError:
         raise ValueError(f"{where}: the score must be a number, got {text!r}") from None
+    if not math.isfinite(score):
+        raise ValueError(f"{where}: the score must be a finite number, got {text!r}")
+    return score
 
 
 def read_sts(path: str | Path, format: StsFormat = "stsb") -> StsPairs:
@@ -72,21 +84,19 @@ def read_sts(path: str | Path, format: StsFormat = "stsb") -> StsPairs:
     s1: list[str] = []
     s2: list[str] = []
     scores: list[float] = []
-    with p.open(encoding="utf-8") as fh:
-        for number, line in enumerate(fh, start=1):
-            line = line.rstrip("\r\n")
-            if not line.strip():
-                continue
-            fields = line.split("\t")
-            where = f"{p.name} line {number}"
-            if len(fields) < min_fields:
-                raise ValueError(
-                    f"{where}: expected at least {min_fields} tab-separated fields for format "
-                    f"{format!r}, got {len(fields)}"
-                )
-            scores.append(_parse_score(fields[score_col].strip(), where))
-            s1.append(fields[s1_col].strip())
-            s2.append(fields[s1_col + 1].strip())
+    for number, line in enumerate(_lines(p, "STS file"), start=1):
+        if not line.strip():
+            continue
+        fields = line.split("\t")
+        where = f"{p.name} line {number}"
+        if len(fields) < min_fields:
+            raise ValueError(
+                f"{where}: expected at least {min_fields} tab-separated fields for format "
+                f"{format!r}, got {len(fields)}"
+            )
+        scores.append(_parse_score(fields[score_col].strip(), where))
+        s1.append(fields[s1_col].strip())
+        s2.append(fields[s1_col + 1].strip())
     if not scores:
         raise ValueError(f"STS file {str(p)!r} holds no sentence pair")
     return StsPairs(s1, s2, scores)

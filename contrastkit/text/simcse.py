@@ -36,6 +36,7 @@ from tqdm.auto import tqdm
 from .. import losses
 from ..engine import Engine, build_optimizer, build_schedule
 from ..losses.views import cross_view_similarities
+from ..rundir import atomic_write_text
 from . import diagnostics
 from .data import StsPairs
 from .encoder import SentenceEncoder
@@ -255,8 +256,6 @@ def train_simcse(
         if dev is None:
             encoder.save_pretrained(out / "best")
         out.mkdir(parents=True, exist_ok=True)
-        (out / "history.json").write_text(
-            json.dumps({"config": asdict(cfg), **history.to_dict()}, indent=2) + "\n",
-            encoding="utf-8",
-        )
+        record = {"config": asdict(cfg), **history.to_dict()}
+        atomic_write_text(out / "history.json", json.dumps(record, indent=2) + "\n")
     return history

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -132,6 +133,12 @@ class TrainConfig:
             value = getattr(self, name)
             if not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
                 raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
+        if (
+            not isinstance(self.seed, int)
+            or isinstance(self.seed, bool)
+            or not (0 <= self.seed < 2**32)
+        ):
+            raise ValueError(f"seed must be an integer in [0, 2**32), got {self.seed!r}")
         if self.lr <= 0:
             raise ValueError(f"lr must be > 0, got {self.lr}")
         thr = self.binarize_threshold
@@ -257,7 +264,15 @@ def load_yaml(path: str | Path) -> dict[str, Any]:
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"config file {str(path)!r} does not exist")
-    data = yaml.safe_load(path.read_text()) or {}
+    try:
+        data = yaml.safe_load(path.read_bytes().decode("utf-8")) or {}
+    except UnicodeDecodeError:
+        raise ValueError(f"config file {str(path)!r} is not UTF-8 text") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" line {mark.line + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or type(exc).__name__
+        raise ValueError(f"config file {str(path)!r}{where}: invalid YAML ({problem})") from None
     if not isinstance(data, dict):
         raise ValueError(
             f"config file {str(path)!r} must hold a mapping, got {type(data).__name__}"
@@ -266,8 +281,12 @@ def load_yaml(path: str | Path) -> dict[str, Any]:
 
 
 def parse_value(text: str) -> Any:
-    """A ``key=value`` value as YAML scalar: ``0.1`` → float, ``true`` → bool, ``x`` → str."""
-    return yaml.safe_load(text) if text.strip() else text
+    """A ``key=value`` value as YAML scalar: ``0.1`` → float, ``true`` → bool, ``x`` → str;
+    ``1e-3`` (a string to YAML 1.1) → float."""
+    value = yaml.safe_load(text) if text.strip() else text
+    if isinstance(value, str) and re.fullmatch(r"[+-]?(\d+\.?\d*|\.\d+)[eE][+-]?\d+", value):
+        return float(value)
+    return value
 
 
 def parse_assignments(items: list[str] | None, what: str = "--loss-arg") -> dict[str, Any]:
@@ -277,5 +296,8 @@ def parse_assignments(items: list[str] | None, what: str = "--loss-arg") -> dict
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
             raise ValueError(f"{what} expects key=value, got {item!r}")
-        out[key.strip()] = parse_value(value)
+        try:
+            out[key.strip()] = parse_value(value)
+        except yaml.YAMLError:
+            raise ValueError(f"{what} {item!r}: the value is not a YAML scalar") from None
     return out

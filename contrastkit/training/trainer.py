@@ -14,8 +14,10 @@ A run directory holds:
   the loss's diagnostics averaged over the epoch, MACL's / AMCL's per-step temperature
   trace, the online probe's numbers when it is on);
 * ``checkpoint.pt``: state dicts only (model, optimiser, schedule, engine, RNG of the CPU
-  and of the device), the epoch and the config, loaded with ``torch.load(weights_only=True)``;
-  with ``save_every`` also ``checkpoint_epochNNNN.pt`` every that many epochs;
+  and of the device), the epoch, the config and the SHA-256 of that content, written
+  atomically and verified on load (:mod:`contrastkit.rundir`), loaded with
+  ``torch.load(weights_only=True)``; with ``save_every`` also ``checkpoint_epochNNNN.pt``
+  every that many epochs;
 * ``final.json``: kNN (k = 200 and small k), linear-probe accuracy, alignment,
   uniformity, timing, device, GPU name, precision, compile, torch version, peak device
   memory, the full config and the seed;
@@ -42,7 +44,7 @@ import contextlib
 import dataclasses
 import json
 import math
-import shutil
+import sys
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -51,7 +53,7 @@ from typing import Any
 import torch
 from tqdm import tqdm
 
-from .. import distributed, losses
+from .. import distributed, losses, rundir
 from ..data import Split, build_augment, dataset_from_config
 from ..engine import Engine, build_optimizer, build_schedule, eval_mode
 from ..engine.device import device_info, rng_state, set_rng_state
@@ -308,13 +310,14 @@ class Trainer:
     def fit(self, resume: bool = False) -> dict[str, Any]:
         """Train to ``config.epochs`` (continuing from the checkpoint if ``resume``)."""
         if self.out is not None:
-            self.out.mkdir(parents=True, exist_ok=True)
             if resume:
                 self.load_checkpoint()
-            elif (self.out / CHECKPOINT).exists():
-                raise ValueError(
-                    f"{self.out} already holds a run; pass --resume or choose another --out"
-                )
+            else:  # the commands call rundir.prepare_run_dir before any work
+                self.out.mkdir(parents=True, exist_ok=True)
+                if self.rank == 0 and any(self.out.iterdir()):
+                    raise ValueError(
+                        f"{self.out} already holds a run; pass --resume or choose another --out"
+                    )
         while self.epoch < self.config.epochs:
             record = self.train_epoch()
             self.epoch += 1
@@ -369,15 +372,16 @@ class Trainer:
             "config": cfg.to_dict(),
         }
         if self.out is not None:
-            (self.out / FINAL).write_text(json.dumps(final, indent=2) + "\n")
+            rundir.atomic_write_text(self.out / FINAL, json.dumps(final, indent=2) + "\n")
         return final
 
     # ------------------------------------------------------------ persistence
     def _save_epoch(self, record: dict[str, Any]) -> None:
         if self.out is None or self.rank != 0:
             return
-        with (self.out / METRICS).open("a") as fh:
-            fh.write(json.dumps(record) + "\n")
+        # the record first, then the checkpoint: a kill between them leaves one record
+        # more than the checkpoint's epoch, which load_checkpoint drops
+        rundir.append_line(self.out / METRICS, json.dumps(record))
         state = {
             "model": self.model.state_dict(),
             "optimizer": self.optimizer.state_dict(),
@@ -390,21 +394,33 @@ class Trainer:
         }
         if self.probe is not None:
             state["probe"] = self.probe.state_dict()
-        tmp = self.out / (CHECKPOINT + ".tmp")
-        torch.save(state, tmp)
-        tmp.replace(self.out / CHECKPOINT)
+        rundir.atomic_torch_save(state, self.out / CHECKPOINT)
         if self.config.save_every and self.epoch % self.config.save_every == 0:
-            shutil.copyfile(
-                self.out / CHECKPOINT, self.out / f"checkpoint_epoch{self.epoch:04d}.pt"
+            rundir.atomic_write_bytes(
+                self.out / f"checkpoint_epoch{self.epoch:04d}.pt",
+                (self.out / CHECKPOINT).read_bytes(),
             )
 
     def load_checkpoint(self) -> None:
-        """Restore model, optimiser, RNG and history from the run directory."""
+        """Restore model, optimiser, RNG and history from the run directory.
+
+        A directory without a checkpoint (killed during the first epoch) restarts at
+        epoch 1, dropping any record written before the kill; a checkpoint that is corrupt
+        or incomplete, or a ``metrics.jsonl`` that is missing, unreadable or shorter than
+        the checkpoint's epoch, raises ``ValueError`` naming the file."""
         assert self.out is not None
-        path = self.out / CHECKPOINT
+        path, metrics = self.out / CHECKPOINT, self.out / METRICS
+        if not self.out.is_dir():
+            raise FileNotFoundError(f"no checkpoint to resume from: no directory {self.out}")
         if not path.exists():
-            raise FileNotFoundError(f"no checkpoint to resume from at {path}")
-        state = torch.load(path, weights_only=True, map_location=self.engine.device)
+            if self.rank == 0:
+                print(f"no checkpoint in {self.out}: starting at epoch 1", file=sys.stderr)
+                rundir.atomic_write_text(metrics, "")
+            return
+        keys = ("model", "optimizer", "torch_rng", "epoch", "train_time_s", "config")
+        state = rundir.load_checkpoint(path, required=keys, map_location=self.engine.device)
+        if not isinstance(state["config"], dict):
+            raise rundir.CheckpointError(f"checkpoint {str(path)!r} holds no config mapping")
         # through TrainConfig: keys added since the checkpoint was written take their defaults
         saved_config = TrainConfig.from_dict(
             {**state["config"], "epochs": self.config.epochs}
@@ -417,21 +433,34 @@ class Trainer:
                 "--resume with a different config than the checkpoint's "
                 f"(differs in: {', '.join(diff)})"
             )
-        self.model.load_state_dict(state["model"])
-        self.optimizer.load_state_dict(state["optimizer"])
-        if "scheduler" in state:
-            self.scheduler.load_state_dict(state["scheduler"])
-        self.engine.load_state_dict(state.get("engine", {}))
-        if self.probe is not None and "probe" in state:
-            self.probe.load_state_dict(state["probe"])
-        set_rng_state(
-            {k: v.cpu() for k, v in state.items() if k.endswith("_rng")}, self.engine.device
-        )
-        self.epoch = int(state["epoch"])
-        self.train_time = float(state["train_time_s"])
-        lines = (
-            (self.out / METRICS).read_text().splitlines() if (self.out / METRICS).exists() else []
-        )
-        self.history = [json.loads(line) for line in lines[: self.epoch]]
-        if self.rank == 0:
-            (self.out / METRICS).write_text("".join(json.dumps(r) + "\n" for r in self.history))
+        try:
+            self.model.load_state_dict(state["model"])
+            self.optimizer.load_state_dict(state["optimizer"])
+            if "scheduler" in state:
+                self.scheduler.load_state_dict(state["scheduler"])
+            self.engine.load_state_dict(state.get("engine", {}))
+            if self.probe is not None and "probe" in state:
+                self.probe.load_state_dict(state["probe"])
+            set_rng_state(
+                {k: v.cpu() for k, v in state.items() if k.endswith("_rng")}, self.engine.device
+            )
+            self.epoch = int(state["epoch"])
+            self.train_time = float(state["train_time_s"])
+        except (RuntimeError, TypeError, ValueError, KeyError) as exc:
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            message = f"checkpoint {str(path)!r} does not fit this run: {first}"
+            raise rundir.CheckpointError(message) from None
+        if not metrics.is_file():
+            raise ValueError(
+                f"--resume: {str(metrics)!r} is missing (the checkpoint is at epoch {self.epoch})"
+            )
+        records, total = rundir.read_jsonl(metrics, limit=self.epoch)
+        if len(records) < self.epoch:
+            raise ValueError(
+                f"--resume: {str(metrics)!r} holds {len(records)} records but the checkpoint "
+                f"is at epoch {self.epoch}"
+            )
+        self.history = records[: self.epoch]
+        if self.rank == 0 and total > self.epoch:  # records after the checkpoint: dropped
+            text = "".join(json.dumps(r) + "\n" for r in self.history)
+            rundir.atomic_write_text(metrics, text)

@@ -24,6 +24,20 @@ Reduction = Literal["mean", "sum", "none"]
 _REDUCTIONS = ("mean", "sum", "none")
 
 
+NORM_EPS = 1e-12  # rows with a smaller L2 norm count as zero rows
+
+
+def unit_rows(z: Tensor) -> Tensor:
+    """L2-normalise the last dimension; rows of norm <= ``NORM_EPS`` map to zero rows with
+    a zero gradient (plain ``z / max(‖z‖, eps)`` gives an exactly-zero row a gradient of
+    ``1/eps`` = 1e12 times the upstream one). Rows above ``eps``: identical to
+    ``torch.nn.functional.normalize``."""
+    norm = torch.linalg.vector_norm(z, dim=-1, keepdim=True)
+    unit = z / norm.clamp_min(NORM_EPS)
+    zero = torch.zeros((), dtype=z.dtype, device=z.device)
+    return torch.where(norm <= NORM_EPS, zero, unit)  # NaN rows stay NaN
+
+
 def check_tensor(x: object, name: str, ndim: int, shape_text: str) -> Tensor:
     """Return ``x`` if it is a floating tensor with ``ndim`` dimensions, else raise."""
     if not isinstance(x, Tensor):

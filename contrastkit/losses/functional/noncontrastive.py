@@ -9,7 +9,7 @@ import torch
 import torch.nn.functional as tf
 from torch import Tensor
 
-from ._common import check_views, compute_dtype
+from ._common import check_views, compute_dtype, unit_rows
 
 
 def off_diagonal(m: Tensor) -> Tensor:
@@ -67,4 +67,5 @@ def vicreg(
 def negative_cosine(p: Tensor, z: Tensor) -> Tensor:
     """SimSiam's ``D(p, z) = -mean cos(p, sg(z))`` (Chen & He, CVPR 2021, Eq. 1–2)."""
     a, b = check_views(p, z, min_rows=1, names=("p", "z"))
-    return -tf.cosine_similarity(a, b.detach(), dim=-1).mean()
+    # unit rows, not tf.cosine_similarity: a zero row of p gets a zero gradient, not ~1e6
+    return -(unit_rows(a) * unit_rows(b.detach())).sum(dim=-1).mean()

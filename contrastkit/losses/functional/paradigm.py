@@ -26,7 +26,7 @@ import torch
 import torch.nn.functional as tf
 from torch import Tensor
 
-from ._common import check_positive, check_views, compute_dtype
+from ._common import check_positive, check_views, compute_dtype, unit_rows
 
 GD_KINDS = ("indicator", "fraction", "none")
 WEIGHT_KINDS = ("softmax", "hardest", "uniform")
@@ -38,7 +38,7 @@ def unit_views(h: object, hp: object) -> tuple[Tensor, Tensor]:
     """Validate ``h, hp: [N, d]`` (N >= 2) and return them L2-normalised in the compute dtype."""
     a, b = check_views(h, hp, names=("h", "hp"))
     dtype = compute_dtype(a, b)
-    return tf.normalize(a.to(dtype), dim=-1), tf.normalize(b.to(dtype), dim=-1)
+    return unit_rows(a.to(dtype)), unit_rows(b.to(dtype))
 
 
 def check_finite(value: float, name: str) -> float:

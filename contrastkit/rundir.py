@@ -1,0 +1,276 @@
+"""Run directories and crash-safe files: the guard every command runs before any work,
+atomic writes, and checksummed checkpoints.
+
+* :func:`prepare_run_dir` checks an output directory before any training: ``--out`` must
+  be a directory that can be created and written, and a directory that already holds
+  files is refused unless the run resumes it (``resume``) or replaces it (``overwrite``,
+  which clears it first), so nothing already written is destroyed or mixed by mistake.
+* :func:`atomic_write_text` / :func:`atomic_write_bytes` write a temporary file in the
+  same directory, ``fsync`` it, rename it over the target and ``fsync`` the directory: a
+  reader (or a run killed at any instant) sees the old file or the new one, never a part.
+* :func:`atomic_torch_save` writes a checkpoint (a mapping) with the SHA-256 of its
+  content stored inside it, so it stays a plain ``torch.load``-able file;
+  :func:`load_checkpoint` loads with ``weights_only=True`` (nothing is unpickled) and
+  verifies the digest, and every unreadable file (empty, truncated, flipped bytes, not a
+  checkpoint, missing keys) raises :class:`CheckpointError`, one line naming the file.
+
+Example:
+    >>> import tempfile, torch
+    >>> d = prepare_run_dir(tempfile.mkdtemp() + "/run")
+    >>> atomic_torch_save({"epoch": 1, "w": torch.ones(2)}, d / "checkpoint.pt")
+    >>> load_checkpoint(d / "checkpoint.pt", required=("epoch",))["epoch"]
+    1
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import torch
+
+CHECKSUM_KEY = "sha256"  # the checkpoint's digest, stored inside it
+# test hook: "NAME:K" kills the process (os._exit(137)) in the K-th write of the file NAME
+# (atomic write or appended line), half-way through: the crash tests' "kill inside a write"
+FAULT_ENV = "CONTRASTKIT_FAULT_WRITE"
+
+
+class CheckpointError(ValueError):
+    """A checkpoint that cannot be used (missing, empty, corrupt, foreign, incomplete)."""
+
+
+def prepare_run_dir(path: str | Path, resume: bool = False, overwrite: bool = False) -> Path:
+    """Create (or accept) the run directory ``path`` and check it can be written.
+
+    Raises ``ValueError`` with one line naming ``path`` when it is empty, is a file, lies
+    under a file, cannot be created or written, or already holds files while neither
+    ``resume`` nor ``overwrite`` is set. ``overwrite`` empties the directory (refused for
+    the current directory, its parents and the home directory); ``resume`` keeps it.
+    Under ``torchrun`` (``RANK`` set) only rank 0 checks for and clears existing files.
+    """
+    if resume and overwrite:
+        raise ValueError("--resume and --overwrite exclude each other")
+    if not str(path).strip():
+        raise ValueError("--out must name a directory, got an empty string")
+    path = Path(path).expanduser()
+    for parent in (path, *path.parents):
+        if parent.exists() and not parent.is_dir():
+            where = "is" if parent == path else f"lies under {str(parent)!r}, which is"
+            raise ValueError(f"--out {str(path)!r} {where} a file, not a directory")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ValueError(f"--out {str(path)!r} cannot be created: {exc.strerror}") from None
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise ValueError(f"--out {str(path)!r} is not writable")
+    # under torchrun only rank 0 judges and clears the directory (it writes the run files)
+    entries = sorted(p.name for p in path.iterdir()) if os.environ.get("RANK", "0") == "0" else []
+    if entries and overwrite:
+        _clear(path)
+    elif entries and not resume:
+        shown = ", ".join(entries[:4]) + (", ..." if len(entries) > 4 else "")
+        raise ValueError(
+            f"--out {str(path)!r} already holds files ({shown}); pass --resume to continue "
+            "that run, --overwrite to replace it, or choose another --out"
+        )
+    return path
+
+
+def check_output_file(path: str | Path, flag: str = "--out") -> Path:
+    """Check, before any work, that the file ``path`` can be written: not empty, not a
+    directory, not under a file; its parent is created and must be writable."""
+    if not str(path).strip():
+        raise ValueError(f"{flag} must name a file, got an empty string")
+    path = Path(path).expanduser()
+    if path.is_dir():
+        raise ValueError(f"{flag} {str(path)!r} is a directory, not a file")
+    for parent in path.parents:
+        if parent.exists() and not parent.is_dir():
+            raise ValueError(f"{flag} {str(path)!r} lies under {str(parent)!r}, which is a file")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ValueError(
+            f"{flag} {str(path)!r}: cannot create its folder: {exc.strerror}"
+        ) from None
+    if not os.access(path.parent, os.W_OK | os.X_OK) or (
+        path.exists() and not os.access(path, os.W_OK)
+    ):
+        raise ValueError(f"{flag} {str(path)!r} is not writable")
+    return path
+
+
+def _clear(path: Path) -> None:
+    resolved = path.resolve()
+    protected = {Path.home().resolve(), *Path.cwd().resolve().parents, Path.cwd().resolve()}
+    if resolved in protected:
+        raise ValueError(f"--overwrite refuses to empty {str(path)!r} (home or current directory)")
+    for child in path.iterdir():
+        if child.is_dir() and not child.is_symlink():
+            shutil.rmtree(child)
+        else:
+            child.unlink()
+
+
+_fault_counts: dict[str, int] = {}
+
+
+def _maybe_fault(name: str) -> bool:
+    spec = os.environ.get(FAULT_ENV)
+    if not spec:
+        return False
+    target, _, count = spec.partition(":")
+    if target != name:
+        return False
+    _fault_counts[name] = _fault_counts.get(name, 0) + 1
+    return _fault_counts[name] == int(count or 1)
+
+
+def atomic_write_bytes(path: str | Path, data: bytes) -> None:
+    """Replace ``path`` by ``data`` atomically (temp file + fsync + rename + dir fsync)."""
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            if _maybe_fault(path.name):
+                fh.write(data[: len(data) // 2])
+                fh.flush()
+                os._exit(137)
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    _fsync_dir(path.parent)
+
+
+def atomic_write_text(path: str | Path, text: str) -> None:
+    """:func:`atomic_write_bytes` of ``text`` in UTF-8."""
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def append_line(path: str | Path, line: str) -> None:
+    """Append one text line to ``path`` and ``fsync`` it (a crash can at worst leave a
+    partial last line, which :func:`read_jsonl` readers of this project reject by line)."""
+    path = Path(path)
+    text = line.rstrip("\n") + "\n"
+    with path.open("a", encoding="utf-8") as fh:
+        if _maybe_fault(path.name):
+            fh.write(text[: len(text) // 2])
+            fh.flush()
+            os._exit(137)
+        fh.write(text)
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def _fsync_dir(directory: Path) -> None:
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:  # not supported on this platform (Windows)
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def state_digest(state: Any) -> str:
+    """SHA-256 over a checkpoint's content: every tensor's dtype, shape and raw bytes and
+    every other leaf's ``repr``, walked in a fixed order (mapping keys as stored)."""
+    digest = hashlib.sha256()
+
+    def walk(node: Any, where: str) -> None:
+        if isinstance(node, torch.Tensor):
+            flat = node.detach().cpu().contiguous().reshape(-1)
+            digest.update(f"{where}:{node.dtype}:{tuple(node.shape)}:".encode())
+            digest.update(flat.view(torch.uint8).numpy().tobytes() if flat.numel() else b"")
+        elif isinstance(node, dict):
+            for key, value in node.items():
+                walk(value, f"{where}/{key!r}")
+        elif isinstance(node, list | tuple):
+            for i, value in enumerate(node):
+                walk(value, f"{where}[{i}]")
+        else:
+            digest.update(f"{where}={node!r};".encode())
+
+    walk(state, "")
+    return digest.hexdigest()
+
+
+def atomic_torch_save(state: dict[str, Any], path: str | Path) -> None:
+    """``torch.save`` of the mapping ``state`` plus its :func:`state_digest` under
+    ``CHECKSUM_KEY``, written atomically. The file stays a plain ``torch.load``-able
+    checkpoint; :func:`load_checkpoint` verifies the digest."""
+    buffer = io.BytesIO()
+    torch.save({**state, CHECKSUM_KEY: state_digest(state)}, buffer)
+    atomic_write_bytes(path, buffer.getvalue())
+
+
+def load_checkpoint(
+    path: str | Path, required: Iterable[str] = (), map_location: Any = "cpu"
+) -> dict[str, Any]:
+    """The mapping saved by :func:`atomic_torch_save` at ``path``, loaded with
+    ``weights_only=True`` and its digest verified; :class:`CheckpointError` naming
+    ``path`` if it is missing, empty, truncated, altered, not a checkpoint, or lacks a
+    ``required`` key. Checkpoints of earlier versions (no digest) load unverified."""
+    path = Path(path)
+    if not path.exists():
+        raise CheckpointError(f"checkpoint {str(path)!r} does not exist")
+    if path.is_file() and path.stat().st_size == 0:
+        raise CheckpointError(f"checkpoint {str(path)!r} is empty (0 bytes)")
+    try:
+        state = torch.load(path, map_location=map_location, weights_only=True)
+    except Exception as exc:  # torch raises several types for unreadable files
+        text = str(exc).strip()
+        first = text.splitlines()[0][:160] if text else type(exc).__name__
+        raise CheckpointError(
+            f"checkpoint {str(path)!r} cannot be loaded (truncated, corrupt or not a "
+            f"checkpoint): {first}"
+        ) from None
+    if not isinstance(state, dict):
+        raise CheckpointError(f"{str(path)!r} holds a {type(state).__name__}, not a checkpoint")
+    if CHECKSUM_KEY in state:
+        saved = state.pop(CHECKSUM_KEY)
+        if saved != state_digest(state):
+            raise CheckpointError(
+                f"checkpoint {str(path)!r} is corrupt: its content does not match its SHA-256"
+            )
+    missing = [key for key in required if key not in state]
+    if missing:
+        raise CheckpointError(f"checkpoint {str(path)!r} lacks key(s): {', '.join(missing)}")
+    return state
+
+
+def read_jsonl(path: str | Path, limit: int | None = None) -> tuple[list[dict[str, Any]], int]:
+    """The JSON records of the first ``limit`` lines of ``path`` (all without ``limit``)
+    and the number of lines; ``ValueError`` naming the file and the line of the first
+    record that is not a JSON object. Lines after ``limit`` are counted, not parsed (a
+    line a crash left half written after the last checkpoint)."""
+    path = Path(path)
+    records: list[dict[str, Any]] = []
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise ValueError(f"{str(path)!r} is not UTF-8 text") from None
+    lines = text.splitlines()
+    for number, line in enumerate(lines[:limit], start=1):
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            record = None
+        if not isinstance(record, dict):
+            raise ValueError(f"{str(path)!r} line {number} is not a JSON record: {line[:60]!r}")
+        records.append(record)
+    return records, len(lines)

@@ -1,0 +1,173 @@
+"""Run directories, atomic files and checksummed checkpoints (issue 17 items 1, 2, 4, 7)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from contrastkit.cli import main
+from contrastkit.rundir import (
+    FAULT_ENV,
+    CheckpointError,
+    atomic_torch_save,
+    check_output_file,
+    load_checkpoint,
+    prepare_run_dir,
+    read_jsonl,
+)
+from contrastkit.training import CHECKPOINT, FINAL, METRICS, TrainConfig, Trainer
+
+TIMING = {"epoch_time_s", "samples_per_s", "train_time_s"}
+TINY = dict(dataset="digits", batch_size=256, feature_dim=8, width=2, proj_dim=8, knn_k=20)
+TINY_FLAGS = [f"--{k.replace('_', '-')}={v}" for k, v in TINY.items()] + ["--no-progress"]
+
+
+def test_prepare_run_dir_refuses_non_empty_and_bad_paths(tmp_path: Path) -> None:
+    run = prepare_run_dir(tmp_path / "a" / "run")
+    assert run.is_dir()
+    (run / "history.json").write_text("{}")
+    with pytest.raises(ValueError, match=r"already holds files .*history.json.*--overwrite"):
+        prepare_run_dir(run)
+    assert prepare_run_dir(run, resume=True) == run and (run / "history.json").exists()
+    prepare_run_dir(run, overwrite=True)
+    assert not any(run.iterdir())
+    afile = tmp_path / "f"
+    afile.write_text("x")
+    with pytest.raises(ValueError, match="is a file"):
+        prepare_run_dir(afile)
+    with pytest.raises(ValueError, match=r"lies under .* which is a file"):
+        prepare_run_dir(afile / "sub")
+    with pytest.raises(ValueError, match="empty string"):
+        prepare_run_dir("")
+    with pytest.raises(ValueError, match="is a directory"):
+        check_output_file(tmp_path)
+    with pytest.raises(ValueError, match="which is a file"):
+        check_output_file(afile / "out.json")
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes anywhere")
+def test_unwritable_out(tmp_path: Path) -> None:
+    locked = tmp_path / "locked"
+    locked.mkdir(mode=0o500)
+    with pytest.raises(ValueError, match=r"not writable|cannot be created"):
+        prepare_run_dir(locked / "run")
+
+
+def _state() -> dict:
+    rng = torch.zeros(5, dtype=torch.uint8)
+    return {"model": {"w": torch.arange(64.0)}, "epoch": 3, "rng": rng}
+
+
+@pytest.mark.parametrize("damage", ["empty", "truncated", "garbage", "flipped", "foreign", "keys"])
+def test_damaged_checkpoints_give_one_line(tmp_path: Path, damage: str) -> None:
+    path = tmp_path / "checkpoint.pt"
+    atomic_torch_save(_state(), path)
+    assert load_checkpoint(path, required=("model", "epoch"))["epoch"] == 3
+    assert torch.load(path, weights_only=True)["epoch"] == 3  # still a plain torch file
+    data = path.read_bytes()
+    if damage == "empty":
+        path.write_bytes(b"")
+    elif damage == "truncated":
+        path.write_bytes(data[: len(data) // 2])
+    elif damage == "garbage":
+        path.write_bytes(b"not a checkpoint at all\n" * 80)
+    elif damage == "flipped":  # flip bytes inside the tensor data, keep the zip valid
+        raw = bytearray(data)
+        at = bytes(raw).find(torch.arange(64.0)[10:12].numpy().tobytes())
+        raw[at : at + 8] = bytes(b ^ 0xFF for b in raw[at : at + 8])
+        path.write_bytes(bytes(raw))
+    elif damage == "foreign":
+        torch.save([1, 2, 3], path)
+    else:
+        torch.save({"model": {}}, path)
+    with pytest.raises(CheckpointError) as info:
+        load_checkpoint(path, required=("model", "epoch"))
+    assert str(path) in str(info.value) and "\n" not in str(info.value)
+
+
+def test_kill_inside_an_atomic_write_keeps_the_old_file(tmp_path: Path) -> None:
+    target = tmp_path / "final.json"
+    target.write_text('{"old": true}')
+    code = (
+        "from contrastkit.rundir import atomic_write_text as w; import sys;"
+        "w(sys.argv[1], '{\"new\": true}' * 1000)"
+    )
+    env = {**os.environ, FAULT_ENV: "final.json:1"}
+    proc = subprocess.run([sys.executable, "-c", code, str(target)], env=env, check=False)
+    assert proc.returncode == 137
+    assert json.loads(target.read_text()) == {"old": True}
+
+
+def test_read_jsonl_names_bad_line(tmp_path: Path) -> None:
+    path = tmp_path / METRICS
+    path.write_text('{"epoch": 1}\n{"epo')
+    with pytest.raises(ValueError, match="line 2"):
+        read_jsonl(path)
+    assert read_jsonl(path, limit=1) == ([{"epoch": 1}], 2)
+
+
+def _strip(recs: list[dict]) -> list[dict]:
+    return [{k: v for k, v in r.items() if k not in TIMING} for r in recs]
+
+
+def test_kill_after_metrics_before_first_checkpoint_restarts_cleanly(tmp_path: Path) -> None:
+    straight = Trainer(TrainConfig(**TINY, epochs=1), tmp_path / "a", False).fit()
+    run = tmp_path / "b"
+    Trainer(TrainConfig(**TINY, epochs=1), run, False).fit()
+    (run / CHECKPOINT).unlink()  # the state a kill between the two writes leaves
+    (run / FINAL).unlink()
+    resumed = Trainer(TrainConfig(**TINY, epochs=1), run, False).fit(resume=True)
+    assert [r["epoch"] for r in read_jsonl(run / METRICS)[0]] == [1]
+    assert {k: v for k, v in resumed.items() if k not in TIMING} == {
+        k: v for k, v in straight.items() if k not in TIMING
+    }
+
+
+def test_resume_needs_metrics_and_drops_records_after_checkpoint(tmp_path: Path) -> None:
+    Trainer(TrainConfig(**TINY, epochs=1), tmp_path, False).fit()
+    with (tmp_path / METRICS).open("a") as fh:
+        fh.write('{"epoch": 2, "loss": 1.0}\n{"epo')  # a later epoch and a torn line
+    Trainer(TrainConfig(**TINY, epochs=1), tmp_path, False).fit(resume=True)
+    assert [r["epoch"] for r in read_jsonl(tmp_path / METRICS)[0]] == [1]
+    (tmp_path / METRICS).unlink()
+    with pytest.raises(ValueError, match=r"metrics\.jsonl' is missing"):
+        Trainer(TrainConfig(**TINY, epochs=1), tmp_path, False).fit(resume=True)
+
+
+def test_compare_resume_refuses_stale_final(tmp_path: Path, capsys) -> None:
+    out = str(tmp_path / "C")
+    base = ["compare", "--losses", "ntxent", "--out", out, *TINY_FLAGS]
+    assert main([*base, "--epochs", "1"]) == 0
+    summary = (tmp_path / "C" / "summary.json").read_text()
+    capsys.readouterr()
+    assert main([*base, "--epochs", "3", "--temperature", "0.5", "--resume"]) == 2
+    err = capsys.readouterr().err
+    assert "different config" in err and "loss_args" in err
+    assert (tmp_path / "C" / "summary.json").read_text() == summary
+    assert main([*base, "--epochs", "1"]) == 2  # no --resume: the directory is refused
+    assert "already holds files" in capsys.readouterr().err
+
+
+def test_train_refuses_run_dir_without_checkpoint(tmp_path: Path, capsys) -> None:
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / FINAL).write_text('{"kept": 1}')
+    assert main(["train", "--epochs", "1", "--out", str(run), *TINY_FLAGS]) == 2
+    assert "already holds files" in capsys.readouterr().err
+    assert json.loads((run / FINAL).read_text()) == {"kept": 1}
+
+
+def test_simcse_refuses_existing_run_before_loading_anything(tmp_path: Path, capsys) -> None:
+    run = tmp_path / "run"
+    (run / "best").mkdir(parents=True)
+    (run / "history.json").write_text("{}")
+    argv = ["simcse", "--train-file", str(tmp_path / "missing.txt"), "--out", str(run)]
+    assert main(argv) == 2
+    assert "already holds files" in capsys.readouterr().err
+    assert (run / "history.json").read_text() == "{}"
