@@ -16,6 +16,7 @@ from typing import Any
 import yaml
 
 from ..data import DATASETS
+from ..graphs import is_graph_dataset
 
 
 @dataclass
@@ -27,6 +28,7 @@ class TrainConfig:
     loss_args: dict[str, Any] = field(default_factory=dict)
     dataset: str = "digits"
     num_samples: int | None = None  # mnist1d only: total generated samples (20,000)
+    data_root: str | None = None  # folder of datasets read by path (tu:NAME)
     epochs: int = 20
     batch_size: int = 64
     lr: float = 1e-3  # MACL App. B.3 (Adam, CIFAR-10)
@@ -59,7 +61,7 @@ class TrainConfig:
 
     def validate(self) -> None:
         """Raise ``ValueError`` naming the first bad field."""
-        if self.dataset not in DATASETS:
+        if self.dataset not in DATASETS and not is_graph_dataset(self.dataset):
             raise ValueError(f"unknown dataset {self.dataset!r}; available: {', '.join(DATASETS)}")
         for name in (
             "epochs",
@@ -98,6 +100,8 @@ class TrainConfig:
             raise ValueError(f"joint_views must be true, false or null, got {self.joint_views!r}")
         if not isinstance(self.loss_args, dict):
             raise ValueError(f"loss_args must be a mapping, got {self.loss_args!r}")
+        if self.data_root is not None and not isinstance(self.data_root, str):
+            raise ValueError(f"data_root must be a path or null, got {self.data_root!r}")
         for name in ("num_samples", "hidden_dim", "aug_types", "num_views", "threads"):
             value = getattr(self, name)
             if value is not None and (

@@ -79,7 +79,7 @@ class Trainer:
         )
         self.progress = progress and self.rank == 0
         self.data = self.load_data()
-        n_train = self.data.x_train.shape[0]
+        n_train = len(self.data.x_train)
         if config.batch_size > n_train:
             raise ValueError(
                 f"batch_size {config.batch_size} exceeds the {n_train} training samples "
@@ -135,8 +135,8 @@ class Trainer:
         cfg, model = self.config, self.model
         gen = epoch_generator(cfg.seed, self.epoch)
         x, y = self.data.x_train, self.data.y_train
-        order = torch.randperm(x.shape[0], generator=gen)
-        steps = x.shape[0] // cfg.batch_size
+        order = torch.randperm(len(x), generator=gen)
+        steps = len(x) // cfg.batch_size
         logs: dict[str, list[float]] = defaultdict(list)
         total = torch.zeros(())
         model.train()
