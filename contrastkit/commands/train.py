@@ -20,7 +20,7 @@ HELP = "train a self-supervised encoder with any registered loss and evaluate it
 FLAGS: dict[str, tuple[str, type, str]] = {
     "--framework": ("framework", str, "simclr, moco, simsiam, barlow_twins, multiview, supervised"),
     "--loss": ("loss", str, "registered loss name (see `contrastkit.losses.available()`)"),
-    "--dataset": ("dataset", str, "digits, mnist1d, regression: digits_rotation, diabetes; graphs: tu:NAME"),
+    "--dataset": ("dataset", str, "digits, mnist1d, digits_rotation, diabetes, tu:NAME"),
     "--data-root": ("data_root", str, "folder of datasets read by path (tu:NAME: ROOT/NAME/raw)"),
     "--num-samples": ("num_samples", int, "mnist1d: samples generated in total (default 20000)"),
     "--epochs": ("epochs", int, "training epochs"),

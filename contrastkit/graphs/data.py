@@ -51,7 +51,8 @@ class GraphSet:
         edge_index: ``[2, num_edges]`` (int64) in global node numbering; an undirected edge
             is stored in both directions, as in the TU files and PyG.
         node_ptr: ``[G + 1]`` node offsets; ``edge_ptr``: ``[G + 1]`` edge offsets (a graph's
-            edges are contiguous).
+            edges are contiguous). Both stay on the CPU (bookkeeping, so indexing a set on
+            an accelerator needs no device synchronisation).
         edge_attr: optional ``[num_edges, E]`` edge features.
     """
 
@@ -62,6 +63,8 @@ class GraphSet:
     edge_attr: Tensor | None = None
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "node_ptr", self.node_ptr.cpu())
+        object.__setattr__(self, "edge_ptr", self.edge_ptr.cpu())
         if self.x.dim() != 2 or self.edge_index.dim() != 2 or self.edge_index.shape[0] != 2:
             raise ValueError(
                 f"x must be [num_nodes, F] and edge_index [2, num_edges], got "
@@ -142,13 +145,17 @@ class GraphSet:
     def batch(self) -> Tensor:
         """``[num_nodes]`` graph id of every node (PyG's ``batch`` vector)."""
         return torch.repeat_interleave(
-            torch.arange(len(self), device=self.device), self.nodes_per_graph()
+            torch.arange(len(self), device=self.device),
+            self.nodes_per_graph().to(self.device),
+            output_size=self.num_nodes,
         )
 
     def edge_graph(self) -> Tensor:
         """``[num_edges]`` graph id of every edge."""
         return torch.repeat_interleave(
-            torch.arange(len(self), device=self.device), self.edges_per_graph()
+            torch.arange(len(self), device=self.device),
+            self.edges_per_graph().to(self.device),
+            output_size=self.num_edges,
         )
 
     # --------------------------------------------------------------- indexing
@@ -171,8 +178,8 @@ class GraphSet:
         return GraphSet(
             self.x[nodes.to(dev)],
             self.edge_index[:, edges.to(dev)] + shift.to(dev),
-            new_node_ptr.to(dev),
-            ptr_from_counts(edge_ptr[idx + 1] - edge_ptr[idx]).to(dev),
+            new_node_ptr,
+            ptr_from_counts(edge_ptr[idx + 1] - edge_ptr[idx]),
             None if self.edge_attr is None else self.edge_attr[edges.to(dev)],
         )
 
@@ -185,8 +192,8 @@ class GraphSet:
         return GraphSet(
             self.x.to(device),
             self.edge_index.to(device),
-            self.node_ptr.to(device),
-            self.edge_ptr.to(device),
+            self.node_ptr,
+            self.edge_ptr,
             None if self.edge_attr is None else self.edge_attr.to(device),
         )
 
