@@ -19,7 +19,9 @@ independently (You et al., 2020, §3.1; ratio 0.2 is the paper's default, Append
   adjacent to the set ``S``), a batched random expansion that needs O(log n + diameter)
   rounds instead of one round per node; a set whose frontier is empty (a disconnected
   graph) continues from a random unvisited node. GraphCL's code keeps ``⌊0.2·n_g⌋``
-  nodes (ratio 0.8 here) drawn among the start node's neighbours.
+  nodes (ratio 0.8 here) drawn among the start node's neighbours;
+* :func:`mask_subgraph` (SM, LASCon App. D.4): the same connected growth picks
+  ``⌊ratio·n_g⌋`` nodes whose features (and the attributes of their edges) become zero.
 
 :class:`GraphAugment` applies one of these to every graph, chosen uniformly per graph
 among its ``types`` (GraphCL's "random" setting with all four is the default).
@@ -115,16 +117,18 @@ def perturb_edges(graphs: GraphSet, ratio: float, generator: torch.Generator) ->
     return graphs.with_edges(torch.stack([new_src, new_dst]).to(dev), new_graph.to(dev), attr)
 
 
-def subgraph(graphs: GraphSet, ratio: float, generator: torch.Generator) -> GraphSet:
-    """Keep a randomly grown connected node set of ``n_g - ⌊ratio·n_g⌋`` nodes per graph."""
-    ratio = _check_ratio(ratio)
-    sizes = graphs.nodes_per_graph().cpu()
-    target = sizes - torch.floor(sizes.double() * ratio).long()
+def grow_connected(graphs: GraphSet, target: Tensor, generator: torch.Generator) -> Tensor:
+    """``[num_nodes]`` mask of a connected node set of ``target[g]`` nodes per graph, grown
+    from one random node; each round adds ``min(|S|, still needed)`` frontier nodes drawn
+    uniformly (see the module docstring); an empty frontier jumps to an unvisited node."""
+    sizes = graphs.nodes_per_graph()
+    target = torch.minimum(target.cpu(), sizes)
     src, dst = graphs.edge_index.cpu()
     batch = graphs.batch.cpu()
     inside = torch.zeros(graphs.num_nodes, dtype=torch.bool)
     offset = (torch.rand(len(graphs), generator=generator) * sizes).long()
-    inside[(graphs.node_ptr.cpu()[:-1] + offset)[sizes > 0]] = True
+    seeded = (sizes > 0) & (target > 0)
+    inside[(graphs.node_ptr[:-1] + offset)[seeded]] = True
     while True:
         have = torch.bincount(batch[inside], minlength=len(graphs))
         need = target - have
@@ -134,13 +138,34 @@ def subgraph(graphs: GraphSet, ratio: float, generator: torch.Generator) -> Grap
         frontier[dst[inside[src] & ~inside[dst]]] = True
         frontier &= (need > 0)[batch]
         has_frontier = torch.bincount(batch[frontier], minlength=len(graphs)) > 0
-        # a graph whose set cannot grow (disconnected) continues from any unvisited node
         candidates = frontier | (~inside & (~has_frontier & (need > 0))[batch])
         quota = torch.where(has_frontier, torch.minimum(need, have), need.clamp(max=1))
         idx = torch.nonzero(candidates)[:, 0]
         rank = _rank_within(batch[idx], torch.rand(len(idx), generator=generator))
         inside[idx[rank < quota[batch[idx]]]] = True
-    return graphs.keep_nodes(inside.to(graphs.device))
+    return inside.to(graphs.device)
+
+
+def subgraph(graphs: GraphSet, ratio: float, generator: torch.Generator) -> GraphSet:
+    """Keep a randomly grown connected node set of ``n_g - ⌊ratio·n_g⌋`` nodes per graph."""
+    sizes = graphs.nodes_per_graph()
+    target = sizes - torch.floor(sizes.double() * _check_ratio(ratio)).long()
+    return graphs.keep_nodes(grow_connected(graphs, target, generator))
+
+
+def mask_subgraph(graphs: GraphSet, ratio: float, generator: torch.Generator) -> GraphSet:
+    """Subgraph masking (SM, LASCon App. D.4): zero the features of a connected set of
+    ``⌊ratio·n_g⌋`` nodes per graph, and the attributes of the edges touching it."""
+    sizes = graphs.nodes_per_graph()
+    chosen = grow_connected(
+        graphs, torch.floor(sizes.double() * _check_ratio(ratio)).long(), generator
+    )
+    x = torch.where(chosen[:, None], torch.zeros_like(graphs.x), graphs.x)
+    attr = graphs.edge_attr
+    if attr is not None:
+        touched = chosen[graphs.edge_index[0]] | chosen[graphs.edge_index[1]]
+        attr = torch.where(touched[:, None], torch.zeros_like(attr), attr)
+    return GraphSet(x, graphs.edge_index, graphs.node_ptr, graphs.edge_ptr, attr)
 
 
 AUGMENTATIONS: dict[str, Callable[[GraphSet, float, torch.Generator], GraphSet]] = {
@@ -148,6 +173,7 @@ AUGMENTATIONS: dict[str, Callable[[GraphSet, float, torch.Generator], GraphSet]]
     "perturb_edges": perturb_edges,
     "subgraph": subgraph,
     "mask_attributes": mask_attributes,
+    "mask_subgraph": mask_subgraph,
 }
 
 
@@ -156,7 +182,8 @@ class GraphAugment:
     ``types`` (GraphCL's random choice; one type = that augmentation for every graph).
 
     Args:
-        types: names from :data:`TYPES` (default: all four, GraphCL's "random4").
+        types: names from :data:`TYPES` (default: all four, GraphCL's "random4") or
+            ``"mask_subgraph"``.
         ratio: the fraction each augmentation changes (0.2, You et al., 2020, App. A).
         mask: attribute-masking fill, ``"gaussian"`` (GraphCL) or ``"zero"`` (LASCon NM).
 
@@ -169,14 +196,16 @@ class GraphAugment:
         self.types = tuple(TYPES if types is None else types)
         unknown = [t for t in self.types if t not in AUGMENTATIONS]
         if not self.types or unknown:
-            raise ValueError(f"graph augmentation types must be among {TYPES}, got {self.types}")
+            raise ValueError(
+                f"graph augmentation types must be among {tuple(AUGMENTATIONS)}, got {self.types}"
+            )
         self.ratio = _check_ratio(ratio)
         if mask not in ("gaussian", "zero"):
             raise ValueError(f"mask must be 'gaussian' or 'zero', got {mask!r}")
         self.mask = mask
 
     def _apply(self, name: str, graphs: GraphSet, generator: torch.Generator) -> GraphSet:
-        if name == "mask_attributes":
+        if name == "mask_attributes":  # the only one with a fill option
             return mask_attributes(graphs, self.ratio, generator, self.mask)
         return AUGMENTATIONS[name](graphs, self.ratio, generator)
 

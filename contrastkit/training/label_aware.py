@@ -31,7 +31,7 @@ from ..data.regression import AUGMENT_TYPES, TabularAugment, binarize, is_regres
 from ..evaluation import alignment_uniformity, linear_probe
 from ..evaluation.downstream import prediction_head
 from ..evaluation.label_geometry import circular_plot, two_view_label_geometry
-from ..graphs import is_graph_dataset
+from ..graphs import is_graph_dataset, trainer_for
 from ..losses.views import normalize
 from .config import TrainConfig
 from .trainer import FINAL, Trainer
@@ -60,12 +60,10 @@ class MLPEncoder(nn.Module):
 
 def trainer_class(config: TrainConfig, label_aware: bool = False) -> type[Trainer]:
     """:class:`LabelAwareTrainer` for label-aware runs, regression data or when
-    ``label_aware`` is set (a SimCLR baseline compared with SupCon), the graph trainer for
-    ``tu:NAME`` datasets, else :class:`Trainer`."""
+    ``label_aware`` is set (a SimCLR baseline compared with SupCon), the graph trainers for
+    graph datasets (``tu:NAME``, ``davis``), else :class:`Trainer`."""
     if is_graph_dataset(config.dataset):
-        from ..graphs.trainer import GraphTrainer
-
-        return GraphTrainer
+        return trainer_for(config.dataset)
     label_aware = (
         label_aware
         or config.framework == "supervised"
