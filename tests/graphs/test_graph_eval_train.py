@@ -120,3 +120,11 @@ def test_cli_missing_dataset_is_one_line(tmp_path: Path, capsys) -> None:
     code = main(["train", "--dataset", "tu:NOPE", "--data-root", str(tmp_path), "--no-progress"])
     assert code != 0
     assert "NOPE_A.txt" in capsys.readouterr().err
+
+
+def test_missing_torch_geometric_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "torch_geometric", None)  # import now fails
+    with pytest.raises(ImportError, match=r"pip install 'contrastkit\[graph\]'"):
+        GINEncoder(3)
