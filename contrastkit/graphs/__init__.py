@@ -23,4 +23,22 @@ def trainer_for(name: str) -> type:
     return DavisTrainer if name == DAVIS else GraphTrainer
 
 
-__all__ = ["DAVIS", "PREFIX", "GraphSet", "is_graph_dataset", "trainer_for"]
+def register_datasets() -> None:
+    """Register ``tu`` (a prefix: ``tu:NAME``) and ``davis`` with the dataset registry
+    (``contrastkit.data.registry``, COORDINATION interface 3). Call once at registry set-up;
+    each loader takes ``(name, data_root=None, **options)``."""
+    from ..data.registry import register_dataset  # type: ignore[import-not-found]
+    from .davis import load_davis
+    from .tu import load_tu
+
+    def tu(name: str, data_root: str | None = None, **options: object) -> object:
+        return load_tu(name.partition(":")[2] or name, data_root, **options)
+
+    def davis(name: str, data_root: str | None = None, **options: object) -> object:
+        return load_davis(data_root)
+
+    register_dataset(PREFIX, tu, kind="graph")
+    register_dataset(DAVIS, davis, kind="dta", regression=True)
+
+
+__all__ = ["DAVIS", "PREFIX", "GraphSet", "is_graph_dataset", "register_datasets", "trainer_for"]
