@@ -128,3 +128,32 @@ def test_missing_torch_geometric_names_the_extra(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setitem(sys.modules, "torch_geometric", None)  # import now fails
     with pytest.raises(ImportError, match=r"pip install 'contrastkit\[graph\]'"):
         GINEncoder(3)
+
+
+def test_compare_tabulates_svm_accuracy(two_class_tu: Path, tmp_path: Path) -> None:
+    out = tmp_path / "cmp"
+    code = main(
+        [
+            "compare",
+            "--config",
+            str(CONFIGS / "graphcl_tu.yaml"),
+            "--dataset",
+            "tu:RINGS",
+            "--data-root",
+            str(two_class_tu),
+            "--losses",
+            "dcl,macl",
+            "--seeds",
+            "0",
+            "--epochs",
+            "1",
+            "--batch-size",
+            "16",
+            "--no-progress",
+            "--out",
+            str(out),
+        ]
+    )
+    assert code == 0
+    table = (out / "table.md").read_text()
+    assert "svm_accuracy" in table and "| dcl |" in table and "| macl |" in table
