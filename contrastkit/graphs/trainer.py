@@ -128,7 +128,20 @@ class DavisTrainer(Trainer):
         super().__init__(config, out, progress)
 
     def load_data(self) -> Split:
+        """Davis; ``num_samples`` keeps that many training pairs (a fixed random subset,
+        generator seed 0, for CPU-sized runs); the test fold is always whole."""
         self.task = load_davis(self.config.data_root)
+        n = self.config.num_samples
+        if n is not None:
+            if n > len(self.task.x_train):
+                raise ValueError(f"num_samples {n} exceeds the {len(self.task.x_train)} pairs")
+            keep = torch.randperm(
+                len(self.task.x_train), generator=torch.Generator().manual_seed(0)
+            )
+            keep = keep[:n].sort().values
+            self.task = dataclasses.replace(
+                self.task, x_train=self.task.x_train[keep], y_train=self.task.y_train[keep]
+            )
         t = self.config.binarize_threshold
         if t is None:
             return self.task

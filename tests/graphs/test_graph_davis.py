@@ -133,3 +133,17 @@ def test_cli_trains_davis_and_writes_dta_metrics(tmp_path: Path) -> None:
     final = json.loads((out / "final.json").read_text())
     assert {"dta_mse", "dta_mae", "dta_pearson", "dta_spearman", "dta_ci"} <= set(final)
     assert 0.0 <= final["dta_ci"] <= 1.0
+
+
+def test_num_samples_keeps_a_fixed_subset_of_training_pairs(tmp_path: Path) -> None:
+    from contrastkit.graphs.trainer import DavisTrainer
+    from contrastkit.training import TrainConfig
+
+    root = str(write_davis(tmp_path / "davis"))
+    values = dict(dataset="davis", data_root=root, batch_size=4, width=8, feature_dim=16)
+    a = DavisTrainer(TrainConfig(**values, num_samples=8), progress=False)
+    b = DavisTrainer(TrainConfig(**values, num_samples=8, seed=1), progress=False)
+    assert len(a.data.x_train) == 8 and len(a.data.x_test) == 4  # the test fold stays whole
+    assert torch.equal(a.data.x_train.drug_idx, b.data.x_train.drug_idx)
+    with pytest.raises(ValueError, match="exceeds the 12 pairs"):
+        DavisTrainer(TrainConfig(**values, num_samples=13), progress=False)
