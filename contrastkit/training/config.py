@@ -28,7 +28,7 @@ class TrainConfig:
     loss_args: dict[str, Any] = field(default_factory=dict)
     dataset: str = "digits"
     num_samples: int | None = None  # mnist1d only: total generated samples (20,000)
-    data_root: str | None = None  # folder of datasets read by path (tu:NAME)
+    data_root: str | None = None  # folder of datasets read by path (tu:NAME, davis)
     epochs: int = 20
     batch_size: int = 64
     lr: float = 1e-3  # MACL App. B.3 (Adam, CIFAR-10)
