@@ -22,7 +22,7 @@ FLAGS: dict[str, tuple[str, type, str]] = {
     "--loss": ("loss", str, "registered loss name (see `contrastkit.losses.available()`)"),
     "--dataset": ("dataset", str, "digits, mnist1d, digits_rotation, diabetes, tu:NAME, davis"),
     "--data-root": ("data_root", str, "folder of datasets read by path (tu:NAME, davis)"),
-    "--num-samples": ("num_samples", int, "mnist1d: samples generated (20000); davis: training pairs kept"),
+    "--num-samples": ("num_samples", int, "mnist1d: samples made (20000); davis: train pairs kept"),
     "--epochs": ("epochs", int, "training epochs"),
     "--batch-size": ("batch_size", int, "batch size N (>= 2)"),
     "--lr": ("lr", float, "Adam learning rate (scaled by N/256 above N = 256)"),
