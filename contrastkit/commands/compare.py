@@ -35,6 +35,10 @@ LABEL_COLUMNS = (
     "head_accuracy",
     "label_alignment",
     "label_uniformity",
+    # graph runs (contrastkit/graphs): GraphCL's SVM protocol and the Davis DTA head
+    "svm_accuracy",
+    "dta_mse",
+    "dta_ci",
 )
 HEADERS = {
     "knn_accuracy": "kNN k=200",

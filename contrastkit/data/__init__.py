@@ -3,7 +3,8 @@
 Importing this package registers every built-in dataset: ``digits``, ``mnist1d``
 (:mod:`.datasets`), ``digits_rotation``, ``diabetes`` (:mod:`.regression`), ``cifar10``,
 ``cifar100``, ``stl10``, ``mnist``, ``fashion_mnist`` (:mod:`.images`) and
-``imagefolder`` (:mod:`.imagefolder`).
+``imagefolder`` (:mod:`.imagefolder`), and the graph sets ``tu:NAME`` and ``davis``
+(:mod:`contrastkit.graphs`).
 """
 
 from . import datasets, imagefolder, images, regression  # noqa: F401  (registration)
@@ -51,3 +52,8 @@ __all__ = [
     "load_mnist1d",
     "register_dataset",
 ]
+
+# the graph modality's names (tu:NAME, davis); its loaders import PyG/RDKit only when called
+from ..graphs import register_datasets as _register_graph_datasets  # noqa: E402
+
+_register_graph_datasets()

@@ -34,7 +34,7 @@ class TrainConfig:
     loss_args: dict[str, Any] = field(default_factory=dict)
     dataset: str = "digits"
     num_samples: int | None = None  # mnist1d: samples generated; image sets: train subset
-    data_root: str | None = None  # image datasets: folder (or archive) to read from
+    data_root: str | None = None  # datasets read by path (images, tu:NAME, davis)
     cache_dir: str | None = None  # imagefolder decode cache (default ~/.cache/contrastkit)
     imbalance: str | None = None  # linear | exponential (CACR §5.2), training split only
     imbalance_ratio: float | None = None  # n_max / n_min; None: C (linear), 100 (exp.)
@@ -161,6 +161,8 @@ class TrainConfig:
             raise ValueError(f"joint_views must be true, false or null, got {self.joint_views!r}")
         if not isinstance(self.loss_args, dict):
             raise ValueError(f"loss_args must be a mapping, got {self.loss_args!r}")
+        if self.data_root is not None and not isinstance(self.data_root, str):
+            raise ValueError(f"data_root must be a path or null, got {self.data_root!r}")
         for name in (
             "num_samples",
             "hidden_dim",

@@ -31,6 +31,7 @@ from ..data.regression import AUGMENT_TYPES, TabularAugment, binarize, is_regres
 from ..evaluation import alignment_uniformity, linear_probe
 from ..evaluation.downstream import prediction_head
 from ..evaluation.label_geometry import circular_plot, two_view_label_geometry
+from ..graphs import is_graph_dataset, trainer_for
 from ..losses.views import normalize
 from .config import TrainConfig
 from .image_trainer import ImageTrainer
@@ -60,9 +61,12 @@ class MLPEncoder(nn.Module):
 
 def trainer_class(config: TrainConfig, label_aware: bool = False) -> type[Trainer]:
     """:class:`LabelAwareTrainer` for label-aware runs, regression data or when
-    ``label_aware`` is set (a SimCLR baseline compared with SupCon), else
+    ``label_aware`` is set (a SimCLR baseline compared with SupCon), the graph trainers for
+    graph datasets (``tu:NAME``, ``davis``), else
     :class:`~contrastkit.training.image_trainer.ImageTrainer` for datasets of kind
     ``"image"`` and :class:`Trainer` for the rest."""
+    if is_graph_dataset(config.dataset):
+        return trainer_for(config.dataset)
     label_aware = (
         label_aware
         or config.framework == "supervised"

@@ -1,0 +1,39 @@
+"""The graph modality: TU datasets, graph augmentations, a GIN encoder, SVM evaluation.
+
+Pure torch except the encoder, which imports PyTorch Geometric lazily (extra ``graph``).
+"""
+
+from __future__ import annotations
+
+from .data import GraphSet
+
+PREFIX = "tu"
+DAVIS = "davis"
+
+
+def is_graph_dataset(name: str) -> bool:
+    """Whether dataset ``name`` is a graph set (``tu:NAME`` or ``davis``)."""
+    return name == DAVIS or (name.partition(":")[0] == PREFIX and bool(name.partition(":")[2]))
+
+
+def trainer_for(name: str) -> type:
+    """The trainer class of graph dataset ``name`` (imported on demand)."""
+    from .trainer import DavisTrainer, GraphTrainer
+
+    return DavisTrainer if name == DAVIS else GraphTrainer
+
+
+def register_datasets() -> None:
+    """Register ``tu`` (a prefix: ``tu:NAME``) and ``davis`` with the dataset registry
+    (:mod:`contrastkit.data.registry`); :mod:`contrastkit.data` calls this on import. The
+    graph trainers load their data themselves; the registry entry makes the names known
+    to config validation and ``available_datasets()``."""
+    from ..data.registry import register_dataset
+    from .davis import load_davis
+    from .tu import load_tu
+
+    register_dataset(PREFIX, load_tu, kind="graph", prefix=True, description="TU graph sets")
+    register_dataset(DAVIS, load_davis, kind="dta", regression=True, description="Davis DTA")
+
+
+__all__ = ["DAVIS", "PREFIX", "GraphSet", "is_graph_dataset", "register_datasets", "trainer_for"]

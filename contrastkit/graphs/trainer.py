@@ -1,0 +1,184 @@
+"""The graph modality plugged into the shared training loop, with GraphCL's SVM evaluation.
+
+:class:`GraphTrainer` is a :class:`~contrastkit.training.Trainer` whose dataset is a TU set
+(``tu:NAME`` read from ``data_root``), whose encoder is :class:`~.gin.GINEncoder` and whose
+augmentation is :class:`~.augment.GraphAugment`; the epoch loop, optimiser, checkpoints and
+metrics are the base class's. Evaluation follows GraphCL's unsupervised protocol: the
+frozen embeddings of every graph go to :func:`~.evaluate.svm_cross_validation`, and
+``final.json`` gains ``svm_accuracy`` and ``svm_accuracy_std`` (over the 10 folds). There
+is no kNN accuracy: train and test are the same graphs (see :mod:`.tu`).
+
+Config mapping: ``width`` is GIN's hidden width, ``feature_dim = width × layers`` (the
+concatenated readout), ``aug_types = k`` draws among the first ``k`` of
+:data:`~.augment.TYPES` (``None``: all four, GraphCL's random choice). The two views are
+encoded in separate passes (``joint_views = false`` unless set), as GraphCL's loop does.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from ..data import Split
+from ..evaluation import alignment_uniformity
+from ..training.config import TrainConfig
+from ..training.trainer import FINAL, Trainer
+from . import DAVIS, is_graph_dataset
+from .augment import TYPES, GraphAugment
+from .davis import DTAAugment, load_davis
+from .dta import GraphDTAEncoder, dta_head
+from .evaluate import svm_cross_validation
+from .gin import GINEncoder
+from .tu import load_tu
+
+DAVIS_TYPES = ("mask_attributes", "drop_nodes", "mask_subgraph")  # NM, ND, SM (App. D.4)
+
+
+class GraphTrainer(Trainer):
+    """A :class:`Trainer` for ``tu:NAME`` datasets (see the module docstring)."""
+
+    def __init__(
+        self, config: TrainConfig, out: str | Path | None = None, progress: bool = True
+    ) -> None:
+        if not is_graph_dataset(config.dataset) or config.dataset == DAVIS:
+            raise ValueError(f"GraphTrainer needs a dataset tu:NAME, got {config.dataset!r}")
+        if config.feature_dim % config.width:
+            raise ValueError(
+                f"feature_dim ({config.feature_dim}) must be a multiple of width "
+                f"({config.width}): GIN's embedding is width × layers"
+            )
+        if config.aug_types is not None and config.aug_types > len(TYPES):
+            raise ValueError(f"aug_types must be 1-{len(TYPES)} for graphs, got {config.aug_types}")
+        if config.joint_views is None:
+            config = dataclasses.replace(config, joint_views=False)
+        super().__init__(config, out, progress)
+
+    def load_data(self) -> Split:
+        if self.config.num_samples is not None:
+            raise ValueError("num_samples does not apply to TU datasets; leave it unset")
+        return load_tu(self.config.dataset.partition(":")[2], self.config.data_root)
+
+    def build_encoder(self) -> torch.nn.Module:
+        cfg = self.config
+        return GINEncoder(self.data.x_train.num_features, cfg.width, cfg.feature_dim // cfg.width)
+
+    def build_augment(self) -> GraphAugment:
+        k = self.config.aug_types
+        return GraphAugment(TYPES if k is None else TYPES[:k])
+
+    def features(self) -> tuple[Tensor, Tensor]:
+        """Embeddings of every graph (train and test are the same set)."""
+        h = self.model.encode(self.data.x_train)
+        return h, h
+
+    def knn(self, train_feats: Tensor, test_feats: Tensor) -> dict[str, float]:
+        """No kNN accuracy: there is no held-out split (GraphCL's protocol is the SVM)."""
+        return {}
+
+    def finish(self) -> dict[str, Any]:
+        """SVM 10-fold accuracy, alignment / uniformity; writes ``final.json``."""
+        if self.rank != 0:
+            return {}
+        d, cfg = self.data, self.config
+        embeddings, _ = self.features()
+        svm = svm_cross_validation(embeddings, d.y_train, seed=cfg.seed)
+        geometry = alignment_uniformity(
+            self.model.encode, d.x_train, self.augment, torch.Generator().manual_seed(cfg.seed)
+        )
+        final: dict[str, Any] = {
+            **svm,
+            **geometry,
+            "epochs": self.epoch,
+            "train_time_s": self.train_time,
+            "seed": cfg.seed,
+            "world_size": self.world,
+            "config": cfg.to_dict(),
+        }
+        if self.out is not None:
+            (self.out / FINAL).write_text(json.dumps(final, indent=2) + "\n")
+        return final
+
+
+class DavisTrainer(Trainer):
+    """Davis drug–target affinity (LASCon App. D.4) on the shared loop.
+
+    Encoder :class:`~.dta.GraphDTAEncoder` (``feature_dim`` = drug + protein halves, GIN
+    ``width`` and 5 layers), augmentation :class:`~.davis.DTAAugment` over the drug graph
+    drawing per pair among NM, ND, SM at 20 % (``aug_types = k`` keeps the first ``k`` of
+    :data:`DAVIS_TYPES`). ``binarize_threshold`` (SupCon: 7, LASCon Table 1) gives the loss
+    ``1[pKd >= t]``; evaluation always uses the continuous pKd: a regression head on frozen
+    embeddings (:func:`~.dta.dta_head`) writes ``dta_mse``, ``dta_mae``, ``dta_pearson``,
+    ``dta_spearman`` and ``dta_ci`` on DeepDTA's test fold into ``final.json``.
+    """
+
+    def __init__(
+        self, config: TrainConfig, out: str | Path | None = None, progress: bool = True
+    ) -> None:
+        if config.dataset != DAVIS:
+            raise ValueError(f"DavisTrainer needs dataset davis, got {config.dataset!r}")
+        if config.aug_types is not None and config.aug_types > len(DAVIS_TYPES):
+            raise ValueError(f"aug_types must be 1-{len(DAVIS_TYPES)} for davis")
+        if config.joint_views is None:
+            config = dataclasses.replace(config, joint_views=False)
+        super().__init__(config, out, progress)
+
+    def load_data(self) -> Split:
+        """Davis; ``num_samples`` keeps that many training pairs (a fixed random subset,
+        generator seed 0, for CPU-sized runs); the test fold is always whole."""
+        self.task = load_davis(self.config.data_root)
+        n = self.config.num_samples
+        if n is not None:
+            if n > len(self.task.x_train):
+                raise ValueError(f"num_samples {n} exceeds the {len(self.task.x_train)} pairs")
+            keep = torch.randperm(
+                len(self.task.x_train), generator=torch.Generator().manual_seed(0)
+            )
+            keep = keep[:n].sort().values
+            self.task = dataclasses.replace(
+                self.task, x_train=self.task.x_train[keep], y_train=self.task.y_train[keep]
+            )
+        t = self.config.binarize_threshold
+        if t is None:
+            return self.task
+        return dataclasses.replace(
+            self.task,
+            y_train=(self.task.y_train >= t).long(),
+            y_test=(self.task.y_test >= t).long(),
+        )
+
+    def build_encoder(self) -> torch.nn.Module:
+        cfg = self.config
+        return GraphDTAEncoder(self.task.x_train.drugs.num_features, cfg.feature_dim, cfg.width)
+
+    def build_augment(self) -> DTAAugment:
+        k = self.config.aug_types
+        types = DAVIS_TYPES if k is None else DAVIS_TYPES[:k]
+        return DTAAugment(GraphAugment(types, ratio=0.2, mask="zero"))
+
+    def features(self) -> tuple[Tensor, Tensor]:
+        return self.model.encode(self.task.x_train), self.model.encode(self.task.x_test)
+
+    def knn(self, train_feats: Tensor, test_feats: Tensor) -> dict[str, float]:
+        """No kNN: the labels are continuous."""
+        return {}
+
+    def finish(self) -> dict[str, Any]:
+        if self.rank != 0:
+            return {}
+        t, cfg = self.task, self.config
+        train_feats, test_feats = self.features()
+        final: dict[str, Any] = {
+            **dta_head(train_feats, t.y_train, test_feats, t.y_test, seed=cfg.seed),
+            "epochs": self.epoch,
+            "train_time_s": self.train_time,
+            "seed": cfg.seed,
+            "config": cfg.to_dict(),
+        }
+        if self.out is not None:
+            (self.out / FINAL).write_text(json.dumps(final, indent=2) + "\n")
+        return final
