@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from . import distributed
 
-COMMAND_MODULES = ("demo", "sts_eval", "simcse", "figures", "train", "compare")
+COMMAND_MODULES = ("demo", "sts_eval", "simcse", "figures", "train", "compare", "study")
 
 
 class UsageError(Exception):
