@@ -3,12 +3,12 @@ verdict rule declared before the runs (``contrastkit study CONFIG``)."""
 
 from .config import Arm, Study, load_study
 from .report import collect, write_report
-from .runner import DeadlineReached, Progress, run_study
+from .runner import DeadlineError, Progress, run_study
 from .stats import Interval, Paired, convergence, paired, t_interval, verdict
 
 __all__ = [
     "Arm",
-    "DeadlineReached",
+    "DeadlineError",
     "Interval",
     "Paired",
     "Progress",

@@ -224,21 +224,22 @@ def plots(results: dict[str, Any], out: Path) -> list[str]:
             continue
         e, m, h = curve["epochs"], curve["mean"], curve["half_width"]
         ax.plot(e, m, label=f"{label} (n={len(arm['seeds'])})", linewidth=1.2)
-        ax.fill_between(e, [a - b for a, b in zip(m, h)], [a + b for a, b in zip(m, h)], alpha=0.2)
+        low = [a - b for a, b in zip(m, h, strict=True)]
+        ax.fill_between(e, low, [a + b for a, b in zip(m, h, strict=True)], alpha=0.2)
     ax.set(xlabel="epoch", ylabel=metric, title=f"{results['name']}: mean over seeds ± t-CI")
     ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(out / "curves.png", dpi=110)
     plt.close(fig)
     fig, ax = plt.subplots(figsize=(7.5, 0.5 + 0.45 * max(1, len(results["comparisons"]))))
-    rows = [(k, c) for k, c in results["comparisons"].items() if c["paired"]]
-    for i, (label, comp) in enumerate(rows):
+    rows = [c for c in results["comparisons"].values() if c["paired"]]
+    for i, comp in enumerate(rows):
         d = comp["paired"]["difference"]
         low = d["low"] if not math.isnan(d["low"]) else d["mean"]
         high = d["high"] if not math.isnan(d["high"]) else d["mean"]
         ax.errorbar(d["mean"], i, xerr=[[d["mean"] - low], [high - d["mean"]]], fmt="o", capsize=3)
     ax.axvline(0.0, color="grey", linewidth=0.8)
-    ax.set_yticks(range(len(rows)), [f"{c['arm']} − {c['vs']}" for _, c in rows], fontsize=7)
+    ax.set_yticks(range(len(rows)), [f"{c['arm']} − {c['vs']}" for c in rows], fontsize=7)
     ax.set(xlabel=f"paired Δ {results['metric']}", title="paired differences, t-CI")
     fig.tight_layout()
     fig.savefig(out / "differences.png", dpi=110)

@@ -28,7 +28,7 @@ from .config import Arm, Study
 IGNORED_KEYS = ("threads",)  # differences that do not change what a run computes
 
 
-class DeadlineReached(Exception):
+class DeadlineError(Exception):
     """Raised between epochs when the study's time budget is used up."""
 
 
@@ -39,7 +39,7 @@ def _with_deadline(cls: type[Trainer], deadline: float | None) -> type[Trainer]:
 
     def train_epoch(self: Trainer) -> dict[str, Any]:
         if time.monotonic() >= deadline:
-            raise DeadlineReached
+            raise DeadlineError
         return cls.train_epoch(self)
 
     return type(f"Deadline{cls.__name__}", (cls,), {"train_epoch": train_epoch})
@@ -132,7 +132,7 @@ def run_study(
         trainer = cls(config, directory, progress=progress)
         try:
             trainer.fit(resume=state == "partial")
-        except DeadlineReached:
+        except DeadlineError:
             done.stopped = name
             done.pending.extend(f"{a.label} seed {s}" for s, a in plan[i:])
             break

@@ -89,9 +89,12 @@ def test_more_epochs_extend_finished_runs_and_other_configs_are_refused(tmp_path
     study = load_study(_study(tmp_path, arms, [0]))
     run_study(study, log=False)
     longer = load_study(_study(tmp_path, arms, [0], base={**TINY, "epochs": 3}))
-    assert runner_module.run_state(
-        longer.runs_dir / "ntxent" / "seed0", runner_module.seeded(longer.arms[0], 0)
-    ) == "partial"
+    assert (
+        runner_module.run_state(
+            longer.runs_dir / "ntxent" / "seed0", runner_module.seeded(longer.arms[0], 0)
+        )
+        == "partial"
+    )
     other = load_study(_study(tmp_path, [{"label": "ntxent", "loss": "dcl"}], [0]))
     with pytest.raises(ValueError, match="differs in: loss"):
         run_study(other, log=False)
