@@ -34,6 +34,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="comma-separated subset of the study's seeds to train in this process "
         "(e.g. two processes on disjoint seeds); the report covers every seed",
     )
+    parser.add_argument(
+        "--arms", help="comma-separated subset of the arm labels to train in this process"
+    )
     parser.add_argument("--progress", action="store_true", help="show per-epoch progress bars")
 
 
@@ -50,6 +53,16 @@ def _seeds(text: str | None, declared: list[int]) -> list[int] | None:
     return seeds
 
 
+def _arms(text: str | None, declared: list[str]) -> list[str] | None:
+    if text is None:
+        return None
+    arms = [a.strip() for a in text.split(",") if a.strip()]
+    unknown = sorted(set(arms) - set(declared))
+    if not arms or unknown:
+        raise ValueError(f"--arms must be a non-empty subset of the study's arms {declared}")
+    return arms
+
+
 def run(args: argparse.Namespace) -> int:
     if args.max_minutes is not None and not args.max_minutes > 0:
         raise ValueError(f"--max-minutes must be > 0, got {args.max_minutes}")
@@ -59,7 +72,8 @@ def run(args: argparse.Namespace) -> int:
     )
     if not args.report_only:
         seeds = _seeds(args.seeds, study.seeds)
-        done = run_study(study, args.max_minutes, progress=args.progress, seeds=seeds)
+        arms = _arms(args.arms, [a.label for a in study.arms])
+        done = run_study(study, args.max_minutes, progress=args.progress, seeds=seeds, arms=arms)
         print(
             f"[study] {len(done.finished)} runs finished now, {len(done.skipped)} already "
             f"finished, {len(done.pending)} pending ({done.wall_time_s / 60:.1f} min)",

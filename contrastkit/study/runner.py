@@ -9,6 +9,10 @@ part-way has complete paired seeds. Each run lives in ``<runs_dir>/<arm>/seed<k>
   resumed trains exactly like one run straight through);
 * anything with a different config: an error naming the directory (never overwritten).
 
+Several processes may run the same study at once (e.g. one per core): a process claims a
+run with a ``claimed.pid`` file (created exclusively) and the others skip it while that
+process is alive; a claim left by a dead process is taken over.
+
 A deadline (``max_minutes``) is checked before every run and every epoch; when it passes
 the current run stops after its last saved epoch and the study can be continued later.
 """
@@ -16,6 +20,7 @@ the current run stops after its last saved epoch and the study can be continued 
 from __future__ import annotations
 
 import json
+import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -88,12 +93,56 @@ def run_state(directory: Path, config: TrainConfig) -> str:
     return "new"
 
 
+CLAIM = "claimed.pid"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def claim(directory: Path) -> bool:
+    """Claim ``directory`` for this process; ``False`` if a live process holds it."""
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / CLAIM
+    for _ in range(2):
+        try:
+            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+        except FileExistsError:
+            try:
+                holder = int(path.read_text().strip() or 0)
+            except (OSError, ValueError):
+                holder = 0
+            if holder == os.getpid():
+                return True
+            if holder and _alive(holder):
+                return False
+            path.unlink(missing_ok=True)  # a dead process's claim
+            continue
+        with os.fdopen(fd, "w") as fh:
+            fh.write(str(os.getpid()))
+        return True
+    return False
+
+
+def release(directory: Path) -> None:
+    path = directory / CLAIM
+    if path.exists() and path.read_text().strip() == str(os.getpid()):
+        path.unlink()
+
+
 @dataclass
 class Progress:
     """What one invocation of :func:`run_study` did."""
 
     finished: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
+    busy: list[str] = field(default_factory=list)
     stopped: str | None = None
     pending: list[str] = field(default_factory=list)
     wall_time_s: float = 0.0
@@ -105,14 +154,16 @@ def run_study(
     progress: bool = False,
     log: bool = True,
     seeds: list[int] | None = None,
+    arms: list[str] | None = None,
 ) -> Progress:
-    """Train every unfinished arm × seed of ``study`` (only ``seeds`` if given; see the
-    module docstring)."""
+    """Train every unfinished arm × seed of ``study`` (only those in ``seeds`` and
+    ``arms`` if given; see the module docstring)."""
     start = time.monotonic()
     deadline = None if max_minutes is None else start + 60.0 * max_minutes
     label_aware = any(trainer_class(a.config) is not Trainer for a in study.arms)
     done = Progress()
-    plan = [(seed, arm) for seed in seeds or study.seeds for arm in study.arms]
+    chosen = [a for a in study.arms if arms is None or a.label in arms]
+    plan = [(seed, arm) for seed in seeds or study.seeds for arm in chosen]
     for i, (seed, arm) in enumerate(plan):
         name = f"{arm.label} seed {seed}"
         directory = run_dir(study, arm, seed)
@@ -124,18 +175,27 @@ def run_study(
         if deadline is not None and time.monotonic() >= deadline:
             done.pending.extend(f"{a.label} seed {s}" for s, a in plan[i:])
             break
-        if log:
-            print(f"[study] {name} ({state}) -> {directory}", flush=True)
-        if state == "new" and (directory / METRICS).exists():
-            (directory / METRICS).unlink()  # epochs logged before a kill, never checkpointed
-        cls = _with_deadline(trainer_class(config, label_aware), deadline)
-        trainer = cls(config, directory, progress=progress)
+        if not claim(directory):
+            done.busy.append(name)
+            continue
         try:
+            state = run_state(directory, config)  # again: the holder may have finished it
+            if state == "finished":
+                done.skipped.append(name)
+                continue
+            if log:
+                print(f"[study] {name} ({state}) -> {directory}", flush=True)
+            if state == "new" and (directory / METRICS).exists():
+                (directory / METRICS).unlink()  # epochs logged before a kill, not checkpointed
+            cls = _with_deadline(trainer_class(config, label_aware), deadline)
+            trainer = cls(config, directory, progress=progress)
             trainer.fit(resume=state == "partial")
         except DeadlineError:
             done.stopped = name
             done.pending.extend(f"{a.label} seed {s}" for s, a in plan[i:])
             break
+        finally:
+            release(directory)
         done.finished.append(name)
     done.wall_time_s = time.monotonic() - start
     study.runs_dir.mkdir(parents=True, exist_ok=True)
