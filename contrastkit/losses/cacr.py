@@ -21,6 +21,7 @@ from torch import Tensor, nn
 from .. import distributed
 from . import functional as F
 from .functional import GramNegatives
+from .functional.cacr import check_variant
 from .registry import register
 from .views import check_multiview, cross_view_similarities, multiview_negatives
 
@@ -41,6 +42,10 @@ class CACR(nn.Module):
         t_pos, t_neg: t⁺ and t⁻ (the paper's CIFAR-10 values: t⁺ = 1; t⁻ = 2 for K = 1,
             0.9 for K = 4).
         detach_pos_weights, detach_neg_weights: see :func:`functional.cacr`.
+        pos_weights, neg_weights: ``"conditional"`` or ``"uniform"`` (CACR Table 8's
+            w/o π⁺ / w/o π⁻; both uniform = UAUR, App. C.2 Eq. 11).
+        repulsion_cost, rbf_precision: ``"euclidean"`` or Table 12's ``"rbf"``
+            (App. C.4 Eq. 13–14) with precision t (default 2, see :mod:`functional.cacr`).
         block_size: compute the repulsion ``block_size`` queries at a time, recomputing in
             backward (memory O(V·N·block) instead of O((V·N)²)).
         gather_distributed: negatives from every rank's samples; each rank's loss is the
@@ -55,6 +60,10 @@ class CACR(nn.Module):
         t_neg: float = 2.0,
         detach_pos_weights: bool = False,
         detach_neg_weights: bool = False,
+        pos_weights: str = "conditional",
+        neg_weights: str = "conditional",
+        repulsion_cost: str = "euclidean",
+        rbf_precision: float = 2.0,
         *,
         block_size: int | None = None,
         gather_distributed: bool = False,
@@ -66,6 +75,13 @@ class CACR(nn.Module):
         self.t_neg = t_neg
         self.detach_pos_weights = detach_pos_weights
         self.detach_neg_weights = detach_neg_weights
+        check_variant(pos_weights, neg_weights, repulsion_cost, rbf_precision, detach_neg_weights)
+        self.variant = {
+            "pos_weights": pos_weights,
+            "neg_weights": neg_weights,
+            "repulsion_cost": repulsion_cost,
+            "rbf_precision": rbf_precision,
+        }
         self.last_parts: tuple[float, float] | None = None
 
     def forward(self, views: Tensor, queue: Tensor | None = None) -> Tensor:
@@ -93,6 +109,7 @@ class CACR(nn.Module):
             self.detach_pos_weights,
             self.detach_neg_weights,
             return_parts=True,
+            **self.variant,
         )
         self.last_parts = (float(attraction.detach()), float(repulsion.detach()))
         return total
