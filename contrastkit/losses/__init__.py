@@ -11,6 +11,7 @@ from .amcl import AMCL, AdaptiveTemperature
 from .cacr import CACR, CMC
 from .infonce import DCL, DCLW, HCL, DualTemperature, FlatNCE, InfoNCE, NTXent, TwoViewContrastive
 from .macl import MACL
+from .multihead_temperature import CosineTemperature, TemperatureAsUncertainty
 from .noncontrastive import BarlowTwins, SimSiamLoss, VICReg
 from .paradigm import (
     MET,
@@ -49,6 +50,7 @@ __all__ = [
     "ArcCon",
     "BarlowL2",
     "BarlowTwins",
+    "CosineTemperature",
     "DualTemperature",
     "FlatNCE",
     "InfoNCE",
@@ -60,6 +62,7 @@ __all__ = [
     "Paradigm",
     "SimSiamLoss",
     "SupCon",
+    "TemperatureAsUncertainty",
     "TwoViewContrastive",
     "VICReg",
     "VICRegL2",
