@@ -15,6 +15,7 @@ Keys:
 * ``baseline``: the label of the arm every claim is measured against;
 * ``seeds``; ``metric`` (a ``final.json`` key, default ``knn_accuracy``) and ``better``
   (``higher``/``lower``); ``confidence`` (0.95); ``min_seeds`` (3);
+* ``also_report``: further ``final.json`` keys tabulated (mean and interval), not judged;
 * ``convergence``: ``metric`` (per-epoch key of ``metrics.jsonl``, default
   ``knn_accuracy``), ``window`` (0.2 = last 20 % of epochs), ``tolerance`` (0.005 =
   0.5 points) and ``relative`` (for losses).
@@ -45,6 +46,7 @@ KNOWN_KEYS = {
     "min_seeds",
     "convergence",
     "notes",
+    "also_report",
 }
 
 
@@ -81,6 +83,7 @@ class Study:
     min_seeds: int = 3
     convergence: dict[str, Any] = field(default_factory=dict)
     notes: str = ""
+    also_report: list[str] = field(default_factory=list)
 
     @property
     def epochs(self) -> int:
@@ -193,4 +196,5 @@ def load_study(
         min_seeds=int(data.get("min_seeds", 3)),
         convergence=conv,
         notes=str(data.get("notes", "")),
+        also_report=[str(k) for k in data.get("also_report", [])],
     )

@@ -67,6 +67,13 @@ def collect(study: Study) -> dict[str, Any]:
         if dirs:
             entry["interval"] = t_interval(list(values[arm.label].values()), study.confidence)
             entry["interval"] = entry["interval"].to_dict()
+            entry["also"] = {
+                key: t_interval(
+                    [float(f[key]) for f in finals.values()], study.confidence
+                ).to_dict()
+                for key in study.also_report
+                if all(key in f for f in finals.values())
+            }
             epochs, means, halves = _curve(dirs, conv["metric"])
             entry["curve"] = {"epochs": epochs, "mean": means, "half_width": halves}
             entry["convergence"] = convergence(
@@ -116,6 +123,7 @@ def collect(study: Study) -> dict[str, Any]:
         "arms": arms,
         "comparisons": comparisons,
         "notes": study.notes,
+        "also_report": study.also_report,
     }
 
 
@@ -154,9 +162,10 @@ def markdown(results: dict[str, Any], command: str, wall: dict[str, float]) -> s
         f"{results['epochs']} epochs)."
         + ("" if results["runs_finished"] == results["runs_planned"] else " **Partial study.**"),
         "",
-        f"| arm | {results['metric']} mean [{pct} CI] | seeds | curve change (last window) "
-        "| converged | train s/run |",
-        "|---|---|---|---|---|---|",
+        f"| arm | {results['metric']} mean [{pct} CI] | "
+        + "".join(f"{k} [{pct} CI] | " for k in results["also_report"])
+        + "seeds | curve change (last window) | converged | train s/run |",
+        "|---|---|" + "---|" * len(results["also_report"]) + "---|---|---|---|",
     ]
     for label, arm in results["arms"].items():
         conv = arm.get("convergence")
@@ -164,6 +173,7 @@ def markdown(results: dict[str, Any], command: str, wall: dict[str, float]) -> s
         cells = [
             label,
             _cell(arm.get("interval")),
+            *(_cell(arm.get("also", {}).get(k)) for k in results["also_report"]),
             str(len(arm["seeds"])),
             _fmt(conv["change"]) if conv else "-",
             ("yes" if conv["converged"] else "**no**") if conv else "-",

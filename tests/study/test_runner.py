@@ -126,3 +126,18 @@ def test_a_run_claimed_by_a_live_process_is_left_alone(tmp_path: Path) -> None:
     done = run_study(study, log=False)
     assert done.busy == ["ntxent seed 0"] and done.finished == ["ntxent seed 1"]
     assert not (busy / "final.json").exists() and not (dead / runner_module.CLAIM).exists()
+
+
+def test_also_report_tabulates_extra_metrics(tmp_path: Path) -> None:
+    arms = [{"label": "ntxent", "loss": "ntxent"}]
+    path = _study(tmp_path, arms, [0, 1], metric="linear_accuracy", also_report=["knn_accuracy"])
+    study = load_study(path)
+    run_study(study, log=False)
+    results = write_report(study, "cmd")
+    also = results["arms"]["ntxent"]["also"]["knn_accuracy"]
+    finals = [
+        json.loads((study.runs_dir / "ntxent" / f"seed{s}" / "final.json").read_text())
+        for s in (0, 1)
+    ]
+    assert also["mean"] == pytest.approx(sum(f["knn_accuracy"] for f in finals) / 2)
+    assert "knn_accuracy [95 % CI]" in (study.out / "REPORT.md").read_text()
