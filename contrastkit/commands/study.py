@@ -12,6 +12,7 @@ import shlex
 import sys
 
 from ..study import load_study, run_study, write_report
+from ..study.report import readme_rows
 
 NAME = "study"
 HELP = "run a paper table's arms over seeds to convergence and report the claim's verdict"
@@ -36,6 +37,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--arms", help="comma-separated subset of the arm labels to train in this process"
+    )
+    parser.add_argument(
+        "--readme-rows", action="store_true", help="also print the README claims-table rows"
     )
     parser.add_argument("--progress", action="store_true", help="show per-epoch progress bars")
 
@@ -87,4 +91,6 @@ def run(args: argparse.Namespace) -> int:
     for name, comp in results["comparisons"].items():
         print(f"{name}: {comp['verdict']}")
     print(f"report: {study.out / 'REPORT.md'}")
+    if args.readme_rows:
+        print("\n".join(readme_rows(results, str(study.out))))
     return 0

@@ -218,6 +218,22 @@ def markdown(results: dict[str, Any], command: str, wall: dict[str, float]) -> s
     return "\n".join(lines) + "\n"
 
 
+def readme_rows(results: dict[str, Any], folder: str) -> list[str]:
+    """One README claims-table row per comparison: study, comparison, Δ with interval,
+    seeds × epochs, verdict (read from ``results.json`` only)."""
+    rows = []
+    for name, comp in results["comparisons"].items():
+        diff = comp["paired"]
+        n = len(diff["seeds"]) if diff else 0
+        cell = _cell(diff["difference"]) if diff else "-"
+        rows.append(
+            f"| [{results['paper']} {results['table']}]({folder}/REPORT.md) | {name} | "
+            f"{results['metric']} Δ {cell} | {n} × {results['epochs']} | "
+            f"{_verdict_cell(comp)} |"
+        )
+    return rows
+
+
 def plots(results: dict[str, Any], out: Path) -> list[str]:
     """``curves.png`` (mean curve ± t-interval band per arm) and ``differences.png``
     (paired Δ with its interval per judged arm)."""
