@@ -252,6 +252,10 @@ def plots(results: dict[str, Any], out: Path) -> list[str]:
         ax.plot(e, m, label=f"{label} (n={len(arm['seeds'])})", linewidth=1.2)
         low = [a - b for a, b in zip(m, h, strict=True)]
         ax.fill_between(e, low, [a + b for a, b in zip(m, h, strict=True)], alpha=0.2)
+    means = [v for arm in results["arms"].values() for v in arm.get("curve", {}).get("mean", [])]
+    if means:  # frame the means; 2-seed bands (t = 12.7) would flatten them otherwise
+        pad = 0.25 * (max(means) - min(means)) or 0.01
+        ax.set_ylim(min(means) - pad, max(means) + pad)
     ax.set(xlabel="epoch", ylabel=metric, title=f"{results['name']}: mean over seeds ± t-CI")
     ax.legend(fontsize=7)
     fig.tight_layout()
