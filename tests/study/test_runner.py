@@ -141,3 +141,28 @@ def test_also_report_tabulates_extra_metrics(tmp_path: Path) -> None:
     ]
     assert also["mean"] == pytest.approx(sum(f["knn_accuracy"] for f in finals) / 2)
     assert "knn_accuracy [95 % CI]" in (study.out / "REPORT.md").read_text()
+
+
+def test_readme_rows_carry_interval_seeds_epochs_and_verdict() -> None:
+    from contrastkit.study.report import readme_rows
+
+    results = {
+        "paper": "MACL",
+        "table": "Table 9",
+        "metric": "linear_accuracy",
+        "epochs": 30,
+        "comparisons": {
+            "macl vs ntxent": {
+                "paired": {
+                    "seeds": [0, 1, 2],
+                    "difference": {"mean": 0.01, "low": -0.002, "high": 0.022, "n": 3},
+                },
+                "verdict": "not converged",
+                "interval_verdict": "within noise",
+            }
+        },
+    }
+    (row,) = readme_rows(results, "docs/studies/x")
+    assert "[MACL Table 9](docs/studies/x/REPORT.md)" in row
+    assert "0.0100 [-0.0020, 0.0220]" in row and "| 3 × 30 |" in row
+    assert "**not converged** (interval: within noise)" in row
