@@ -11,7 +11,7 @@ import argparse
 import shlex
 import sys
 
-from ..study import load_study, run_study, write_report
+from ..study import collect, load_study, run_study, write_report
 from ..study.report import readme_rows
 
 NAME = "study"
@@ -85,9 +85,10 @@ def run(args: argparse.Namespace) -> int:
         )
         if done.pending:
             print("[study] time limit reached; run the same command again to continue")
-    results = write_report(study, command)
-    if results["runs_finished"] == 0:
+    if collect(study)["runs_finished"] == 0:  # nothing to report: write no empty folder
         print(f"[study] no finished runs under {study.runs_dir}", file=sys.stderr)
+        return 0
+    results = write_report(study, command)
     for name, comp in results["comparisons"].items():
         print(f"{name}: {comp['verdict']}")
     print(f"report: {study.out / 'REPORT.md'}")
