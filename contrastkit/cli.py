@@ -27,7 +27,7 @@ from ._optional import missing_extra
 USER_ERRORS = (ValueError, OSError, ArithmeticError)
 
 COMMAND_MODULES = (
-    "demo", "sts_eval", "simcse", "figures", "train", "compare", "export", "senteval"
+    "demo", "sts_eval", "simcse", "figures", "train", "compare", "export", "senteval", "study"
 )
 
 

@@ -12,6 +12,7 @@ from .cacr import CACR, CMC
 from .hparams import Param
 from .infonce import DCL, DCLW, HCL, DualTemperature, FlatNCE, InfoNCE, NTXent, TwoViewContrastive
 from .macl import MACL
+from .multihead_temperature import CosineTemperature, TemperatureAsUncertainty
 from .noncontrastive import BarlowTwins, SimSiamLoss, VICReg
 from .paradigm import (
     MET,
@@ -59,6 +60,7 @@ __all__ = [
     "ArcCon",
     "BarlowL2",
     "BarlowTwins",
+    "CosineTemperature",
     "DualTemperature",
     "FlatNCE",
     "InfoNCE",
@@ -71,6 +73,7 @@ __all__ = [
     "Param",
     "SimSiamLoss",
     "SupCon",
+    "TemperatureAsUncertainty",
     "TwoViewContrastive",
     "VICReg",
     "VICRegL2",

@@ -187,6 +187,7 @@ class AMCL(nn.Module):
             These are the ablations of the paper's Fig. 5; with ``"none"`` the
             regularisers are constant and the loss is the plain multi-head base loss.
             SimSiam has only positive temperatures (``"neg"`` fixes them).
+        temperature_source: ``"each"`` head its own τ, or ``"head1"``'s for all (Fig. 5).
         temperature: the constant τ where ``adapt`` fixes it; ``None`` = 0.1 (as
             :class:`NTXent`) for the cosine bases and 1 for ``"barlow_twins"``, where a
             constant ``t`` sets the invariance target ``C_ll = t`` and ``t = 1`` is plain
@@ -203,6 +204,7 @@ class AMCL(nn.Module):
         "temperature": Param.real(0.0, low_open=True, optional=True),
         "base": Param.one_of(*_BASES), "adapt": Param.one_of(*_ADAPT),
         "negatives": Param.one_of("topk", "softmax"),
+        "temperature_source": Param.one_of("each", "head1"),
     }  # fmt: skip
 
     def __init__(
@@ -220,6 +222,7 @@ class AMCL(nn.Module):
         upper: float = 2.0,
         adapt: str = "both",
         temperature: float | None = None,
+        temperature_source: str = "each",
         *,
         gather_distributed: bool = False,
     ) -> None:
@@ -228,6 +231,9 @@ class AMCL(nn.Module):
         temperature = _DEFAULT_TEMPERATURE[base] if temperature is None else temperature
         if not lower <= temperature <= upper:
             raise ValueError(f"temperature must lie in [lower, upper] = [{lower}, {upper}]")
+        if temperature_source not in ("each", "head1" if base in ("ntxent", "infonce") else ""):
+            raise ValueError("temperature_source must be 'each', or 'head1' with ntxent/infonce")
+        self.temperature_source = temperature_source
         self.base = base
         self.gather_distributed = gather_distributed
         self.beta = float(beta)
@@ -269,6 +275,8 @@ class AMCL(nn.Module):
         z = normalize(torch.cat([z1, z2], dim=1))  # [C, 2N, d']
         sim = z @ z.transpose(1, 2)
         tau = self.adaptive_temperature.pairwise(z, z)  # [C, 2N, 2N], symmetric
+        if self.temperature_source == "head1":  # Fig. 5: head 1's τ for every head
+            tau = tau[:1].expand_as(tau)
         partner = ((torch.arange(2 * n, device=z.device) + n) % (2 * n))[None, :, None]
         partner = partner.expand(z.shape[0], -1, 1)
         pos_sim, tau_pos = sim.gather(2, partner)[..., 0], tau.gather(2, partner)[..., 0]

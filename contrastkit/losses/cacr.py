@@ -22,6 +22,7 @@ from torch import Tensor, nn
 from .. import distributed
 from . import functional as F
 from .functional import GramNegatives
+from .functional.cacr import REPULSION_COSTS, WEIGHTS, check_variant
 from .hparams import BLOCK_SIZE, FLAG, NONNEGATIVE, POSITIVE, Param
 from .registry import register
 from .views import check_multiview, cross_view_similarities, multiview_negatives
@@ -45,6 +46,10 @@ class CACR(nn.Module):
         t_pos, t_neg: t⁺ and t⁻ (the paper's CIFAR-10 values: t⁺ = 1; t⁻ = 2 for K = 1,
             0.9 for K = 4).
         detach_pos_weights, detach_neg_weights: see :func:`functional.cacr`.
+        pos_weights, neg_weights: ``"conditional"`` or ``"uniform"`` (CACR Table 8's
+            w/o π⁺ / w/o π⁻; both uniform = UAUR, App. C.2 Eq. 11).
+        repulsion_cost, rbf_precision: ``"euclidean"`` or Table 12's ``"rbf"``
+            (App. C.4 Eq. 13–14) with precision t (default 2, see :mod:`functional.cacr`).
         block_size: compute the repulsion ``block_size`` queries at a time, recomputing in
             backward (memory O(V·N·block) instead of O((V·N)²)).
         gather_distributed: negatives from every rank's samples; each rank's loss is the
@@ -60,6 +65,10 @@ class CACR(nn.Module):
         "detach_neg_weights": FLAG,
         "block_size": BLOCK_SIZE,
         "gather_distributed": FLAG,
+        "pos_weights": Param.one_of(*WEIGHTS),
+        "neg_weights": Param.one_of(*WEIGHTS),
+        "repulsion_cost": Param.one_of(*REPULSION_COSTS),
+        "rbf_precision": POSITIVE,
     }
 
     def __init__(
@@ -68,6 +77,10 @@ class CACR(nn.Module):
         t_neg: float = 2.0,
         detach_pos_weights: bool = False,
         detach_neg_weights: bool = False,
+        pos_weights: str = "conditional",
+        neg_weights: str = "conditional",
+        repulsion_cost: str = "euclidean",
+        rbf_precision: float = 2.0,
         *,
         block_size: int | None = None,
         gather_distributed: bool = False,
@@ -79,6 +92,13 @@ class CACR(nn.Module):
         self.t_neg = t_neg
         self.detach_pos_weights = detach_pos_weights
         self.detach_neg_weights = detach_neg_weights
+        check_variant(pos_weights, neg_weights, repulsion_cost, rbf_precision, detach_neg_weights)
+        self.variant = {
+            "pos_weights": pos_weights,
+            "neg_weights": neg_weights,
+            "repulsion_cost": repulsion_cost,
+            "rbf_precision": rbf_precision,
+        }
         self.last_parts: tuple[float, float] | None = None
 
     def forward(self, views: Tensor, queue: Tensor | None = None) -> Tensor:
@@ -106,6 +126,7 @@ class CACR(nn.Module):
             self.detach_pos_weights,
             self.detach_neg_weights,
             return_parts=True,
+            **self.variant,
         )
         self.last_parts = (float(attraction.detach()), float(repulsion.detach()))
         return total

@@ -76,6 +76,8 @@ def test_compatibility_follows_input_kinds() -> None:
                 expected = info.similarity_level  # needs similarity_loss(pos, neg)
             if name == "moco" and info.inputs == "views":
                 expected = loss == "cacr"  # CACR's MoCo form; CMC has no query side
+            if name == "moco" and info.inputs == "features":
+                expected = loss == "amcl"  # the only features loss with a queue form
             assert (loss in accepted) == expected, (name, loss)
     assert {"infonce", "macl", "dcl", "cacr"} <= set(compatible_losses("moco"))
     assert "barlow_twins" not in compatible_losses("moco")

@@ -107,6 +107,13 @@ def _module_reference(module: AMCL, h1: torch.Tensor, h2: torch.Tensor) -> float
                 neg[c, i, col] = z[c, i] @ z[c, k]
                 tn[c, i, col] = module.adaptive_temperature(z[c, i], z[c, k])
     return contrast_ref(
-        pos, neg, tp, tn, module.out_dim, module.beta, module.negatives, module.kappa,
+        pos,
+        neg,
+        tp,
+        tn,
+        module.out_dim,
+        module.beta,
+        module.negatives,
+        module.kappa,
         module.base == "infonce",
     )

@@ -85,8 +85,17 @@ def test_contrast_matches_loop_reference(
 ) -> None:
     for seed in (0, 1):
         pos, neg, tp, tn = random_inputs(heads=2, m=6, k=7, seed=seed)
-        got = F.amcl_contrast(pos, neg, tp, tn, dim=8, beta=beta, negatives=negatives,
-                              kappa=kappa, include_positive=include_positive)
+        got = F.amcl_contrast(
+            pos,
+            neg,
+            tp,
+            tn,
+            dim=8,
+            beta=beta,
+            negatives=negatives,
+            kappa=kappa,
+            include_positive=include_positive,
+        )
         want = contrast_ref(pos, neg, tp, tn, 8, beta, negatives, kappa, include_positive)
         assert got.dtype == torch.float64
         assert got.item() == pytest.approx(want, rel=1e-12, abs=1e-12)
@@ -106,11 +115,13 @@ def test_softmax_is_eq7_at_beta_one(include_positive: bool) -> None:
         terms = terms + tp ** (-d / 2) * torch.exp((pos - 1) / tp)
     omega_pos = (d / 2) * torch.log(tp) + 1 / tp
     eq7 = (-pos / tp + omega_pos + torch.log(terms)).sum(0).mean()
-    got = F.amcl_contrast(pos, neg, tp, tn, dim=d, beta=1.0, negatives="softmax",
-                          include_positive=include_positive)
+    got = F.amcl_contrast(
+        pos, neg, tp, tn, dim=d, beta=1.0, negatives="softmax", include_positive=include_positive
+    )
     assert got.item() == pytest.approx(eq7.item(), rel=1e-12)
-    other = F.amcl_contrast(pos, neg, tp, tn, dim=d, beta=2.0, negatives="softmax",
-                            include_positive=include_positive)
+    other = F.amcl_contrast(
+        pos, neg, tp, tn, dim=d, beta=2.0, negatives="softmax", include_positive=include_positive
+    )
     assert other.item() != pytest.approx(eq7.item(), rel=1e-3)  # β enters the sum
 
 
@@ -123,8 +134,17 @@ def test_reductions_sum_heads_mean_anchors(negatives: str) -> None:
     assert none.shape == (heads, m)
     for c in range(heads):
         for i in range(m):
-            one = contrast_ref(pos[c:c + 1, i:i + 1], neg[c:c + 1, i:i + 1], tp[c:c + 1, i:i + 1],
-                               tn[c:c + 1, i:i + 1], 8, 0.7, negatives, 2, False)
+            one = contrast_ref(
+                pos[c : c + 1, i : i + 1],
+                neg[c : c + 1, i : i + 1],
+                tp[c : c + 1, i : i + 1],
+                tn[c : c + 1, i : i + 1],
+                8,
+                0.7,
+                negatives,
+                2,
+                False,
+            )
             assert none[c, i].item() == pytest.approx(one, rel=1e-12, abs=1e-12)
     mean = F.amcl_contrast(pos, neg, tp, tn, reduction="mean", **kw)
     total = F.amcl_contrast(pos, neg, tp, tn, reduction="sum", **kw)
@@ -150,16 +170,24 @@ def test_constant_temperature_reduces_to_infonce_and_dcl(
     diffs = []
     for seed in range(5):
         pos, neg, _, _ = random_inputs(heads=1, m=6, k=5, seed=10 + seed)
-        got = F.amcl_contrast(pos, neg, torch.full_like(pos, t), torch.full_like(neg, t),
-                              dim=128, beta=beta, negatives="softmax",
-                              include_positive=include_positive)
+        got = F.amcl_contrast(
+            pos,
+            neg,
+            torch.full_like(pos, t),
+            torch.full_like(neg, t),
+            dim=128,
+            beta=beta,
+            negatives="softmax",
+            include_positive=include_positive,
+        )
         diffs.append(got.item() - base(pos[0], neg[0], t).item())
     assert max(diffs) - min(diffs) < 1e-10
     assert diffs[0] == pytest.approx(0.0, abs=1e-10)
 
 
-def _neg_grad(pos: torch.Tensor, neg: torch.Tensor, tp: torch.Tensor, tn: torch.Tensor,
-              **kwargs: object) -> torch.Tensor:
+def _neg_grad(
+    pos: torch.Tensor, neg: torch.Tensor, tp: torch.Tensor, tn: torch.Tensor, **kwargs: object
+) -> torch.Tensor:
     """Gradient of the mean AMCL loss w.r.t. ``neg_sim`` (0 at absent negatives)."""
     neg = neg.clone().requires_grad_(True)
     (g,) = torch.autograd.grad(F.amcl_contrast(pos, neg, tp, tn, dim=8, **kwargs), neg)
@@ -188,18 +216,30 @@ def test_kappa_one_uses_only_the_hardest_negative() -> None:
     assert torch.allclose(g, torch.where(hardest, 1 / (m * tn), 0.0), rtol=1e-12, atol=0)
     # by hand: sims [0.9, 0.5] at τ [1, 0.05]; n* = 0 although 0.5/0.05 = 10 is the top logit
     one = torch.tensor([[0.2]], dtype=torch.float64)
-    got = F.amcl_contrast(one, torch.tensor([[[0.9, 0.5]]], dtype=torch.float64),
-                          torch.full_like(one, 0.5), torch.tensor([[[1.0, 0.05]]]).double(),
-                          dim=8, beta=0.0, kappa=1)
+    got = F.amcl_contrast(
+        one,
+        torch.tensor([[[0.9, 0.5]]], dtype=torch.float64),
+        torch.full_like(one, 0.5),
+        torch.tensor([[[1.0, 0.05]]]).double(),
+        dim=8,
+        beta=0.0,
+        kappa=1,
+    )
     assert got.item() == pytest.approx(-0.2 / 0.5 + 0.9 / 1.0, rel=1e-14)
 
 
 def test_kappa_is_clamped_per_row_to_present_negatives() -> None:
     inf = -math.inf
-    neg = torch.tensor([[[0.3, inf, inf, inf, inf],     # 1 present → κ' = 1
-                         [inf, 0.1, -0.4, inf, 0.6],    # 3 present → κ' = 3
-                         [0.5, -0.9, 0.2, 0.7, 0.0]]],  # 5 present → top 4 (not -0.9)
-                       dtype=torch.float64)
+    neg = torch.tensor(
+        [
+            [
+                [0.3, inf, inf, inf, inf],  # 1 present → κ' = 1
+                [inf, 0.1, -0.4, inf, 0.6],  # 3 present → κ' = 3
+                [0.5, -0.9, 0.2, 0.7, 0.0],
+            ]
+        ],  # 5 present → top 4 (not -0.9)
+        dtype=torch.float64,
+    )
     pos = torch.tensor([[0.8, 0.4, 0.1]], dtype=torch.float64)
     g = torch.Generator().manual_seed(7)
     tp = 0.1 + torch.rand(1, 3, generator=g, dtype=torch.float64)
@@ -210,19 +250,18 @@ def test_kappa_is_clamped_per_row_to_present_negatives() -> None:
     count = torch.tensor([1.0, 3.0, 4.0], dtype=torch.float64)[None, :, None]
     assert torch.allclose(grad, torch.where(kept, 1 / (3 * count * tn), 0.0), rtol=1e-12)
     got = F.amcl_contrast(pos, neg, tp, tn, dim=8, beta=0.7, kappa=4)
-    assert got.item() == pytest.approx(contrast_ref(pos, neg, tp, tn, 8, 0.7, "topk", 4, False),
-                                       rel=1e-12)
+    assert got.item() == pytest.approx(
+        contrast_ref(pos, neg, tp, tn, 8, 0.7, "topk", 4, False), rel=1e-12
+    )
 
 
 def test_include_positive_lets_the_positive_be_selected() -> None:
     """Eq. (2.4): the positive joins the candidates with its own (s⁺, τ⁺)."""
     inf, d, beta = -math.inf, 8, 0.5
     pos = torch.tensor([[0.95, 0.0, 0.3]], dtype=torch.float64, requires_grad=True)
-    neg = torch.tensor([[[0.3, 0.1, inf], [0.6, 0.2, -0.5], [inf, inf, inf]]],
-                       dtype=torch.float64)
+    neg = torch.tensor([[[0.3, 0.1, inf], [0.6, 0.2, -0.5], [inf, inf, inf]]], dtype=torch.float64)
     tp = torch.tensor([[0.4, 0.7, 0.2]], dtype=torch.float64)
-    tn = torch.tensor([[[0.9, 0.3, 1.1], [0.5, 0.05, 0.8], [0.6, 0.6, 0.6]]],
-                      dtype=torch.float64)
+    tn = torch.tensor([[[0.9, 0.3, 1.1], [0.5, 0.05, 0.8], [0.6, 0.6, 0.6]]], dtype=torch.float64)
 
     def ell(s: float, t: float) -> float:
         return s / t - beta * omega_ref(t, d)
@@ -241,8 +280,9 @@ def test_include_positive_lets_the_positive_be_selected() -> None:
     (gp2,) = torch.autograd.grad(per2.sum(), pos)
     assert gp2[0, 0].item() == pytest.approx(-0.5 / 0.4, rel=1e-14)
     # Eq. (2.1): the positive is never a candidate, so anchor 0 pays its hardest negative
-    excl = F.amcl_contrast(pos[:, :2], neg[:, :2], tp[:, :2], tn[:, :2], dim=d, beta=beta,
-                           kappa=1, reduction="none")[0]
+    excl = F.amcl_contrast(
+        pos[:, :2], neg[:, :2], tp[:, :2], tn[:, :2], dim=d, beta=beta, kappa=1, reduction="none"
+    )[0]
     assert excl[0].item() == pytest.approx(-ell(0.95, 0.4) + ell(0.3, 0.9), rel=1e-14)
     with pytest.raises(ValueError, match="at least one finite negative"):
         F.amcl_contrast(pos, neg, tp, tn, dim=d, beta=beta, kappa=1)
@@ -281,8 +321,7 @@ def _check_closed_form_grads(
     assert torch.allclose(g_pos, a_pos / t_p, rtol=1e-10, atol=1e-12)
     assert torch.allclose(g_tp, a_pos * _dlogit_dtau(p, t_p, d, beta), rtol=1e-10, atol=1e-12)
     assert torch.allclose(g_neg, w_neg / (m * t_n), rtol=1e-10, atol=1e-12)
-    assert torch.allclose(g_tn, w_neg / m * _dlogit_dtau(n, t_n, d, beta),
-                          rtol=1e-10, atol=1e-12)
+    assert torch.allclose(g_tn, w_neg / m * _dlogit_dtau(n, t_n, d, beta), rtol=1e-10, atol=1e-12)
 
 
 @pytest.mark.parametrize("include_positive", [False, True])
@@ -292,8 +331,9 @@ def test_topk_gradients_closed_form(kappa: int, include_positive: bool) -> None:
     w_pos, w_neg = _topk_selection(inputs[0], inputs[1], kappa, include_positive)
     if include_positive:
         assert (w_pos > 0).any()  # the positive is selected somewhere
-    _check_closed_form_grads(inputs, w_pos, w_neg, 0.7, kappa=kappa,
-                             include_positive=include_positive)
+    _check_closed_form_grads(
+        inputs, w_pos, w_neg, 0.7, kappa=kappa, include_positive=include_positive
+    )
 
 
 @pytest.mark.parametrize("include_positive", [False, True])
@@ -310,8 +350,9 @@ def test_softmax_gradients_closed_form(include_positive: bool) -> None:
         w_pos, w_neg = weights[..., 0], weights[..., 1:]
     else:
         w_pos, w_neg = torch.zeros_like(pos), weights
-    _check_closed_form_grads(inputs, w_pos, w_neg, beta, negatives="softmax",
-                             include_positive=include_positive)
+    _check_closed_form_grads(
+        inputs, w_pos, w_neg, beta, negatives="softmax", include_positive=include_positive
+    )
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16])

@@ -23,8 +23,7 @@ from contrastkit.losses import AMCL, AdaptiveTemperature
 from contrastkit.losses import functional as F
 
 
-def barlow_ref(corr: torch.Tensor, tau: torch.Tensor, dim: int, lambd: float,
-               beta: float) -> float:
+def barlow_ref(corr: torch.Tensor, tau: torch.Tensor, dim: int, lambd: float, beta: float) -> float:
     """Eq. (2.3) + β·Σ_l [Ω(τ⁺_l) − mean_{m≠l} Ω(τ⁻_lm)], summed over heads, by loops."""
     c_l, t_l = corr.double().tolist(), tau.double().tolist()
     total = 0.0
@@ -39,8 +38,9 @@ def barlow_ref(corr: torch.Tensor, tau: torch.Tensor, dim: int, lambd: float,
     return total
 
 
-def random_corr_tau(heads: int, width: int, seed: int,
-                    dtype: torch.dtype = torch.float64) -> tuple[torch.Tensor, torch.Tensor]:
+def random_corr_tau(
+    heads: int, width: int, seed: int, dtype: torch.dtype = torch.float64
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Correlations in (−1, 1) and temperatures in (0.05, 2)."""
     g = torch.Generator().manual_seed(seed)
     corr = 2 * torch.rand(heads, width, width, generator=g, dtype=torch.float64) - 1
@@ -81,8 +81,9 @@ def test_unit_temperature_one_head_is_barlow_twins(beta: float) -> None:
 
 def test_module_with_unit_temperature_is_barlow_twins_on_the_head() -> None:
     torch.manual_seed(3)
-    module = AMCL(in_dim=10, base="barlow_twins", heads=1, out_dim=6, adapt="none",
-                  beta=0.0).double()
+    module = AMCL(
+        in_dim=10, base="barlow_twins", heads=1, out_dim=6, adapt="none", beta=0.0
+    ).double()
     assert module.fixed_temperature == 1.0  # the base's default constant
     h1, h2 = torch.randn(12, 10, dtype=torch.float64), torch.randn(12, 10, dtype=torch.float64)
     with torch.no_grad():
@@ -99,8 +100,7 @@ def test_constant_temperature_closed_form() -> None:
     for t in (0.07, 0.5, 1.7):
         want = ((1 - diag / t) ** 2).sum() + 0.01 * off_sq / t
         for beta in (0.0, 5.0):
-            got = F.amcl_barlow_twins(corr, torch.full_like(corr, t), dim=5, lambd=0.01,
-                                      beta=beta)
+            got = F.amcl_barlow_twins(corr, torch.full_like(corr, t), dim=5, lambd=0.01, beta=beta)
             assert got.item() == pytest.approx(want.item(), rel=1e-12)
 
 
@@ -116,8 +116,11 @@ def test_gradients_closed_form(beta: float) -> None:
     eye = torch.eye(width, dtype=torch.bool)
     d_omega = width / (2 * t) - 1 / t**2
     want_corr = torch.where(eye, -2 * (1 - c / t) / t, 2 * lambd * c / t)
-    want_tau = torch.where(eye, 2 * (1 - c / t) * c / t**2 + beta * d_omega,
-                           -lambd * c**2 / t**2 - beta * d_omega / (width - 1))
+    want_tau = torch.where(
+        eye,
+        2 * (1 - c / t) * c / t**2 + beta * d_omega,
+        -lambd * c**2 / t**2 - beta * d_omega / (width - 1),
+    )
     assert torch.allclose(g_corr, want_corr, rtol=1e-12, atol=1e-14)
     assert torch.allclose(g_tau, want_tau, rtol=1e-12, atol=1e-14)
 
@@ -152,8 +155,9 @@ def test_module_matches_loop_reference() -> None:
     """Standardisation, C and τ built entry by entry, φ applied to one sample at a time."""
     torch.manual_seed(7)
     heads, n, width = 2, 6, 4
-    module = AMCL(in_dim=5, base="barlow_twins", heads=heads, out_dim=width, beta=0.3,
-                  lambd=0.05, lower=0.05).double()
+    module = AMCL(
+        in_dim=5, base="barlow_twins", heads=heads, out_dim=width, beta=0.3, lambd=0.05, lower=0.05
+    ).double()
     h1, h2 = torch.randn(n, 5, dtype=torch.float64), torch.randn(n, 5, dtype=torch.float64)
     temp = module.adaptive_temperature
     with torch.no_grad():
@@ -173,8 +177,9 @@ def test_module_matches_loop_reference() -> None:
     # on standardised (mean-0) inputs the channel products reduce to R = W C Wᵀ + b bᵀ:
     # τ is a learned function of the very correlation matrix it divides
     w, bias = temp.phi.weight.detach(), temp.phi.bias.detach()
-    assert torch.allclose(tau, temp.squash(w @ corr @ w.T + torch.outer(bias, bias)),
-                          rtol=1e-9, atol=1e-12)
+    assert torch.allclose(
+        tau, temp.squash(w @ corr @ w.T + torch.outer(bias, bias)), rtol=1e-9, atol=1e-12
+    )
     stats = module.temperature_stats()
     off = ~torch.eye(width, dtype=torch.bool)
     for c in range(heads):
@@ -185,8 +190,7 @@ def test_module_matches_loop_reference() -> None:
 @pytest.mark.parametrize("adapt", ["pos", "neg"])
 def test_ablations_fix_one_side(adapt: str) -> None:
     torch.manual_seed(8)
-    module = AMCL(in_dim=8, base="barlow_twins", heads=2, out_dim=6, adapt=adapt,
-                  temperature=0.6)
+    module = AMCL(in_dim=8, base="barlow_twins", heads=2, out_dim=6, adapt=adapt, temperature=0.6)
     module(torch.randn(10, 8), torch.randn(10, 8))
     stats = module.temperature_stats()
     fixed, learned = ("tau_neg", "tau_pos") if adapt == "pos" else ("tau_pos", "tau_neg")
@@ -318,11 +322,36 @@ def test_pathology_omega_moves_the_invariance_target_to_2_over_d() -> None:
 
 def test_train_cli_runs_amcl_barlow_twins(tmp_path: Path) -> None:
     out = tmp_path / "run"
-    argv = ["train", "--framework", "simclr", "--loss", "amcl", "--heads", "2",
-            "--loss-arg", "base=barlow_twins", "--loss-arg", "out_dim=16",
-            "--dataset", "digits", "--batch-size", "128", "--feature-dim", "16",
-            "--width", "4", "--threads", "1", "--no-progress", "--knn-k", "50",
-            "--epochs", "1", "--out", str(out)]
+    argv = [
+        "train",
+        "--framework",
+        "simclr",
+        "--loss",
+        "amcl",
+        "--heads",
+        "2",
+        "--loss-arg",
+        "base=barlow_twins",
+        "--loss-arg",
+        "out_dim=16",
+        "--dataset",
+        "digits",
+        "--batch-size",
+        "128",
+        "--feature-dim",
+        "16",
+        "--width",
+        "4",
+        "--threads",
+        "1",
+        "--no-progress",
+        "--knn-k",
+        "50",
+        "--epochs",
+        "1",
+        "--out",
+        str(out),
+    ]
     assert main(argv) == 0
     final = json.loads((out / "final.json").read_text())
     assert final["config"]["loss_args"] == {"heads": 2, "base": "barlow_twins", "out_dim": 16}

@@ -80,8 +80,18 @@ def test_registered_as_features_loss():
 @pytest.mark.parametrize("negatives", ["topk", "softmax"])
 def test_module_matches_2n_layout_reference(base, negatives):
     torch.manual_seed(0)
-    module = AMCL(in_dim=10, base=base, heads=2, out_dim=6, hidden=12, beta=0.5,
-                  negatives=negatives, kappa=3, lower=0.05, upper=2.0).double()
+    module = AMCL(
+        in_dim=10,
+        base=base,
+        heads=2,
+        out_dim=6,
+        hidden=12,
+        beta=0.5,
+        negatives=negatives,
+        kappa=3,
+        lower=0.05,
+        upper=2.0,
+    ).double()
     h1, h2 = torch.randn(5, 10, dtype=torch.float64), torch.randn(5, 10, dtype=torch.float64)
     with torch.no_grad():
         got = module(h1, h2).item()
@@ -200,8 +210,16 @@ def test_module_input_checks():
 def test_module_with_global_temperature_is_the_base_loss(base, reference):
     """adapt="none", one head, softmax: Eq. (2.1) → DCL and Eq. (2.4) → NT-Xent (§4.3)."""
     torch.manual_seed(5)
-    module = AMCL(in_dim=10, base=base, heads=1, out_dim=6, negatives="softmax", beta=2.0,
-                  adapt="none", temperature=0.3).double()
+    module = AMCL(
+        in_dim=10,
+        base=base,
+        heads=1,
+        out_dim=6,
+        negatives="softmax",
+        beta=2.0,
+        adapt="none",
+        temperature=0.3,
+    ).double()
     h1, h2 = torch.randn(6, 10, dtype=torch.float64), torch.randn(6, 10, dtype=torch.float64)
     with torch.no_grad():
         z1, z2 = module.projector(h1)[0], module.projector(h2)[0]

@@ -28,7 +28,8 @@ def test_simsiam_matches_eq_2_2_and_gradients() -> None:
     none = F.amcl_simsiam(sa, sb, ta, tb, dim=d, beta=beta, reduction="none")
     assert none.shape == (heads, m)
     assert F.amcl_simsiam(sa, sb, ta, tb, dim=d, beta=beta, reduction="sum").item() == (
-        pytest.approx(none.sum().item(), rel=1e-12))
+        pytest.approx(none.sum().item(), rel=1e-12)
+    )
     g_sa, g_sb, g_ta, g_tb = torch.autograd.grad(got, leaves)
     for g_s, g_t, s, t in ((g_sa, g_ta, sa, ta), (g_sb, g_tb, sb, tb)):
         assert torch.allclose(g_s, -1 / (2 * m * t), rtol=1e-12)

@@ -33,8 +33,10 @@ def dot(x: Tensor, y: Tensor) -> float:
 
 def indicator(h: Tensor, hp: Tensor, m: float) -> list[float]:
     n = len(h)
-    return [float(dot(h[i], hp[i]) - max(dot(h[i], hp[k]) for k in range(n) if k != i) < m)
-            for i in range(n)]
+    return [
+        float(dot(h[i], hp[i]) - max(dot(h[i], hp[k]) for k in range(n) if k != i) < m)
+        for i in range(n)
+    ]
 
 
 def tangent(v: Tensor, at: Tensor) -> Tensor:
@@ -60,9 +62,15 @@ def pair_sum(x: Tensor, tau: float) -> float:
 def ref_mmhe(h: Tensor, hp: Tensor, m: float, r: float, tau: float) -> float:
     n, d = len(h), indicator(h, hp, m)
     z = pair_sum(h, tau)
-    uniform = math.log(2.0 / (n * (n - 1)) * sum(
-        math.exp(-float((h[k] - h[q]).pow(2).sum()) / (2 * tau))
-        for k in range(n) for q in range(k + 1, n)))
+    uniform = math.log(
+        2.0
+        / (n * (n - 1))
+        * sum(
+            math.exp(-float((h[k] - h[q]).pow(2).sum()) / (2 * tau))
+            for k in range(n)
+            for q in range(k + 1, n)
+        )
+    )
     align = 0.0
     for i in range(n):
         c = r * sum(math.exp(dot(h[i], h[j]) / tau) for j in range(n) if j != i) / (2 * tau * z)
@@ -94,8 +102,13 @@ def ref_weighted(h: Tensor, hp: Tensor, x: Tensor, m: float, r: float, tau: floa
 def ref_mhe(h: Tensor, hp: Tensor, nu: float) -> float:
     n = len(h)
     align = sum(float((h[i] - hp[i]).pow(2).sum()) for i in range(n)) / n
-    u = math.log(2 / (n * (n - 1)) * sum(math.exp(-float((h[k] - h[q]).pow(2).sum()))
-                                         for k in range(n) for q in range(k + 1, n)))
+    u = math.log(
+        2
+        / (n * (n - 1))
+        * sum(
+            math.exp(-float((h[k] - h[q]).pow(2).sum())) for k in range(n) for q in range(k + 1, n)
+        )
+    )
     return align + nu * u
 
 
@@ -108,10 +121,13 @@ def ref_mhs(h: Tensor, hp: Tensor, nu: float) -> float:
 
 def ref_barlow(h: Tensor, hp: Tensor, nu: float) -> float:
     n, dim = h.shape
-    c = [[sum(float(h[i, k] * hp[i, q]) for i in range(n)) / n for q in range(dim)]
-         for k in range(dim)]
-    return (sum((c[k][k] - 1) ** 2 for k in range(dim))
-            + nu * sum(c[k][q] ** 2 for k in range(dim) for q in range(dim) if k != q))
+    c = [
+        [sum(float(h[i, k] * hp[i, q]) for i in range(n)) / n for q in range(dim)]
+        for k in range(dim)
+    ]
+    return sum((c[k][k] - 1) ** 2 for k in range(dim)) + nu * sum(
+        c[k][q] ** 2 for k in range(dim) for q in range(dim) if k != q
+    )
 
 
 def ref_vicreg(h: Tensor, hp: Tensor, nu_cov: float, nu_std: float, gamma: float) -> float:
@@ -119,8 +135,14 @@ def ref_vicreg(h: Tensor, hp: Tensor, nu_cov: float, nu_std: float, gamma: float
 
     def cov_std(x: Tensor) -> tuple[float, float]:
         mean = [sum(float(x[i, k]) for i in range(n)) / n for k in range(dim)]
-        cov = [[sum((float(x[i, k]) - mean[k]) * (float(x[i, q]) - mean[q]) for i in range(n))
-                / (n - 1) for q in range(dim)] for k in range(dim)]
+        cov = [
+            [
+                sum((float(x[i, k]) - mean[k]) * (float(x[i, q]) - mean[q]) for i in range(n))
+                / (n - 1)
+                for q in range(dim)
+            ]
+            for k in range(dim)
+        ]
         off = sum(cov[k][q] ** 2 for k in range(dim) for q in range(dim) if k != q) / dim
         std = sum(max(0.0, gamma - math.sqrt(cov[k][k] + 1e-4)) for k in range(dim)) / dim
         return off, std
@@ -131,20 +153,32 @@ def ref_vicreg(h: Tensor, hp: Tensor, nu_cov: float, nu_std: float, gamma: float
 
 
 VALUE_CASES: dict[str, tuple[Loss, Callable[[Tensor, Tensor], float]]] = {
-    "mmhe": (lambda a, b: F.mmhe(a, b, 0.3, 1.5, 0.1, symmetric=False),
-             lambda a, b: ref_mmhe(a, b, 0.3, 1.5, 0.1)),
-    "mmhs": (lambda a, b: F.mmhs(a, b, 0.3, 1.25, symmetric=False),
-             lambda a, b: ref_mmhs(a, b, 0.3, 1.25)),
-    "mbarlow": (lambda a, b: F.mbarlow(a, b, 0.3, 1.5, 0.1, symmetric=False),
-                lambda a, b: ref_weighted(a, b, b, 0.3, 1.5, 0.1)),
-    "mvicreg": (lambda a, b: F.mvicreg(a, b, 0.3, 1.5, 0.1, symmetric=False),
-                lambda a, b: ref_weighted(a, b, a, 0.3, 1.5, 0.1)),
+    "mmhe": (
+        lambda a, b: F.mmhe(a, b, 0.3, 1.5, 0.1, symmetric=False),
+        lambda a, b: ref_mmhe(a, b, 0.3, 1.5, 0.1),
+    ),
+    "mmhs": (
+        lambda a, b: F.mmhs(a, b, 0.3, 1.25, symmetric=False),
+        lambda a, b: ref_mmhs(a, b, 0.3, 1.25),
+    ),
+    "mbarlow": (
+        lambda a, b: F.mbarlow(a, b, 0.3, 1.5, 0.1, symmetric=False),
+        lambda a, b: ref_weighted(a, b, b, 0.3, 1.5, 0.1),
+    ),
+    "mvicreg": (
+        lambda a, b: F.mvicreg(a, b, 0.3, 1.5, 0.1, symmetric=False),
+        lambda a, b: ref_weighted(a, b, a, 0.3, 1.5, 0.1),
+    ),
     "mhe": (lambda a, b: F.mhe(a, b, 0.7, symmetric=False), lambda a, b: ref_mhe(a, b, 0.7)),
     "mhs": (lambda a, b: F.mhs(a, b, 0.7, symmetric=False), lambda a, b: ref_mhs(a, b, 0.7)),
-    "barlow_l2": (lambda a, b: F.barlow_l2(a, b, 0.01, symmetric=False),
-                  lambda a, b: ref_barlow(a, b, 0.01)),
-    "vicreg_l2": (lambda a, b: F.vicreg_l2(a, b, 0.04, 1.0, 1.0, symmetric=False),
-                  lambda a, b: ref_vicreg(a, b, 0.04, 1.0, 1.0)),
+    "barlow_l2": (
+        lambda a, b: F.barlow_l2(a, b, 0.01, symmetric=False),
+        lambda a, b: ref_barlow(a, b, 0.01),
+    ),
+    "vicreg_l2": (
+        lambda a, b: F.vicreg_l2(a, b, 0.04, 1.0, 1.0, symmetric=False),
+        lambda a, b: ref_vicreg(a, b, 0.04, 1.0, 1.0),
+    ),
 }
 
 
@@ -188,14 +222,22 @@ def eq18_19(h: Tensor, hp: Tensor, x: Tensor, m: float, r: float, tau: float) ->
 
 
 GRAD_CASES: dict[str, tuple[Loss, Callable[[Tensor, Tensor], Tensor], str]] = {
-    "mmhe": (lambda a, b: F.mmhe(a, b, symmetric=False),
-             lambda a, b: eq16(a, b, 0.3, 1.75, 0.05), "1"),
-    "mmhs": (lambda a, b: F.mmhs(a, b, symmetric=False),
-             lambda a, b: eq17(a, b, 0.3, 1.75), "1/N"),
-    "mbarlow": (lambda a, b: F.mbarlow(a, b, symmetric=False),
-                lambda a, b: eq18_19(a, b, b, 0.3, 1.5, 0.05), "1"),
-    "mvicreg": (lambda a, b: F.mvicreg(a, b, symmetric=False),
-                lambda a, b: eq18_19(a, b, a, 0.3, 1.5, 0.05), "1"),
+    "mmhe": (
+        lambda a, b: F.mmhe(a, b, symmetric=False),
+        lambda a, b: eq16(a, b, 0.3, 1.75, 0.05),
+        "1",
+    ),
+    "mmhs": (lambda a, b: F.mmhs(a, b, symmetric=False), lambda a, b: eq17(a, b, 0.3, 1.75), "1/N"),
+    "mbarlow": (
+        lambda a, b: F.mbarlow(a, b, symmetric=False),
+        lambda a, b: eq18_19(a, b, b, 0.3, 1.5, 0.05),
+        "1",
+    ),
+    "mvicreg": (
+        lambda a, b: F.mvicreg(a, b, symmetric=False),
+        lambda a, b: eq18_19(a, b, a, 0.3, 1.5, 0.05),
+        "1",
+    ),
 }
 
 
@@ -254,8 +296,10 @@ def test_table_2_barlow_twins_weight_and_ratio() -> None:
     h, hp = views(n=7, d=12, seed=5)
     n, dim = h.shape
     nu = 5e-3
-    c_diag = torch.tensor([sum(float(h[i, k] * hp[i, k]) for i in range(n)) / n
-                           for k in range(dim)], dtype=torch.float64)
+    c_diag = torch.tensor(
+        [sum(float(h[i, k] * hp[i, k]) for i in range(n)) / n for k in range(dim)],
+        dtype=torch.float64,
+    )
     a_mat = torch.eye(dim, dtype=torch.float64) - (1 - nu) * torch.diag(c_diag)
     rows = []
     for i in range(n):
@@ -269,8 +313,16 @@ def test_table_2_barlow_twins_weight_and_ratio() -> None:
 # ---------------------------------------------------------------------------------------
 # Reductions, edge cases, errors, registry, defaults
 
-FUNCS = {"mmhe": F.mmhe, "mmhs": F.mmhs, "mbarlow": F.mbarlow, "mvicreg": F.mvicreg,
-         "mhe": F.mhe, "mhs": F.mhs, "barlow_l2": F.barlow_l2, "vicreg_l2": F.vicreg_l2}
+FUNCS = {
+    "mmhe": F.mmhe,
+    "mmhs": F.mmhs,
+    "mbarlow": F.mbarlow,
+    "mvicreg": F.mvicreg,
+    "mhe": F.mhe,
+    "mhs": F.mhs,
+    "barlow_l2": F.barlow_l2,
+    "vicreg_l2": F.vicreg_l2,
+}
 
 
 @pytest.mark.parametrize("name", sorted(FUNCS))
@@ -278,7 +330,8 @@ def test_symmetric_adds_the_swapped_direction(name: str) -> None:
     h, hp = views(seed=6)
     fn = FUNCS[name]
     assert fn(h, hp).item() == pytest.approx(
-        fn(h, hp, symmetric=False).item() + fn(hp, h, symmetric=False).item(), rel=1e-12)
+        fn(h, hp, symmetric=False).item() + fn(hp, h, symmetric=False).item(), rel=1e-12
+    )
 
 
 @pytest.mark.parametrize("name", ["mmhe", "mmhs", "mbarlow", "mvicreg"])
@@ -333,15 +386,21 @@ def test_registry_modules_match_functional(name: str) -> None:
 
 def test_defaults_are_table_4_bert() -> None:
     def defaults(fn: Callable[..., Tensor]) -> dict[str, object]:
-        return {k: p.default for k, p in inspect.signature(fn).parameters.items()
-                if p.default is not inspect.Parameter.empty}
+        return {
+            k: p.default
+            for k, p in inspect.signature(fn).parameters.items()
+            if p.default is not inspect.Parameter.empty
+        }
 
-    assert defaults(F.mmhe) == {"margin": 0.3, "ratio": 1.75, "temperature": 0.05,
-                                "symmetric": True}
+    assert defaults(F.mmhe) == {
+        "margin": 0.3,
+        "ratio": 1.75,
+        "temperature": 0.05,
+        "symmetric": True,
+    }
     assert defaults(F.mmhs) == {"margin": 0.3, "ratio": 1.75, "symmetric": True}
     for fn in (F.mbarlow, F.mvicreg):
-        assert defaults(fn) == {"margin": 0.3, "ratio": 1.5, "temperature": 0.05,
-                                "symmetric": True}
+        assert defaults(fn) == {"margin": 0.3, "ratio": 1.5, "temperature": 0.05, "symmetric": True}
     assert defaults(F.barlow_l2)["nu"] == 5e-3
 
 

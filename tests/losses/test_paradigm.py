@@ -35,8 +35,17 @@ def dot(x: torch.Tensor, y: torch.Tensor) -> float:
 Comp = tuple[float, dict[int, float], dict[int, float]]
 
 
-def ref_components(h: Tensor, hp: Tensor, i: int, gd: str, weight: str, ratio_kind: str,
-                   m: float = 0.3, tau: float = 0.05, r: float = 1.0) -> Comp:
+def ref_components(
+    h: Tensor,
+    hp: Tensor,
+    i: int,
+    gd: str,
+    weight: str,
+    ratio_kind: str,
+    m: float = 0.3,
+    tau: float = 0.05,
+    r: float = 1.0,
+) -> Comp:
     """One anchor's (GD, {j: W_ij}, {j: R_ij}) from Table 1, in plain Python."""
     n = len(h)
     pos = dot(h[i], hp[i])
@@ -86,8 +95,13 @@ def autograd_tangent(fn: Callable[[Tensor, Tensor], Tensor], h: Tensor, hp: Tens
     return tangent(g, h)
 
 
-KINDS = list(itertools.product(("indicator", "fraction", "none"), ("softmax", "hardest", "uniform"),
-                               ("static", "arccon", "met")))
+KINDS = list(
+    itertools.product(
+        ("indicator", "fraction", "none"),
+        ("softmax", "hardest", "uniform"),
+        ("static", "arccon", "met"),
+    )
+)
 
 
 @pytest.mark.parametrize("gd,weight,ratio_kind", KINDS)
@@ -103,8 +117,9 @@ def test_paradigm_value_and_eq4_gradient(gd: str, weight: str, ratio_kind: str) 
     ]
 
     def loss(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-        return F.paradigm(a, b, ratio=1.3, gd=gd, weight=weight, ratio_kind=ratio_kind,
-                          symmetric=False)
+        return F.paradigm(
+            a, b, ratio=1.3, gd=gd, weight=weight, ratio_kind=ratio_kind, symmetric=False
+        )
 
     assert loss(h, hp).item() == pytest.approx(sum(per_anchor) / n, rel=1e-10, abs=1e-12)
     expected = tangent(paradigm_gradient(h, hp, comps), h) / n
@@ -142,7 +157,8 @@ def test_arccon_value_and_eq2_gradient(tau: float, u: float) -> None:
     h, hp = views(seed=2)
     n = len(h)
     assert F.arccon(h, hp, tau, u, symmetric=False).item() == pytest.approx(
-        sum(ref_arccon(h, hp, tau, u)) / n, rel=1e-10)
+        sum(ref_arccon(h, hp, tau, u)) / n, rel=1e-10
+    )
     comps = []
     for i in range(n):
         pos = dot(h[i], hp[i])
@@ -205,8 +221,9 @@ def test_symmetric_adds_the_swapped_direction(name: str) -> None:
     h, hp = views(seed=5)
     fn = FUNCS[name]
     both = fn(h, hp).item()
-    assert both == pytest.approx(fn(h, hp, symmetric=False).item()
-                                 + fn(hp, h, symmetric=False).item(), rel=1e-12)
+    assert both == pytest.approx(
+        fn(h, hp, symmetric=False).item() + fn(hp, h, symmetric=False).item(), rel=1e-12
+    )
 
 
 @pytest.mark.parametrize("name", ["paradigm", "mpt", "met"])
@@ -222,8 +239,11 @@ def test_no_selected_anchor_gives_exact_zero_not_nan(name: str) -> None:
 def test_gd_zero_rows_contribute_exactly_zero() -> None:
     h, hp = views(seed=7)
     per_dir = F.paradigm(h, hp, gd="indicator", symmetric=False).item() * len(h)
-    selected = [i for i in range(len(h))
-                if ref_components(h, hp, i, "indicator", "softmax", "static")[0] == 1.0]
+    selected = [
+        i
+        for i in range(len(h))
+        if ref_components(h, hp, i, "indicator", "softmax", "static")[0] == 1.0
+    ]
     sub = sum(
         sum(w[j] * (dot(h[i], hp[j]) - dot(h[i], hp[i])) for j in w)
         for i in selected
@@ -285,7 +305,10 @@ def test_defaults_are_the_papers() -> None:
     p = inspect.signature(F.paradigm).parameters
     assert (p["margin"].default, p["temperature"].default, p["ratio"].default) == (0.3, 0.05, 1.0)
     assert (p["gd"].default, p["weight"].default, p["ratio_kind"].default) == (
-        "indicator", "softmax", "static")
+        "indicator",
+        "softmax",
+        "static",
+    )
     a = inspect.signature(F.arccon).parameters
     assert a["margin"].default == pytest.approx(math.radians(10))
     assert inspect.signature(F.mpt).parameters["margin"].default == 0.3
@@ -303,9 +326,11 @@ def test_indicator_switches_exactly_at_the_margin() -> None:
         d = [float((h[i] - hp[j]).norm()) for j in range(n)]
         gap_dist = min(d[j] for j in range(n) if j != i) - d[i]
         for fn, gap in ((F.paradigm, gap_cos), (F.mpt, gap_cos), (F.met, gap_dist)):
-            below = autograd_tangent(lambda a, b, f=fn, m=gap: f(a, b, margin=m - 1e-9,
-                                                                 symmetric=False), h, hp)
-            above = autograd_tangent(lambda a, b, f=fn, m=gap: f(a, b, margin=m + 1e-9,
-                                                                 symmetric=False), h, hp)
+            below = autograd_tangent(
+                lambda a, b, f=fn, m=gap: f(a, b, margin=m - 1e-9, symmetric=False), h, hp
+            )
+            above = autograd_tangent(
+                lambda a, b, f=fn, m=gap: f(a, b, margin=m + 1e-9, symmetric=False), h, hp
+            )
             assert torch.equal(below[i], torch.zeros_like(below[i]))
             assert above[i].norm() > 1e-6

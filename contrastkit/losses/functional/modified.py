@@ -187,8 +187,9 @@ def mmhs(
     return both_ways(one, h, hp, symmetric)
 
 
-def _weighted_pull_push(a: Tensor, b: Tensor, weight_view: Tensor, margin: float,
-                        ratio: float, temperature: float) -> Tensor:
+def _weighted_pull_push(
+    a: Tensor, b: Tensor, weight_view: Tensor, margin: float, ratio: float, temperature: float
+) -> Tensor:
     """``Σ_i d_i (−w_p,i h_iᵀhp_i + Σ_{j≠i} w_ij h_iᵀ sg(h_j))`` with the no-gradient weights
     ``w_ij = e^{x_iᵀx_j/τ} / Σ_{k≠l} e^{x_kᵀx_l/τ}`` of ``x = weight_view`` and
     ``w_p,i = r Σ_{j≠i} w_ij`` (Eqs. 6 and 13)."""

@@ -159,8 +159,11 @@ def _gd_and_weight(
     s: Tensor, margin: float, temperature: float, gd: str, weight: str, ratio_kind: str
 ) -> tuple[Tensor, Tensor]:
     """GD ``[N]`` and a freshly allocated W ``[N, N]`` after checking the three choices."""
-    for value, name, kinds in ((gd, "gd", GD_KINDS), (weight, "weight", WEIGHT_KINDS),
-                               (ratio_kind, "ratio_kind", RATIO_KINDS)):
+    for value, name, kinds in (
+        (gd, "gd", GD_KINDS),
+        (weight, "weight", WEIGHT_KINDS),
+        (ratio_kind, "ratio_kind", RATIO_KINDS),
+    ):
         if value not in kinds:
             raise ValueError(f"{name} must be one of {kinds}, got {value!r}")
     if gd == "indicator":

@@ -1,0 +1,200 @@
+"""A study: one paper table as arms × seeds, with its claim and verdict rule declared up
+front in a YAML file (``configs/studies/*.yaml``).
+
+Keys:
+
+* ``name``, ``paper``, ``table``: identify the study; ``claim``: the paper's claim in one line;
+* ``out``: the study folder (``REPORT.md``, ``results.json``, plots); runs go to
+  ``<out>/runs`` unless ``runs_dir`` (or ``--runs-dir``) says otherwise;
+* ``base``: :class:`~contrastkit.training.TrainConfig` fields shared by every arm
+  (``epochs`` included: chosen so that the baseline's curve is flat);
+* ``arms``: a list of mappings with a ``label`` and the config fields that differ, plus
+  optionally ``vs`` (the arm or list of arms it is compared with; default ``baseline``)
+  and ``claim``
+  (``false``: reported, not judged, e.g. the baseline itself or an extra reference row);
+* ``baseline``: the label of the arm every claim is measured against;
+* ``seeds``; ``metric`` (a ``final.json`` key, default ``knn_accuracy``) and ``better``
+  (``higher``/``lower``); ``confidence`` (0.95); ``min_seeds`` (3);
+* ``also_report``: further ``final.json`` keys tabulated (mean and interval), not judged;
+* ``convergence``: ``metric`` (per-epoch key of ``metrics.jsonl``, default
+  ``knn_accuracy``), ``window`` (0.2 = last 20 % of epochs), ``tolerance`` (0.005 =
+  0.5 points) and ``relative`` (for losses).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..training import TrainConfig, load_yaml
+
+KNOWN_KEYS = {
+    "name",
+    "paper",
+    "table",
+    "claim",
+    "out",
+    "runs_dir",
+    "base",
+    "arms",
+    "baseline",
+    "seeds",
+    "metric",
+    "better",
+    "confidence",
+    "min_seeds",
+    "convergence",
+    "notes",
+    "also_report",
+}
+
+
+@dataclass
+class Arm:
+    """One row of the table: a label, its full run config and what it is compared with."""
+
+    label: str
+    config: TrainConfig
+    vs: list[str]
+    judged: bool
+
+    @property
+    def slug(self) -> str:
+        return "".join(c if c.isalnum() or c in "-_." else "_" for c in self.label).strip("_")
+
+
+@dataclass
+class Study:
+    """A validated study (see the module docstring for the keys)."""
+
+    name: str
+    paper: str
+    table: str
+    claim: str
+    out: Path
+    runs_dir: Path
+    arms: list[Arm]
+    baseline: str
+    seeds: list[int]
+    metric: str = "knn_accuracy"
+    better: str = "higher"
+    confidence: float = 0.95
+    min_seeds: int = 3
+    convergence: dict[str, Any] = field(default_factory=dict)
+    notes: str = ""
+    also_report: list[str] = field(default_factory=list)
+
+    @property
+    def epochs(self) -> int:
+        return max(arm.config.epochs for arm in self.arms)
+
+    def arm(self, label: str) -> Arm:
+        for arm in self.arms:
+            if arm.label == label:
+                return arm
+        raise KeyError(label)
+
+    def rule(self) -> str:
+        """The verdict rule, in words, as declared by the config."""
+        side = "above" if self.better == "higher" else "below"
+        other = "below" if side == "above" else "above"
+        pct = f"{100 * self.confidence:g} %"
+        conv = self.convergence_settings()
+        unit = "relative change" if conv["relative"] else "change"
+        return (
+            f"`holds` if the paired {pct} t-interval of ({self.metric}: arm − compared arm) "
+            f"over the seeds both finished lies {side} 0; `reversed` if it lies {other} 0; "
+            f"`within noise` otherwise; `not converged` if the {unit} of the mean "
+            f"{conv['metric']} curve of either arm over the last {100 * conv['window']:g} % "
+            f"of epochs (least-squares line) is not below {conv['tolerance']:g}; "
+            f"`too few seeds` below {self.min_seeds} paired seeds."
+        )
+
+    def convergence_settings(self) -> dict[str, Any]:
+        return {
+            "metric": "knn_accuracy",
+            "window": 0.2,
+            "tolerance": 0.005,
+            "relative": False,
+            **self.convergence,
+        }
+
+
+def _require(data: dict[str, Any], key: str, kind: type, path: Path) -> Any:
+    if key not in data:
+        raise ValueError(f"study config {str(path)!r} needs {key!r}")
+    if not isinstance(data[key], kind):
+        raise ValueError(f"study config {str(path)!r}: {key!r} must be a {kind.__name__}")
+    return data[key]
+
+
+def load_study(
+    path: str | Path, runs_dir: str | Path | None = None, out: str | Path | None = None
+) -> Study:
+    """Read and validate a study config; every arm's TrainConfig is built (and checked
+    against its framework) before anything runs."""
+    from ..frameworks import framework_class
+
+    path = Path(path)
+    data = load_yaml(path)
+    unknown = sorted(set(data) - KNOWN_KEYS)
+    if unknown:
+        raise ValueError(
+            f"unknown study key(s) {', '.join(unknown)}; known: {', '.join(sorted(KNOWN_KEYS))}"
+        )
+    base = dict(data.get("base") or {})
+    specs = _require(data, "arms", list, path)
+    baseline = str(_require(data, "baseline", str, path))
+    seeds = [int(s) for s in _require(data, "seeds", list, path)]
+    if not seeds or len(set(seeds)) != len(seeds):
+        raise ValueError(f"study config {str(path)!r}: seeds must be non-empty and unique")
+    arms = []
+    for spec in specs:
+        if not isinstance(spec, dict) or "label" not in spec:
+            raise ValueError(f"study config {str(path)!r}: every arm needs a 'label'")
+        spec = dict(spec)
+        label = str(spec.pop("label"))
+        vs = spec.pop("vs", None)
+        vs = [baseline] if vs is None else [str(v) for v in (vs if isinstance(vs, list) else [vs])]
+        judged = bool(spec.pop("claim", label != baseline))
+        values = {**base, **spec}
+        if "loss_args" in base and "loss_args" in spec:
+            values["loss_args"] = {**base["loss_args"], **spec["loss_args"]}
+        config = TrainConfig.from_dict(values)
+        framework_class(config.framework).check_loss(config.loss)
+        arms.append(Arm(label, config, vs, judged))
+    labels = [a.label for a in arms]
+    if len(set(labels)) != len(labels):
+        raise ValueError(f"study config {str(path)!r}: arm labels must be unique, got {labels}")
+    if len({a.slug for a in arms}) != len(arms):
+        raise ValueError(f"study config {str(path)!r}: arm labels collide as directory names")
+    for target in [baseline, *(v for arm in arms for v in arm.vs)]:
+        if target not in labels:
+            raise ValueError(f"study config {str(path)!r}: compared arm {target!r} is not an arm")
+    better = str(data.get("better", "higher"))
+    if better not in ("higher", "lower"):
+        raise ValueError(f"study config {str(path)!r}: better must be 'higher' or 'lower'")
+    folder = Path(out or data.get("out") or Path("runs/studies") / path.stem)
+    conv = dict(data.get("convergence") or {})
+    bad = sorted(set(conv) - {"metric", "window", "tolerance", "relative"})
+    if bad:
+        raise ValueError(f"study config {str(path)!r}: unknown convergence key(s) {bad}")
+    return Study(
+        name=str(data.get("name", path.stem)),
+        paper=str(data.get("paper", "")),
+        table=str(data.get("table", "")),
+        claim=str(_require(data, "claim", str, path)),
+        out=folder,
+        runs_dir=Path(runs_dir or data.get("runs_dir") or folder / "runs"),
+        arms=arms,
+        baseline=baseline,
+        seeds=seeds,
+        metric=str(data.get("metric", "knn_accuracy")),
+        better=better,
+        confidence=float(data.get("confidence", 0.95)),
+        min_seeds=int(data.get("min_seeds", 3)),
+        convergence=conv,
+        notes=str(data.get("notes", "")),
+        also_report=[str(k) for k in data.get("also_report", [])],
+    )

@@ -1,0 +1,307 @@
+"""A study's report from its finished runs: ``results.json``, ``REPORT.md``, ``curves.png``
+and ``differences.png`` in the study folder.
+
+Only finished runs (``final.json`` at the study's epochs) count. Per arm: the metric's
+mean and t-interval over seeds, the mean learning curve and its convergence check, the
+mean training time per run. Per judged arm: the paired difference to the arm it is compared
+with, its t-interval, the paired t-test and the verdict of :func:`~.stats.verdict`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from ..training import FINAL, METRICS
+from .config import Arm, Study
+from .runner import run_dir, run_state, seeded
+from .stats import convergence, paired, t_interval, verdict
+
+
+def _finished(study: Study, arm: Arm) -> dict[int, Path]:
+    out = {}
+    for seed in study.seeds:
+        directory = run_dir(study, arm, seed)
+        try:
+            if run_state(directory, seeded(arm, seed)) == "finished":
+                out[seed] = directory
+        except ValueError:
+            continue  # a run of another config: not part of this study
+    return out
+
+
+def _curve(dirs: dict[int, Path], key: str) -> tuple[list[int], list[float], list[float]]:
+    """Epochs, mean and t-interval half-width of ``key`` over the seeds' metrics files."""
+    by_epoch: dict[int, list[float]] = {}
+    for directory in dirs.values():
+        for line in (directory / METRICS).read_text().splitlines():
+            rec = json.loads(line)
+            if key in rec:
+                by_epoch.setdefault(int(rec["epoch"]), []).append(float(rec[key]))
+    epochs = sorted(e for e, v in by_epoch.items() if len(v) == len(dirs))
+    means, halves = [], []
+    for e in epochs:
+        interval = t_interval(by_epoch[e])
+        means.append(interval.mean)
+        halves.append(0.0 if math.isnan(interval.high) else interval.high - interval.mean)
+    return epochs, means, halves
+
+
+def collect(study: Study) -> dict[str, Any]:
+    """Everything the report states, as one JSON-able mapping."""
+    conv = study.convergence_settings()
+    arms: dict[str, Any] = {}
+    values: dict[str, dict[int, float]] = {}
+    for arm in study.arms:
+        dirs = _finished(study, arm)
+        finals = {s: json.loads((d / FINAL).read_text()) for s, d in dirs.items()}
+        values[arm.label] = {s: float(f[study.metric]) for s, f in finals.items()}
+        entry: dict[str, Any] = {
+            "config": arm.config.to_dict(),
+            "seeds": sorted(dirs),
+            "values": {str(s): v for s, v in values[arm.label].items()},
+            "train_time_s": [float(f["train_time_s"]) for f in finals.values()],
+        }
+        if dirs:
+            entry["interval"] = t_interval(list(values[arm.label].values()), study.confidence)
+            entry["interval"] = entry["interval"].to_dict()
+            entry["also"] = {
+                key: t_interval(
+                    [float(f[key]) for f in finals.values()], study.confidence
+                ).to_dict()
+                for key in study.also_report
+                if all(key in f for f in finals.values())
+            }
+            epochs, means, halves = _curve(dirs, conv["metric"])
+            entry["curve"] = {"epochs": epochs, "mean": means, "half_width": halves}
+            entry["convergence"] = convergence(
+                epochs,
+                means,
+                arm.config.epochs,
+                conv["window"],
+                conv["tolerance"],
+                conv["relative"],
+            ).to_dict()
+        arms[arm.label] = entry
+    comparisons = {}
+    for arm in study.arms:
+        if not arm.judged:
+            continue
+        for other in arm.vs:
+            result = paired(values[arm.label], values[other], study.confidence)
+            converged = all(
+                arms[label].get("convergence", {}).get("converged", False)
+                for label in (arm.label, other)
+            )
+            comparisons[f"{arm.label} vs {other}"] = {
+                "arm": arm.label,
+                "vs": other,
+                "paired": None if result is None else result.to_dict(),
+                "verdict": verdict(result, study.better, converged, study.min_seeds),
+                # what the interval alone says, so an unconverged arm still shows its direction
+                "interval_verdict": verdict(result, study.better, True, study.min_seeds),
+            }
+    total = len(study.arms) * len(study.seeds)
+    done = sum(len(a["seeds"]) for a in arms.values())
+    return {
+        "name": study.name,
+        "paper": study.paper,
+        "table": study.table,
+        "claim": study.claim,
+        "rule": study.rule(),
+        "metric": study.metric,
+        "better": study.better,
+        "confidence": study.confidence,
+        "epochs": study.epochs,
+        "seeds": study.seeds,
+        "convergence_settings": conv,
+        "runs_finished": done,
+        "runs_planned": total,
+        "baseline": study.baseline,
+        "arms": arms,
+        "comparisons": comparisons,
+        "notes": study.notes,
+        "also_report": study.also_report,
+    }
+
+
+def _fmt(x: float, digits: int = 4) -> str:
+    return "n/a" if x is None or math.isnan(x) else f"{x:.{digits}f}"
+
+
+def _cell(interval: dict[str, Any] | None) -> str:
+    if not interval:
+        return "-"
+    if interval["n"] < 2:
+        return f"{_fmt(interval['mean'])} (1 seed)"
+    return f"{_fmt(interval['mean'])} [{_fmt(interval['low'])}, {_fmt(interval['high'])}]"
+
+
+def _verdict_cell(comp: dict[str, Any] | None) -> str:
+    if not comp:
+        return "-"
+    if comp["verdict"] == comp["interval_verdict"]:
+        return f"**{comp['verdict']}**"
+    return f"**{comp['verdict']}** (interval: {comp['interval_verdict']})"
+
+
+def markdown(results: dict[str, Any], command: str, wall: dict[str, float]) -> str:
+    """``REPORT.md``: claim, rule, the table of arms and comparisons, convergence, time."""
+    pct = f"{100 * results['confidence']:g} %"
+    lines = [
+        f"# {results['paper']} {results['table']}: {results['name']}",
+        "",
+        f"**Claim (paper):** {results['claim']}",
+        "",
+        f"**Verdict rule (declared in the config before the runs):** {results['rule']}",
+        "",
+        f"Runs finished: {results['runs_finished']} of {results['runs_planned']} "
+        f"({len(results['seeds'])} seeds × {len(results['arms'])} arms, "
+        f"{results['epochs']} epochs)."
+        + ("" if results["runs_finished"] == results["runs_planned"] else " **Partial study.**"),
+        "",
+        f"| arm | {results['metric']} mean [{pct} CI] | "
+        + "".join(f"{k} [{pct} CI] | " for k in results["also_report"])
+        + "seeds | curve change (last window) | converged | train s/run |",
+        "|---|---|" + "---|" * len(results["also_report"]) + "---|---|---|---|",
+    ]
+    for label, arm in results["arms"].items():
+        conv = arm.get("convergence")
+        times = arm["train_time_s"]
+        cells = [
+            label,
+            _cell(arm.get("interval")),
+            *(_cell(arm.get("also", {}).get(k)) for k in results["also_report"]),
+            str(len(arm["seeds"])),
+            _fmt(conv["change"]) if conv else "-",
+            ("yes" if conv["converged"] else "**no**") if conv else "-",
+            f"{sum(times) / len(times):.0f}" if times else "-",
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
+    lines += [
+        "",
+        f"| comparison | paired Δ [{pct} CI] | paired seeds | t | p | verdict |",
+        "|---|---|---|---|---|---|",
+    ]
+    for name, comp in results["comparisons"].items():
+        diff = comp["paired"]
+        cells = [
+            name,
+            _cell(diff["difference"]) if diff else "-",
+            str(len(diff["seeds"])) if diff else "0",
+            _fmt(diff["t"], 2) if diff else "-",
+            _fmt(diff["p"], 3) if diff else "-",
+            _verdict_cell(comp),
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
+    conv = results["convergence_settings"]
+    lines += [
+        "",
+        f"Intervals are Student-t over seeds; Δ is paired over the seeds both arms finished "
+        f"(paired t-test, two-sided p). Convergence: least-squares change of the mean "
+        f"`{conv['metric']}` curve over the last {100 * conv['window']:g} % of epochs, "
+        f"tolerance {conv['tolerance']:g}{' (relative)' if conv['relative'] else ''}.",
+        "",
+        "![learning curves](curves.png)",
+        "",
+        "![paired differences](differences.png)",
+        "",
+        f"Wall time of the study's invocations: {wall.get('total_s', 0) / 60:.1f} min "
+        f"(sum of per-run training time {wall.get('train_s', 0) / 60:.1f} min).",
+        "",
+        f"Reproduce: `{command}`",
+    ]
+    if results.get("notes"):
+        lines += ["", results["notes"].strip()]
+    return "\n".join(lines) + "\n"
+
+
+def readme_rows(results: dict[str, Any], folder: str) -> list[str]:
+    """One README claims-table row per comparison: study, comparison, Δ with interval,
+    seeds × epochs, verdict (read from ``results.json`` only)."""
+    rows = []
+    for name, comp in results["comparisons"].items():
+        diff = comp["paired"]
+        n = len(diff["seeds"]) if diff else 0
+        cell = _cell(diff["difference"]) if diff else "-"
+        rows.append(
+            f"| [{results['paper']} {results['table']}]({folder}/REPORT.md) | {name} | "
+            f"{results['metric']} Δ {cell} | {n} × {results['epochs']} | "
+            f"{_verdict_cell(comp)} |"
+        )
+    return rows
+
+
+def plots(results: dict[str, Any], out: Path) -> list[str]:
+    """``curves.png`` (mean curve ± t-interval band per arm) and ``differences.png``
+    (paired Δ with its interval per judged arm)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    metric = results["convergence_settings"]["metric"]
+    fig, ax = plt.subplots(figsize=(7.5, 4.5))
+    for label, arm in results["arms"].items():
+        curve = arm.get("curve")
+        if not curve or not curve["epochs"]:
+            continue
+        e, m, h = curve["epochs"], curve["mean"], curve["half_width"]
+        ax.plot(e, m, label=f"{label} (n={len(arm['seeds'])})", linewidth=1.2)
+        low = [a - b for a, b in zip(m, h, strict=True)]
+        ax.fill_between(e, low, [a + b for a, b in zip(m, h, strict=True)], alpha=0.2)
+    means = [v for arm in results["arms"].values() for v in arm.get("curve", {}).get("mean", [])]
+    if means:  # frame the means; 2-seed bands (t = 12.7) would flatten them otherwise
+        pad = 0.25 * (max(means) - min(means)) or 0.01
+        ax.set_ylim(min(means) - pad, max(means) + pad)
+    ax.set(xlabel="epoch", ylabel=metric, title=f"{results['name']}: mean over seeds ± t-CI")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(out / "curves.png", dpi=110)
+    plt.close(fig)
+    fig, ax = plt.subplots(figsize=(7.5, 0.5 + 0.45 * max(1, len(results["comparisons"]))))
+    rows = [c for c in results["comparisons"].values() if c["paired"]]
+    for i, comp in enumerate(rows):
+        d = comp["paired"]["difference"]
+        low = d["low"] if not math.isnan(d["low"]) else d["mean"]
+        high = d["high"] if not math.isnan(d["high"]) else d["mean"]
+        ax.errorbar(d["mean"], i, xerr=[[d["mean"] - low], [high - d["mean"]]], fmt="o", capsize=3)
+    ax.axvline(0.0, color="grey", linewidth=0.8)
+    ax.set_yticks(range(len(rows)), [f"{c['arm']} − {c['vs']}" for c in rows], fontsize=7)
+    ax.set(xlabel=f"paired Δ {results['metric']}", title="paired differences, t-CI")
+    fig.tight_layout()
+    fig.savefig(out / "differences.png", dpi=110)
+    plt.close(fig)
+    return [str(out / "curves.png"), str(out / "differences.png")]
+
+
+def _finite(obj: Any) -> Any:
+    """``obj`` with NaN/Inf floats as ``None`` (strict JSON)."""
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: _finite(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_finite(v) for v in obj]
+    return obj
+
+
+def write_report(study: Study, command: str) -> dict[str, Any]:
+    """Collect, plot and write ``results.json`` and ``REPORT.md`` into ``study.out``."""
+    results = collect(study)
+    study.out.mkdir(parents=True, exist_ok=True)
+    log = study.runs_dir / "study_log.jsonl"
+    records = [json.loads(x) for x in log.read_text().splitlines()] if log.exists() else []
+    wall = {
+        "total_s": sum(r["wall_time_s"] for r in records),
+        "train_s": sum(sum(a["train_time_s"]) for a in results["arms"].values()),
+    }
+    results["wall_time"] = wall
+    results["plots"] = plots(results, study.out)
+    results["command"] = command
+    text = json.dumps(_finite(results), indent=2, allow_nan=False)
+    (study.out / "results.json").write_text(text + "\n")
+    (study.out / "REPORT.md").write_text(markdown(results, command, wall))
+    return results

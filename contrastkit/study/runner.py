@@ -1,0 +1,211 @@
+"""Running a study's arms × seeds through the ordinary trainer, resumably.
+
+Runs go seed by seed (every arm of seed 0, then of seed 1, ...), so a study stopped
+part-way has complete paired seeds. Each run lives in ``<runs_dir>/<arm>/seed<k>``:
+
+* ``final.json`` for the study's epochs and config: finished, skipped;
+* ``final.json`` or a checkpoint of fewer epochs, same config: continued from its
+  checkpoint (the trainer replays the same batches and views, so a run stopped and
+  resumed trains exactly like one run straight through);
+* anything with a different config: an error naming the directory (never overwritten).
+
+Several processes may run the same study at once (e.g. one per core): a process claims a
+run with a ``claimed.pid`` file (created exclusively) and the others skip it while that
+process is alive; a claim left by a dead process is taken over.
+
+A deadline (``max_minutes``) is checked before every run and every epoch; when it passes
+the current run stops after its last saved epoch and the study can be continued later.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..training import CHECKPOINT, FINAL, METRICS, TrainConfig, Trainer
+from ..training.label_aware import trainer_class
+from .config import Arm, Study
+
+IGNORED_KEYS = ("threads",)  # differences that do not change what a run computes
+
+
+class DeadlineError(Exception):
+    """Raised between epochs when the study's time budget is used up."""
+
+
+def _with_deadline(cls: type[Trainer], deadline: float | None) -> type[Trainer]:
+    """``cls`` with a check of ``deadline`` (``time.monotonic``) before every epoch."""
+    if deadline is None:
+        return cls
+
+    def train_epoch(self: Trainer) -> dict[str, Any]:
+        if time.monotonic() >= deadline:
+            raise DeadlineError
+        return cls.train_epoch(self)
+
+    return type(f"Deadline{cls.__name__}", (cls,), {"train_epoch": train_epoch})
+
+
+def run_dir(study: Study, arm: Arm, seed: int) -> Path:
+    return study.runs_dir / arm.slug / f"seed{seed}"
+
+
+def seeded(arm: Arm, seed: int) -> TrainConfig:
+    return TrainConfig.from_dict({**arm.config.to_dict(), "seed": seed})
+
+
+def _comparable(config: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in config.items() if k not in (*IGNORED_KEYS, "epochs")}
+
+
+def run_state(directory: Path, config: TrainConfig) -> str:
+    """``finished``, ``partial`` (a checkpoint or a shorter final to continue) or ``new``;
+    raises ``ValueError`` if the directory holds a run of another config."""
+    saved: dict[str, Any] | None = None
+    if (directory / FINAL).exists():
+        final = json.loads((directory / FINAL).read_text())
+        saved = final["config"]
+        if _comparable(saved) == _comparable(config.to_dict()):
+            if int(final["epochs"]) == config.epochs:
+                return "finished"
+            if int(final["epochs"]) > config.epochs:
+                raise ValueError(
+                    f"{directory} holds a finished run of {final['epochs']} epochs; the study "
+                    f"asks for {config.epochs} (use another --runs-dir)"
+                )
+    if (directory / CHECKPOINT).exists():
+        import torch
+
+        state = torch.load(directory / CHECKPOINT, weights_only=True)
+        saved = state["config"]
+        if _comparable(saved) == _comparable(config.to_dict()):
+            return "partial"
+    if saved is not None:
+        diff = sorted(k for k, v in _comparable(config.to_dict()).items() if saved.get(k) != v)
+        raise ValueError(
+            f"{directory} holds a run of a different config (differs in: {', '.join(diff)}); "
+            "use another --runs-dir"
+        )
+    return "new"
+
+
+CLAIM = "claimed.pid"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def claim(directory: Path) -> bool:
+    """Claim ``directory`` for this process; ``False`` if a live process holds it."""
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / CLAIM
+    for _ in range(2):
+        try:
+            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+        except FileExistsError:
+            try:
+                holder = int(path.read_text().strip() or 0)
+            except (OSError, ValueError):
+                holder = 0
+            if holder == os.getpid():
+                return True
+            if holder and _alive(holder):
+                return False
+            path.unlink(missing_ok=True)  # a dead process's claim
+            continue
+        with os.fdopen(fd, "w") as fh:
+            fh.write(str(os.getpid()))
+        return True
+    return False
+
+
+def release(directory: Path) -> None:
+    path = directory / CLAIM
+    if path.exists() and path.read_text().strip() == str(os.getpid()):
+        path.unlink()
+
+
+@dataclass
+class Progress:
+    """What one invocation of :func:`run_study` did."""
+
+    finished: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    busy: list[str] = field(default_factory=list)
+    stopped: str | None = None
+    pending: list[str] = field(default_factory=list)
+    wall_time_s: float = 0.0
+
+
+def run_study(
+    study: Study,
+    max_minutes: float | None = None,
+    progress: bool = False,
+    log: bool = True,
+    seeds: list[int] | None = None,
+    arms: list[str] | None = None,
+) -> Progress:
+    """Train every unfinished arm × seed of ``study`` (only those in ``seeds`` and
+    ``arms`` if given; see the module docstring)."""
+    start = time.monotonic()
+    deadline = None if max_minutes is None else start + 60.0 * max_minutes
+    label_aware = any(trainer_class(a.config) is not Trainer for a in study.arms)
+    done = Progress()
+    chosen = [a for a in study.arms if arms is None or a.label in arms]
+    plan = [(seed, arm) for seed in seeds or study.seeds for arm in chosen]
+    for i, (seed, arm) in enumerate(plan):
+        name = f"{arm.label} seed {seed}"
+        directory = run_dir(study, arm, seed)
+        config = seeded(arm, seed)
+        state = run_state(directory, config)
+        if state == "finished":
+            done.skipped.append(name)
+            continue
+        if deadline is not None and time.monotonic() >= deadline:
+            done.pending.extend(f"{a.label} seed {s}" for s, a in plan[i:])
+            break
+        if not claim(directory):
+            done.busy.append(name)
+            continue
+        try:
+            state = run_state(directory, config)  # again: the holder may have finished it
+            if state == "finished":
+                done.skipped.append(name)
+                continue
+            if log:
+                print(f"[study] {name} ({state}) -> {directory}", flush=True)
+            if state == "new" and (directory / METRICS).exists():
+                (directory / METRICS).unlink()  # epochs logged before a kill, not checkpointed
+            cls = _with_deadline(trainer_class(config, label_aware), deadline)
+            trainer = cls(config, directory, progress=progress)
+            trainer.fit(resume=state == "partial")
+        except DeadlineError:
+            done.stopped = name
+            done.pending.extend(f"{a.label} seed {s}" for s, a in plan[i:])
+            break
+        finally:
+            release(directory)
+        done.finished.append(name)
+    done.wall_time_s = time.monotonic() - start
+    study.runs_dir.mkdir(parents=True, exist_ok=True)
+    with (study.runs_dir / "study_log.jsonl").open("a") as fh:
+        record = {
+            "finished": done.finished,
+            "stopped": done.stopped,
+            "pending": len(done.pending),
+            "wall_time_s": done.wall_time_s,
+            "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        }
+        fh.write(json.dumps(record) + "\n")
+    return done

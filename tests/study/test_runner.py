@@ -1,0 +1,168 @@
+"""``contrastkit study``: resumable runs, the time limit, and the report files."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from contrastkit.cli import main
+from contrastkit.study import load_study, run_study, write_report
+from contrastkit.study import runner as runner_module
+
+TINY = {
+    "framework": "simclr",
+    "dataset": "digits",
+    "epochs": 2,
+    "batch_size": 128,
+    "width": 4,
+    "feature_dim": 8,
+    "proj_dim": 8,
+    "knn_k": 20,
+    "knn_small_k": 5,
+}
+
+
+def _study(tmp_path: Path, arms: list[dict], seeds: list[int], **extra: object) -> Path:
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    path = tmp_path / "study.yaml"
+    spec = {
+        "name": "tiny",
+        "paper": "P",
+        "table": "T",
+        "claim": "dcl beats ntxent",
+        "out": str(tmp_path / "out"),
+        "base": TINY,
+        "baseline": "ntxent",
+        "seeds": seeds,
+        "arms": arms,
+        **extra,
+    }
+    path.write_text(yaml.safe_dump(spec))
+    return path
+
+
+def test_finished_runs_are_skipped_and_the_report_is_written(tmp_path: Path) -> None:
+    path = _study(tmp_path, [{"label": "ntxent", "loss": "ntxent"}], [0], min_seeds=1)
+    study = load_study(path)
+    first = run_study(study, log=False)
+    assert first.finished == ["ntxent seed 0"] and not first.skipped
+    final = study.runs_dir / "ntxent" / "seed0" / "final.json"
+    stamp = final.stat().st_mtime_ns
+    second = run_study(study, log=False)
+    assert second.skipped == ["ntxent seed 0"] and not second.finished
+    assert final.stat().st_mtime_ns == stamp  # not retrained
+    results = write_report(study, "cmd")
+    assert results["runs_finished"] == 1 and results["arms"]["ntxent"]["seeds"] == [0]
+    for name in ("REPORT.md", "results.json", "curves.png", "differences.png"):
+        assert (study.out / name).exists()
+    assert "dcl beats ntxent" in (study.out / "REPORT.md").read_text()
+
+
+def test_max_minutes_stops_between_epochs_and_the_rerun_continues_exactly(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    arms = [{"label": "ntxent", "loss": "ntxent"}]
+    straight = load_study(_study(tmp_path / "a", arms, [0]))
+    run_study(straight, log=False)
+    study = load_study(_study(tmp_path / "b", arms, [0]))
+    clock = iter(range(0, 10_000, 60))  # every call to the clock advances one minute
+    monkeypatch.setattr(runner_module.time, "monotonic", lambda: float(next(clock)))
+    # start 0, deadline 150 s; run check 60, epoch 1 check 120, epoch 2 check 180: stop
+    stopped = run_study(study, max_minutes=2.5, log=False)
+    assert stopped.stopped == "ntxent seed 0" and stopped.pending == ["ntxent seed 0"]
+    directory = study.runs_dir / "ntxent" / "seed0"
+    assert not (directory / "final.json").exists()
+    assert len((directory / "metrics.jsonl").read_text().splitlines()) == 1
+    monkeypatch.undo()
+    resumed = run_study(study, log=False)
+    assert resumed.finished == ["ntxent seed 0"]
+    a = json.loads((straight.runs_dir / "ntxent" / "seed0" / "final.json").read_text())
+    b = json.loads((directory / "final.json").read_text())
+    assert a["knn_accuracy"] == b["knn_accuracy"] and a["alignment"] == b["alignment"]
+
+
+def test_more_epochs_extend_finished_runs_and_other_configs_are_refused(tmp_path: Path) -> None:
+    arms = [{"label": "ntxent", "loss": "ntxent"}]
+    study = load_study(_study(tmp_path, arms, [0]))
+    run_study(study, log=False)
+    longer = load_study(_study(tmp_path, arms, [0], base={**TINY, "epochs": 3}))
+    assert (
+        runner_module.run_state(
+            longer.runs_dir / "ntxent" / "seed0", runner_module.seeded(longer.arms[0], 0)
+        )
+        == "partial"
+    )
+    other = load_study(_study(tmp_path, [{"label": "ntxent", "loss": "dcl"}], [0]))
+    with pytest.raises(ValueError, match="differs in: loss"):
+        run_study(other, log=False)
+
+
+def test_bad_study_configs_are_one_line_errors(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    path = _study(tmp_path, [{"label": "dcl", "loss": "dcl"}], [0])  # no baseline arm
+    assert main(["study", str(path), "--report-only"]) == 2
+    assert "'ntxent' is not an arm" in capsys.readouterr().err
+    path = _study(tmp_path, [{"label": "ntxent", "loss": "ntxent"}], [0], colour="red")
+    assert main(["study", str(path)]) == 2
+    assert "unknown study key(s) colour" in capsys.readouterr().err
+    path = _study(tmp_path, [{"label": "ntxent", "loss": "ntxent"}], [0])
+    assert main(["study", str(path), "--seeds", "5"]) == 2
+    assert main(["study", str(path), "--max-minutes", "0"]) == 2
+    assert not (tmp_path / "out" / "runs").exists()  # nothing trained on bad input
+
+
+def test_a_run_claimed_by_a_live_process_is_left_alone(tmp_path: Path) -> None:
+    study = load_study(_study(tmp_path, [{"label": "ntxent", "loss": "ntxent"}], [0, 1]))
+    busy = study.runs_dir / "ntxent" / "seed0"
+    busy.mkdir(parents=True)
+    (busy / runner_module.CLAIM).write_text("1")  # pid 1 is always alive
+    dead = study.runs_dir / "ntxent" / "seed1"
+    dead.mkdir(parents=True)
+    (dead / runner_module.CLAIM).write_text("999999999")  # no such process
+    done = run_study(study, log=False)
+    assert done.busy == ["ntxent seed 0"] and done.finished == ["ntxent seed 1"]
+    assert not (busy / "final.json").exists() and not (dead / runner_module.CLAIM).exists()
+
+
+def test_also_report_tabulates_extra_metrics(tmp_path: Path) -> None:
+    arms = [{"label": "ntxent", "loss": "ntxent"}]
+    path = _study(tmp_path, arms, [0, 1], metric="linear_accuracy", also_report=["knn_accuracy"])
+    study = load_study(path)
+    run_study(study, log=False)
+    results = write_report(study, "cmd")
+    also = results["arms"]["ntxent"]["also"]["knn_accuracy"]
+    finals = [
+        json.loads((study.runs_dir / "ntxent" / f"seed{s}" / "final.json").read_text())
+        for s in (0, 1)
+    ]
+    assert also["mean"] == pytest.approx(sum(f["knn_accuracy"] for f in finals) / 2)
+    assert "knn_accuracy [95 % CI]" in (study.out / "REPORT.md").read_text()
+
+
+def test_readme_rows_carry_interval_seeds_epochs_and_verdict() -> None:
+    from contrastkit.study.report import readme_rows
+
+    results = {
+        "paper": "MACL",
+        "table": "Table 9",
+        "metric": "linear_accuracy",
+        "epochs": 30,
+        "comparisons": {
+            "macl vs ntxent": {
+                "paired": {
+                    "seeds": [0, 1, 2],
+                    "difference": {"mean": 0.01, "low": -0.002, "high": 0.022, "n": 3},
+                },
+                "verdict": "not converged",
+                "interval_verdict": "within noise",
+            }
+        },
+    }
+    (row,) = readme_rows(results, "docs/studies/x")
+    assert "[MACL Table 9](docs/studies/x/REPORT.md)" in row
+    assert "0.0100 [-0.0020, 0.0220]" in row and "| 3 × 30 |" in row
+    assert "**not converged** (interval: within noise)" in row
