@@ -13,6 +13,7 @@ import pytest
 import torch
 
 from contrastkit.commands.train import add_arguments, overrides_from_args
+from contrastkit.rundir import CHECKSUM_KEY
 from contrastkit.training import CHECKPOINT, FINAL, METRICS, TrainConfig
 
 # framework/loss pairs to cover: every framework, and AMCL (heads inside the loss)
@@ -140,7 +141,8 @@ def test_a_checkpoint_of_an_older_config_resumes(make_trainer: Callable, tmp_pat
     state = torch.load(tmp_path / CHECKPOINT, weights_only=True)
     old = {k: v for k, v in state["config"].items() if k not in ("device", "precision", "compile")}
     state["config"] = {**old, "lr_scaling": True}  # as written before lr_scaling was a rule
-    del state["scheduler"], state["engine"]
+    # as written before the scheduler, the engine state and the checksum were kept
+    del state["scheduler"], state["engine"], state[CHECKSUM_KEY]
     torch.save(state, tmp_path / CHECKPOINT)
     resumed = make_trainer(out=tmp_path, epochs=2)
     resumed.fit(resume=True)
