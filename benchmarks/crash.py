@@ -29,7 +29,8 @@ import torch
 
 from contrastkit.rundir import FAULT_ENV, load_checkpoint, read_jsonl
 
-TIMING = {"epoch_time_s", "samples_per_s", "train_time_s"}
+# measurements of the machine, not results of the run
+TIMING = {"epoch_time_s", "samples_per_s", "train_time_s", "peak_device_memory_mb"}
 TRAIN = ["--dataset=digits", "--epochs=3", "--batch-size=256", "--feature-dim=8", "--width=2"]
 TRAIN += ["--proj-dim=8", "--knn-k=20", "--loss=macl", "--no-progress", "--threads=1"]
 FILES = {"checkpoint.pt": 3, "metrics.jsonl": 3, "final.json": 1}  # writes per run

@@ -154,5 +154,7 @@ def test_ddp_parameter_gradients_equal_single_process(tmp_path: Path) -> None:
 
 def test_every_loss_but_simsiam_takes_the_option_and_is_checked_above() -> None:
     takes = {n for n in losses.available() if accepts_gather(losses.info(n).cls)}
-    assert takes == set(losses.available()) - {"simsiam"}  # SimSiam's loss is per sample
+    # SimSiam's loss is per sample; the AMCL Table 4 baselines (TaU, TS) have no
+    # distributed form yet
+    assert takes == set(losses.available()) - {"simsiam", "tau_uncertainty", "cosine_temperature"}
     assert takes <= {name.removesuffix("_bt") for name in CASES}

@@ -26,6 +26,7 @@ from pathlib import Path
 import torch
 from torch import Tensor
 
+from .._optional import require
 from ..data.registry import Split
 from .data import GraphSet
 
@@ -78,7 +79,6 @@ SYMBOLS = [
 PROTEIN_ALPHABET = "ABCDEFGHIKLMNOPQRSTUVWXYZ"  # GraphDTA seq_voc
 MAX_PROTEIN_LENGTH = 1000  # GraphDTA max_seq_len
 ATOM_FEATURES = len(SYMBOLS) + 11 + 11 + 11 + 1  # 78
-RDKIT_HINT = "the Davis task needs RDKit: pip install 'contrastkit[graph]'"
 
 
 def _rows(path: Path, header: list[str]) -> list[tuple[int, list[str]]]:
@@ -104,10 +104,8 @@ def _one_hot(value: int | str, choices: list | range) -> list[float]:
 
 def smiles_to_graph(smiles: str) -> tuple[Tensor, Tensor]:
     """Atom features ``[atoms, 78]`` and ``edge_index [2, 2·bonds]`` of one molecule."""
-    try:
-        from rdkit import Chem
-    except ImportError:
-        raise ImportError(RDKIT_HINT) from None
+    require("rdkit", "graph", "the Davis task")
+    from rdkit import Chem
     mol = Chem.MolFromSmiles(smiles)
     if mol is None:
         raise ValueError(f"RDKit cannot parse SMILES {smiles!r}")

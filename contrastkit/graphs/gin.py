@@ -20,17 +20,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
+from .._optional import require
 from .data import GraphSet
-
-INSTALL_HINT = "the graph encoder needs PyTorch Geometric: pip install 'contrastkit[graph]'"
-
-
-def require_torch_geometric() -> None:
-    """Import ``torch_geometric`` or raise ``ImportError`` naming the extra."""
-    try:
-        import torch_geometric  # noqa: F401
-    except ImportError:
-        raise ImportError(INSTALL_HINT) from None
 
 
 class GINEncoder(nn.Module):
@@ -48,7 +39,7 @@ class GINEncoder(nn.Module):
             raise ValueError(
                 f"in_dim, width and layers must be >= 1, got {in_dim}, {width}, {layers}"
             )
-        require_torch_geometric()
+        require("torch_geometric", "graph", "the graph encoder")
         from torch_geometric.nn import GINConv
 
         self.in_dim, self.width, self.layers = in_dim, width, layers

@@ -10,8 +10,8 @@ part-way has complete paired seeds. Each run lives in ``<runs_dir>/<arm>/seed<k>
 * anything with a different config: an error naming the directory (never overwritten).
 
 Several processes may run the same study at once (e.g. one per core): a process claims a
-run with a ``claimed.pid`` file (created exclusively) and the others skip it while that
-process is alive; a claim left by a dead process is taken over.
+run with a ``<run>.claimed.pid`` file beside its directory (created exclusively) and the
+others skip it while that process is alive; a claim left by a dead process is taken over.
 
 A deadline (``max_minutes``) is checked before every run and every epoch; when it passes
 the current run stops after its last saved epoch and the study can be continued later.
@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..training import CHECKPOINT, FINAL, METRICS, TrainConfig, Trainer
+from ..training import CHECKPOINT, FINAL, TrainConfig, Trainer
 from ..training.label_aware import trainer_class
 from .config import Arm, Study
 
@@ -106,10 +106,16 @@ def _alive(pid: int) -> bool:
     return True
 
 
+def claim_path(directory: Path) -> Path:
+    """The claim file of run ``directory``: beside it, so the run directory holds only
+    the trainer's files (the trainer refuses to start in a non-empty directory)."""
+    return directory.parent / f"{directory.name}.{CLAIM}"
+
+
 def claim(directory: Path) -> bool:
     """Claim ``directory`` for this process; ``False`` if a live process holds it."""
-    directory.mkdir(parents=True, exist_ok=True)
-    path = directory / CLAIM
+    directory.parent.mkdir(parents=True, exist_ok=True)
+    path = claim_path(directory)
     for _ in range(2):
         try:
             fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
@@ -131,7 +137,7 @@ def claim(directory: Path) -> bool:
 
 
 def release(directory: Path) -> None:
-    path = directory / CLAIM
+    path = claim_path(directory)
     if path.exists() and path.read_text().strip() == str(os.getpid()):
         path.unlink()
 
@@ -185,11 +191,12 @@ def run_study(
                 continue
             if log:
                 print(f"[study] {name} ({state}) -> {directory}", flush=True)
-            if state == "new" and (directory / METRICS).exists():
-                (directory / METRICS).unlink()  # epochs logged before a kill, not checkpointed
+            # a "new" run with files in its directory was killed before its first
+            # checkpoint: resuming restarts it at epoch 1 and drops the records it logged
+            leftovers = directory.is_dir() and any(directory.iterdir())
             cls = _with_deadline(trainer_class(config, label_aware), deadline)
             trainer = cls(config, directory, progress=progress)
-            trainer.fit(resume=state == "partial")
+            trainer.fit(resume=state == "partial" or leftovers)
         except DeadlineError:
             done.stopped = name
             done.pending.extend(f"{a.label} seed {s}" for s, a in plan[i:])

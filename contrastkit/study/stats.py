@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from scipy import stats as _scipy_stats
+from .._optional import require
 
 HOLDS, REVERSED, WITHIN_NOISE = "holds", "reversed", "within noise"
 NOT_CONVERGED, TOO_FEW_SEEDS = "not converged", "too few seeds"
@@ -47,7 +47,8 @@ def t_interval(values: Sequence[float], confidence: float = 0.95) -> Interval:
     if n < 2:
         return Interval(mean, math.nan, math.nan, n, math.nan)
     std = math.sqrt(math.fsum((v - mean) ** 2 for v in values) / (n - 1))
-    half = float(_scipy_stats.t.ppf((1.0 + confidence) / 2.0, n - 1)) * std / math.sqrt(n)
+    t_dist = require("scipy.stats", "train", "study statistics").t
+    half = float(t_dist.ppf((1.0 + confidence) / 2.0, n - 1)) * std / math.sqrt(n)
     return Interval(mean, mean - half, mean + half, n, std)
 
 
@@ -89,7 +90,7 @@ def paired(
         t = 0.0 if interval.mean == 0.0 else math.copysign(math.inf, interval.mean)
         return Paired(seeds, interval, t, 1.0 if t == 0.0 else 0.0)
     t = interval.mean / (interval.std / math.sqrt(n))
-    p = float(2.0 * _scipy_stats.t.sf(abs(t), n - 1))
+    p = float(2.0 * require("scipy.stats", "train", "study statistics").t.sf(abs(t), n - 1))
     return Paired(seeds, interval, t, p)
 
 

@@ -19,7 +19,8 @@ import torch
 from contrastkit.rundir import FAULT_ENV, load_checkpoint, read_jsonl
 from contrastkit.training import CHECKPOINT, FINAL, METRICS, TrainConfig, Trainer
 
-TIMING = {"epoch_time_s", "samples_per_s", "train_time_s"}
+# measurements of the machine, not results of the run
+TIMING = {"epoch_time_s", "samples_per_s", "train_time_s", "peak_device_memory_mb"}
 CONFIG = dict(dataset="digits", epochs=3, batch_size=256, feature_dim=8, width=2, proj_dim=8,
               knn_k=20, loss="macl")  # fmt: skip
 # one kill inside each kind of write, then kills at random instants

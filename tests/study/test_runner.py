@@ -118,14 +118,13 @@ def test_bad_study_configs_are_one_line_errors(
 def test_a_run_claimed_by_a_live_process_is_left_alone(tmp_path: Path) -> None:
     study = load_study(_study(tmp_path, [{"label": "ntxent", "loss": "ntxent"}], [0, 1]))
     busy = study.runs_dir / "ntxent" / "seed0"
-    busy.mkdir(parents=True)
-    (busy / runner_module.CLAIM).write_text("1")  # pid 1 is always alive
+    busy.parent.mkdir(parents=True)
+    runner_module.claim_path(busy).write_text("1")  # pid 1 is always alive
     dead = study.runs_dir / "ntxent" / "seed1"
-    dead.mkdir(parents=True)
-    (dead / runner_module.CLAIM).write_text("999999999")  # no such process
+    runner_module.claim_path(dead).write_text("999999999")  # no such process
     done = run_study(study, log=False)
     assert done.busy == ["ntxent seed 0"] and done.finished == ["ntxent seed 1"]
-    assert not (busy / "final.json").exists() and not (dead / runner_module.CLAIM).exists()
+    assert not (busy / "final.json").exists() and not runner_module.claim_path(dead).exists()
 
 
 def test_also_report_tabulates_extra_metrics(tmp_path: Path) -> None:
