@@ -59,7 +59,10 @@ def seeded(arm: Arm, seed: int) -> TrainConfig:
 
 
 def _comparable(config: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in config.items() if k not in (*IGNORED_KEYS, "epochs")}
+    """``config`` through :class:`TrainConfig` (keys added since a run was written take
+    their defaults, as on ``--resume``), without the keys a study may change."""
+    filled = TrainConfig.from_dict({**config, "epochs": 1}).to_dict()
+    return {k: v for k, v in filled.items() if k not in (*IGNORED_KEYS, "epochs")}
 
 
 def run_state(directory: Path, config: TrainConfig) -> str:
@@ -85,7 +88,8 @@ def run_state(directory: Path, config: TrainConfig) -> str:
         if _comparable(saved) == _comparable(config.to_dict()):
             return "partial"
     if saved is not None:
-        diff = sorted(k for k, v in _comparable(config.to_dict()).items() if saved.get(k) != v)
+        old = _comparable(saved)
+        diff = sorted(k for k, v in _comparable(config.to_dict()).items() if old.get(k) != v)
         raise ValueError(
             f"{directory} holds a run of a different config (differs in: {', '.join(diff)}); "
             "use another --runs-dir"
