@@ -13,6 +13,8 @@ of each and ratios against the baseline measured in the same run.
 
     OMP_NUM_THREADS=1 nice python benchmarks/train_throughput.py --dataset mnist1d \
         --batch-size 256 --epochs 3 --variants fp32,bf16,compile
+    OMP_NUM_THREADS=1 nice python benchmarks/train_throughput.py --dataset imagefolder \
+        --data-root cifar10-jpeg.tar.gz --num-samples 1024 --backbone resnet18 --width 16
 """
 
 from __future__ import annotations
@@ -65,6 +67,9 @@ def main() -> None:
     parser.add_argument("--epochs", type=int, default=3, help="timed epochs of each")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--device", default="cpu")
+    parser.add_argument("--backbone", default="conv", help="conv, resnet18, resnet34, resnet50")
+    parser.add_argument("--data-root", help="datasets read by path (cifar10, imagefolder, ...)")
+    parser.add_argument("--cache-dir", help="imagefolder decode cache")
     parser.add_argument(
         "--variants",
         default="fp32",
@@ -85,6 +90,9 @@ def main() -> None:
         epochs=10**6,
         threads=args.threads,
         device=args.device,
+        backbone=args.backbone,
+        data_root=args.data_root,
+        cache_dir=args.cache_dir,
     )
     trainers = {n: Trainer(TrainConfig(**base, **VARIANTS[n]), None, True) for n in names}
     times: dict[str, list[float]] = {n: [] for n in ["hand loop", *names]}
@@ -104,7 +112,8 @@ def main() -> None:
                     trainers[name].epoch += 1
     med = {name: statistics.median(v) for name, v in times.items()}
     print(
-        f"config: {args.framework}/{args.loss} on {args.dataset}, batch {args.batch_size}, "
+        f"config: {args.framework}/{args.loss} on {args.dataset} ({args.backbone}), "
+        f"batch {args.batch_size}, "
         f"width {args.width}, {args.device}, {args.threads} thread(s), torch {torch.__version__}, "
         f"{args.epochs} alternating epochs each"
     )

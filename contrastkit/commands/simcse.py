@@ -62,6 +62,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-steps", type=int, help="stop after this many steps")
     parser.add_argument("--eval-every", type=int, help="default 125")
     parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument("--device", default="auto", help="auto (cuda, mps, cpu), cpu, cuda:N, mps")
+    parser.add_argument(
+        "--precision",
+        choices=("fp32", "bf16", "fp16"),
+        default="fp32",
+        help="the encoder under autocast (fp16 with a GradScaler); the loss in float32",
+    )
+    parser.add_argument("--grad-accum", type=int, default=1, help="batches per optimiser step")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     parser.add_argument(
         "--overwrite", action="store_true", help="empty a non-empty --out and start afresh"
@@ -91,6 +99,9 @@ def run(args: argparse.Namespace) -> int:
         max_steps=args.max_steps,
         eval_every=args.eval_every,
         seed=args.seed,
+        device=args.device,
+        precision=args.precision,
+        grad_accum=args.grad_accum,
     )
     sentences = read_sentences(args.train_file)
     dev = read_sts(args.sts_dev, args.sts_format) if args.sts_dev else None

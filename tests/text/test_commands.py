@@ -82,6 +82,26 @@ def test_simcse_command_trains_and_saves(
     assert (out / "best" / "config.json").is_file()
 
 
+def test_simcse_engine_flags_reach_the_run(
+    tmp_path: Path, tiny_bert: Path, sentences: list[str]
+) -> None:
+    """--device/--precision/--grad-accum go to the engine: 2 batches, 2 per optimiser
+    step, under bf16 autocast on the CPU, and the config records them."""
+    train = tmp_path / "train.txt"
+    train.write_text("\n".join(sentences) + "\n")
+    out = tmp_path / "run"
+    argv = ["simcse", "--model", str(tiny_bert), "--train-file", str(train), "--out", str(out)]
+    argv += ["--batch-size", "4", "--max-steps", "2", "--no-progress", "--device", "cpu"]
+    argv += ["--precision", "bf16", "--grad-accum", "2"]
+    assert main(argv) == 0
+    history = json.loads((out / "history.json").read_text())
+    assert history["steps"] == 2
+    assert (history["config"]["precision"], history["config"]["grad_accum"]) == ("bf16", 2)
+    assert history["config"]["device"] == "cpu"
+    with pytest.raises(SystemExit):
+        main([*argv[:-4], "--precision", "fp8"])
+
+
 def test_parse_loss_args() -> None:
     assert parse_loss_args(["alpha=2", "reweight=false", "name=x"]) == {
         "alpha": 2,
