@@ -34,7 +34,7 @@ import torch
 from torch import Tensor, nn
 
 from ..models.multihead import MultiHeadProjector
-from .functional._common import check_positive, check_views
+from .functional._common import check_views
 from .hparams import POSITIVE, Param
 from .registry import register
 from .views import normalize
@@ -52,12 +52,6 @@ def multihead_ntxent(z1: Tensor, z2: Tensor, tau: Tensor | float) -> Tensor:
     partner = (torch.arange(2 * n, device=z.device) + n) % (2 * n)
     positive = logits[:, torch.arange(2 * n, device=z.device), partner]
     return (torch.logsumexp(logits, dim=2) - positive).mean(dim=1).sum()
-
-
-def _check_heads(in_dim: object, heads: object) -> None:
-    for name, value in (("in_dim", in_dim), ("heads", heads)):
-        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-            raise ValueError(f"{name} must be an int >= 1, got {value!r}")
 
 
 # the multi-head projector's sizes, shared by both baselines
@@ -92,12 +86,10 @@ class TemperatureAsUncertainty(nn.Module):
         lower: float = 0.05,
         upper: float = 1.0,
     ) -> None:
-        super().__init__()
-        _check_heads(in_dim, heads)
-        lower, upper = check_positive(lower, "lower"), check_positive(upper, "upper")
+        super().__init__()  # the ranges of param_ranges are checked by the registry
         if not lower < upper:
             raise ValueError(f"need lower < upper, got {lower}, {upper}")
-        self.lower, self.upper = lower, upper
+        self.lower, self.upper = float(lower), float(upper)
         self.projector = MultiHeadProjector(in_dim, out_dim + 1, heads, hidden)
         self.last_temperature: float | None = None
 
@@ -135,14 +127,10 @@ class CosineTemperature(nn.Module):
         tau_max: float = 1.0,
         period: int = 1000,
     ) -> None:
-        super().__init__()
-        _check_heads(in_dim, heads)
-        self.tau_min = check_positive(tau_min, "tau_min")
-        self.tau_max = check_positive(tau_max, "tau_max")
-        if not self.tau_min <= self.tau_max:
+        super().__init__()  # the ranges of param_ranges are checked by the registry
+        if not tau_min <= tau_max:
             raise ValueError(f"need tau_min <= tau_max, got {tau_min}, {tau_max}")
-        if not isinstance(period, int) or isinstance(period, bool) or period < 1:
-            raise ValueError(f"period must be an int >= 1, got {period!r}")
+        self.tau_min, self.tau_max = float(tau_min), float(tau_max)
         self.period = period
         self.projector = MultiHeadProjector(in_dim, out_dim, heads, hidden)
         self.register_buffer("step", torch.zeros((), dtype=torch.long))
