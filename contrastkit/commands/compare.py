@@ -136,7 +136,7 @@ def run_one(
     continues from its checkpoint; any other difference raises ``ValueError``."""
     if resume and (directory / FINAL).exists():
         final = _read_final(directory / FINAL)
-        diff = _config_diff(final.get("config"), config.to_dict())
+        diff = config.differences(final.get("config"), ("threads",))
         if not diff:
             return final
         saved_epochs = (final.get("config") or {}).get("epochs")
@@ -158,15 +158,6 @@ def _read_final(path: Path) -> dict[str, Any]:
     if not isinstance(final, dict):
         raise ValueError(f"{path} is not a JSON results file")
     return final
-
-
-def _config_diff(saved: object, current: dict[str, Any]) -> list[str]:
-    """Keys whose values differ between a saved config and ``current`` (``threads``
-    ignored: it does not change results); every key when ``saved`` is not a mapping."""
-    if not isinstance(saved, dict):
-        return sorted(current)
-    keys = (set(saved) | set(current)) - {"threads"}
-    return sorted(k for k in keys if saved.get(k) != current.get(k))
 
 
 def markdown_table(summary: dict[str, dict[str, Any]], seeds: list[int]) -> str:

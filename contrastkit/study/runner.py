@@ -58,13 +58,6 @@ def seeded(arm: Arm, seed: int) -> TrainConfig:
     return TrainConfig.from_dict({**arm.config.to_dict(), "seed": seed})
 
 
-def _comparable(config: dict[str, Any]) -> dict[str, Any]:
-    """``config`` through :class:`TrainConfig` (keys added since a run was written take
-    their defaults, as on ``--resume``), without the keys a study may change."""
-    filled = TrainConfig.from_dict({**config, "epochs": 1}).to_dict()
-    return {k: v for k, v in filled.items() if k not in (*IGNORED_KEYS, "epochs")}
-
-
 def run_state(directory: Path, config: TrainConfig) -> str:
     """``finished``, ``partial`` (a checkpoint or a shorter final to continue) or ``new``;
     raises ``ValueError`` if the directory holds a run of another config."""
@@ -72,7 +65,7 @@ def run_state(directory: Path, config: TrainConfig) -> str:
     if (directory / FINAL).exists():
         final = json.loads((directory / FINAL).read_text())
         saved = final["config"]
-        if _comparable(saved) == _comparable(config.to_dict()):
+        if not config.differences(saved, (*IGNORED_KEYS, "epochs")):
             if int(final["epochs"]) == config.epochs:
                 return "finished"
             if int(final["epochs"]) > config.epochs:
@@ -85,11 +78,10 @@ def run_state(directory: Path, config: TrainConfig) -> str:
 
         state = torch.load(directory / CHECKPOINT, weights_only=True)
         saved = state["config"]
-        if _comparable(saved) == _comparable(config.to_dict()):
+        if not config.differences(saved, (*IGNORED_KEYS, "epochs")):
             return "partial"
     if saved is not None:
-        old = _comparable(saved)
-        diff = sorted(k for k, v in _comparable(config.to_dict()).items() if old.get(k) != v)
+        diff = config.differences(saved, (*IGNORED_KEYS, "epochs"))
         raise ValueError(
             f"{directory} holds a run of a different config (differs in: {', '.join(diff)}); "
             "use another --runs-dir"

@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -248,6 +249,22 @@ class TrainConfig:
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
+
+    def differences(self, saved: object, ignore: Iterable[str] = ()) -> list[str]:
+        """Sorted keys whose values differ between ``saved`` (the config mapping an earlier
+        run wrote) and this config, ``ignore`` aside.
+
+        ``saved`` goes through :meth:`from_dict` first, so keys added since it was written
+        take their defaults and older spellings are normalised (a run written before a
+        key existed equals a run with that key's default); a ``saved`` that is not a
+        valid config differs in every key."""
+        current = self.to_dict()
+        skip = set(ignore)
+        try:
+            filled = TrainConfig.from_dict(dict(saved)).to_dict()  # type: ignore[call-overload]
+        except (TypeError, ValueError):
+            return sorted(k for k in current if k not in skip)
+        return sorted(k for k in current if k not in skip and filled[k] != current[k])
 
     @classmethod
     def from_dict(cls, values: dict[str, Any]) -> TrainConfig:

@@ -421,17 +421,11 @@ class Trainer:
         state = rundir.load_checkpoint(path, required=keys, map_location=self.engine.device)
         if not isinstance(state["config"], dict):
             raise rundir.CheckpointError(f"checkpoint {str(path)!r} holds no config mapping")
-        # through TrainConfig: keys added since the checkpoint was written take their defaults
-        saved_config = TrainConfig.from_dict(
-            {**state["config"], "epochs": self.config.epochs}
-        ).to_dict()
-        saved = {k: v for k, v in saved_config.items() if k not in RESUMABLE_CHANGES}
-        current = {k: v for k, v in self.config.to_dict().items() if k not in RESUMABLE_CHANGES}
-        if saved != current:
-            diff = sorted(k for k in current if saved.get(k) != current[k])
+        diff = self.config.differences(state["config"], RESUMABLE_CHANGES)
+        if diff:
             raise ValueError(
-                "--resume with a different config than the checkpoint's "
-                f"(differs in: {', '.join(diff)})"
+                f"--resume with a different config than the checkpoint's (differs in: "
+                f"{', '.join(diff)})"
             )
         try:
             self.model.load_state_dict(state["model"])

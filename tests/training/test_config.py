@@ -49,3 +49,15 @@ def test_assignments_and_yaml(tmp_path: Path) -> None:
         load_yaml(tmp_path / "bad.yaml")
     with pytest.raises(FileNotFoundError, match="does not exist"):
         load_yaml(tmp_path / "missing.yaml")
+
+
+def test_differences_fill_keys_added_since_a_run_was_written() -> None:
+    config = TrainConfig(loss="macl", epochs=5)
+    old = {k: v for k, v in config.to_dict().items() if k not in ("optimizer", "precision")}
+    assert config.differences({**old, "lr_scaling": True}) == []  # older spelling of the rule
+    assert config.differences({**old, "loss": "ntxent"}) == ["loss"]
+    assert config.differences({**old, "epochs": 3}) == ["epochs"]
+    assert config.differences({**old, "epochs": 3}, ignore=("epochs",)) == []
+    assert config.differences({**old, "optimizer": "sgd"}) == ["optimizer"]
+    assert config.differences(None) == sorted(config.to_dict())
+    assert config.differences({"no_such_key": 1}) == sorted(config.to_dict())
