@@ -20,8 +20,8 @@ from typing import Any
 from .._optional import require
 from ..rundir import atomic_write_text, prepare_run_dir, read_jsonl
 from ..training import FINAL, TrainConfig, load_yaml
+from ..training.checkpoint import METRICS
 from ..training.label_aware import LabelAwareTrainer, trainer_class
-from ..training.trainer import METRICS
 from .train import add_train_arguments, check_config, merge, overrides_from_args
 
 NAME = "compare"

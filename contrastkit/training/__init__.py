@@ -1,7 +1,8 @@
 """Training loop, run configuration and run files."""
 
+from .checkpoint import CHECKPOINT, METRICS
 from .config import TrainConfig, load_yaml, parse_assignments, parse_value
-from .trainer import CHECKPOINT, FINAL, METRICS, Trainer, epoch_generator
+from .trainer import FINAL, Trainer, epoch_generator
 
 __all__ = [
     "CHECKPOINT",

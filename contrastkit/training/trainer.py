@@ -13,11 +13,11 @@ A run directory holds:
 * ``metrics.jsonl``: one JSON record per epoch (mean loss, learning rate, kNN accuracies,
   the loss's diagnostics averaged over the epoch, MACL's / AMCL's per-step temperature
   trace, the online probe's numbers when it is on);
-* ``checkpoint.pt``: state dicts only (model, optimiser, schedule, engine, RNG of the CPU
-  and of the device), the epoch, the config and the SHA-256 of that content, written
-  atomically and verified on load (:mod:`contrastkit.rundir`), loaded with
-  ``torch.load(weights_only=True)``; with ``save_every`` also ``checkpoint_epochNNNN.pt``
-  every that many epochs;
+* ``checkpoint.pt`` (:mod:`.checkpoint`): state dicts only (model, optimiser, schedule,
+  engine, RNG of the CPU and of the device), the epoch, the config and the SHA-256 of that
+  content, written atomically and verified on load (:mod:`contrastkit.rundir`), loaded
+  with ``torch.load(weights_only=True)``; with ``save_every`` also
+  ``checkpoint_epochNNNN.pt`` every that many epochs;
 * ``final.json``: kNN (k = 200 and small k), linear-probe accuracy, alignment,
   uniformity, timing, device, GPU name, precision, compile, torch version, peak device
   memory, the full config and the seed;
@@ -44,7 +44,6 @@ import contextlib
 import dataclasses
 import json
 import math
-import sys
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -56,18 +55,15 @@ from tqdm import tqdm
 from .. import distributed, losses, rundir
 from ..data import Split, build_augment, dataset_from_config
 from ..engine import Engine, build_optimizer, build_schedule, eval_mode
-from ..engine.device import device_info, rng_state, set_rng_state
+from ..engine.device import device_info
 from ..evaluation import alignment_uniformity, knn_accuracy, linear_probe
 from ..frameworks import build_framework
 from ..models import build_encoder
+from . import checkpoint
 from .config import TrainConfig
 from .probe import OnlineProbe, TensorBoardLog
 
-CHECKPOINT = "checkpoint.pt"
-METRICS = "metrics.jsonl"
 FINAL = "final.json"
-# config keys that may change between a checkpoint and its resumption
-RESUMABLE_CHANGES = ("epochs", "threads", "save_every", "tensorboard", "device")
 TRACED = (
     "temperature",
     "alignment_A",
@@ -311,7 +307,7 @@ class Trainer:
         """Train to ``config.epochs`` (continuing from the checkpoint if ``resume``)."""
         if self.out is not None:
             if resume:
-                self.load_checkpoint()
+                checkpoint.restore(self)
             else:  # the commands call rundir.prepare_run_dir before any work
                 self.out.mkdir(parents=True, exist_ok=True)
                 if self.rank == 0 and any(self.out.iterdir()):
@@ -330,7 +326,7 @@ class Trainer:
                         test_feats, self.data.y_test
                     )
             self.history.append(record)
-            self._save_epoch(record)
+            checkpoint.save_epoch(self, record)
             self._log_tensorboard(record)
         if self._tensorboard is not None:
             self._tensorboard.close()
@@ -374,87 +370,3 @@ class Trainer:
         if self.out is not None:
             rundir.atomic_write_text(self.out / FINAL, json.dumps(final, indent=2) + "\n")
         return final
-
-    # ------------------------------------------------------------ persistence
-    def _save_epoch(self, record: dict[str, Any]) -> None:
-        if self.out is None or self.rank != 0:
-            return
-        # the record first, then the checkpoint: a kill between them leaves one record
-        # more than the checkpoint's epoch, which load_checkpoint drops
-        rundir.append_line(self.out / METRICS, json.dumps(record))
-        state = {
-            "model": self.model.state_dict(),
-            "optimizer": self.optimizer.state_dict(),
-            "scheduler": self.scheduler.state_dict(),
-            "engine": self.engine.state_dict(),
-            **rng_state(self.engine.device),
-            "epoch": self.epoch,
-            "train_time_s": self.train_time,
-            "config": self.config.to_dict(),
-        }
-        if self.probe is not None:
-            state["probe"] = self.probe.state_dict()
-        rundir.atomic_torch_save(state, self.out / CHECKPOINT)
-        if self.config.save_every and self.epoch % self.config.save_every == 0:
-            rundir.atomic_write_bytes(
-                self.out / f"checkpoint_epoch{self.epoch:04d}.pt",
-                (self.out / CHECKPOINT).read_bytes(),
-            )
-
-    def load_checkpoint(self) -> None:
-        """Restore model, optimiser, RNG and history from the run directory.
-
-        A directory without a checkpoint (killed during the first epoch) restarts at
-        epoch 1, dropping any record written before the kill; a checkpoint that is corrupt
-        or incomplete, or a ``metrics.jsonl`` that is missing, unreadable or shorter than
-        the checkpoint's epoch, raises ``ValueError`` naming the file."""
-        assert self.out is not None
-        path, metrics = self.out / CHECKPOINT, self.out / METRICS
-        if not self.out.is_dir():
-            raise FileNotFoundError(f"no checkpoint to resume from: no directory {self.out}")
-        if not path.exists():
-            if self.rank == 0:
-                print(f"no checkpoint in {self.out}: starting at epoch 1", file=sys.stderr)
-                rundir.atomic_write_text(metrics, "")
-            return
-        keys = ("model", "optimizer", "torch_rng", "epoch", "train_time_s", "config")
-        state = rundir.load_checkpoint(path, required=keys, map_location=self.engine.device)
-        if not isinstance(state["config"], dict):
-            raise rundir.CheckpointError(f"checkpoint {str(path)!r} holds no config mapping")
-        diff = self.config.differences(state["config"], RESUMABLE_CHANGES)
-        if diff:
-            raise ValueError(
-                f"--resume with a different config than the checkpoint's (differs in: "
-                f"{', '.join(diff)})"
-            )
-        try:
-            self.model.load_state_dict(state["model"])
-            self.optimizer.load_state_dict(state["optimizer"])
-            if "scheduler" in state:
-                self.scheduler.load_state_dict(state["scheduler"])
-            self.engine.load_state_dict(state.get("engine", {}))
-            if self.probe is not None and "probe" in state:
-                self.probe.load_state_dict(state["probe"])
-            set_rng_state(
-                {k: v.cpu() for k, v in state.items() if k.endswith("_rng")}, self.engine.device
-            )
-            self.epoch = int(state["epoch"])
-            self.train_time = float(state["train_time_s"])
-        except (RuntimeError, TypeError, ValueError, KeyError) as exc:
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            message = f"checkpoint {str(path)!r} does not fit this run: {first}"
-            raise rundir.CheckpointError(message) from None
-        if not metrics.is_file():
-            raise ValueError(
-                f"--resume: {str(metrics)!r} is missing (the checkpoint is at epoch {self.epoch})"
-            )
-        records, total = rundir.read_jsonl(metrics, limit=self.epoch)
-        if len(records) < self.epoch:
-            raise ValueError(
-                f"--resume: {str(metrics)!r} holds {len(records)} records but the checkpoint "
-                f"is at epoch {self.epoch}"
-            )
-        self.history = records[: self.epoch]
-        if self.rank == 0 and total > self.epoch:  # records after the checkpoint: dropped
-            text = "".join(json.dumps(r) + "\n" for r in self.history)
-            rundir.atomic_write_text(metrics, text)

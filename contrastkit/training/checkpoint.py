@@ -1,0 +1,112 @@
+"""The files of a run across epochs: the record and checkpoint written after every epoch,
+and the ``--resume`` that restores them (atomic, checksummed writes: :mod:`contrastkit.rundir`).
+
+A checkpoint holds state dicts only (model, optimiser, schedule, engine, the online probe,
+the CPU's and the device's RNG), the epoch, the training time and the config; it loads with
+``torch.load(weights_only=True)``. The functions take the :class:`~.trainer.Trainer` whose
+state they write or restore.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import TYPE_CHECKING, Any
+
+from .. import rundir
+from ..engine.device import rng_state, set_rng_state
+
+if TYPE_CHECKING:
+    from .trainer import Trainer
+
+CHECKPOINT = "checkpoint.pt"
+METRICS = "metrics.jsonl"
+# config keys that may change between a checkpoint and its resumption
+RESUMABLE_CHANGES = ("epochs", "threads", "save_every", "tensorboard", "device")
+
+
+def save_epoch(trainer: Trainer, record: dict[str, Any]) -> None:
+    """Append the epoch's ``record`` to ``metrics.jsonl``, then write the checkpoint
+    (and its ``save_every`` copy); rank 0 only, nothing without a run directory."""
+    if trainer.out is None or trainer.rank != 0:
+        return
+    # the record first, then the checkpoint: a kill between them leaves one record
+    # more than the checkpoint's epoch, which restore drops
+    rundir.append_line(trainer.out / METRICS, json.dumps(record))
+    state = {
+        "model": trainer.model.state_dict(),
+        "optimizer": trainer.optimizer.state_dict(),
+        "scheduler": trainer.scheduler.state_dict(),
+        "engine": trainer.engine.state_dict(),
+        **rng_state(trainer.engine.device),
+        "epoch": trainer.epoch,
+        "train_time_s": trainer.train_time,
+        "config": trainer.config.to_dict(),
+    }
+    if trainer.probe is not None:
+        state["probe"] = trainer.probe.state_dict()
+    rundir.atomic_torch_save(state, trainer.out / CHECKPOINT)
+    if trainer.config.save_every and trainer.epoch % trainer.config.save_every == 0:
+        rundir.atomic_write_bytes(
+            trainer.out / f"checkpoint_epoch{trainer.epoch:04d}.pt",
+            (trainer.out / CHECKPOINT).read_bytes(),
+        )
+
+
+def restore(trainer: Trainer) -> None:
+    """Restore model, optimiser, RNG and history from the run directory.
+
+    A directory without a checkpoint (killed during the first epoch) restarts at
+    epoch 1, dropping any record written before the kill; a checkpoint that is corrupt
+    or incomplete, or a ``metrics.jsonl`` that is missing, unreadable or shorter than
+    the checkpoint's epoch, raises ``ValueError`` naming the file."""
+    assert trainer.out is not None
+    path, metrics = trainer.out / CHECKPOINT, trainer.out / METRICS
+    if not trainer.out.is_dir():
+        raise FileNotFoundError(f"no checkpoint to resume from: no directory {trainer.out}")
+    if not path.exists():
+        if trainer.rank == 0:
+            print(f"no checkpoint in {trainer.out}: starting at epoch 1", file=sys.stderr)
+            rundir.atomic_write_text(metrics, "")
+        return
+    keys = ("model", "optimizer", "torch_rng", "epoch", "train_time_s", "config")
+    state = rundir.load_checkpoint(path, required=keys, map_location=trainer.engine.device)
+    if not isinstance(state["config"], dict):
+        raise rundir.CheckpointError(f"checkpoint {str(path)!r} holds no config mapping")
+    diff = trainer.config.differences(state["config"], RESUMABLE_CHANGES)
+    if diff:
+        raise ValueError(
+            f"--resume with a different config than the checkpoint's (differs in: "
+            f"{', '.join(diff)})"
+        )
+    try:
+        trainer.model.load_state_dict(state["model"])
+        trainer.optimizer.load_state_dict(state["optimizer"])
+        if "scheduler" in state:
+            trainer.scheduler.load_state_dict(state["scheduler"])
+        trainer.engine.load_state_dict(state.get("engine", {}))
+        if trainer.probe is not None and "probe" in state:
+            trainer.probe.load_state_dict(state["probe"])
+        set_rng_state(
+            {k: v.cpu() for k, v in state.items() if k.endswith("_rng")}, trainer.engine.device
+        )
+        trainer.epoch = int(state["epoch"])
+        trainer.train_time = float(state["train_time_s"])
+    except (RuntimeError, TypeError, ValueError, KeyError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        message = f"checkpoint {str(path)!r} does not fit this run: {first}"
+        raise rundir.CheckpointError(message) from None
+    if not metrics.is_file():
+        raise ValueError(
+            f"--resume: {str(metrics)!r} is missing (the checkpoint is at epoch {trainer.epoch})"
+        )
+    records, total = rundir.read_jsonl(metrics, limit=trainer.epoch)
+    if len(records) < trainer.epoch:
+        raise ValueError(
+            f"--resume: {str(metrics)!r} holds {len(records)} records but the checkpoint "
+            f"is at epoch {trainer.epoch}"
+        )
+    trainer.history = records[: trainer.epoch]
+    if trainer.rank == 0 and total > trainer.epoch:  # records after the checkpoint: dropped
+        text = "".join(json.dumps(r) + "\n" for r in trainer.history)
+        rundir.atomic_write_text(metrics, text)
