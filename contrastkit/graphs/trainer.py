@@ -17,7 +17,6 @@ encoded in separate passes (``joint_views = false`` unless set), as GraphCL's lo
 from __future__ import annotations
 
 import dataclasses
-import json
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +26,7 @@ from torch import Tensor
 from ..data import Split
 from ..evaluation import alignment_uniformity
 from ..training.config import TrainConfig
-from ..training.trainer import FINAL, Trainer
+from ..training.trainer import Trainer
 from . import DAVIS, is_graph_dataset
 from .augment import TYPES, GraphAugment
 from .davis import DTAAugment, load_davis
@@ -90,18 +89,7 @@ class GraphTrainer(Trainer):
         geometry = alignment_uniformity(
             self.model.encode, d.x_train, self.augment, torch.Generator().manual_seed(cfg.seed)
         )
-        final: dict[str, Any] = {
-            **svm,
-            **geometry,
-            "epochs": self.epoch,
-            "train_time_s": self.train_time,
-            "seed": cfg.seed,
-            "world_size": self.world,
-            "config": cfg.to_dict(),
-        }
-        if self.out is not None:
-            (self.out / FINAL).write_text(json.dumps(final, indent=2) + "\n")
-        return final
+        return self.write_final({**svm, **geometry})
 
 
 class DavisTrainer(Trainer):
@@ -172,13 +160,6 @@ class DavisTrainer(Trainer):
             return {}
         t, cfg = self.task, self.config
         train_feats, test_feats = self.features()
-        final: dict[str, Any] = {
-            **dta_head(train_feats, t.y_train, test_feats, t.y_test, seed=cfg.seed),
-            "epochs": self.epoch,
-            "train_time_s": self.train_time,
-            "seed": cfg.seed,
-            "config": cfg.to_dict(),
-        }
-        if self.out is not None:
-            (self.out / FINAL).write_text(json.dumps(final, indent=2) + "\n")
-        return final
+        return self.write_final(
+            dta_head(train_feats, t.y_train, test_feats, t.y_test, seed=cfg.seed)
+        )

@@ -23,7 +23,6 @@ Analyses use at most :attr:`ImageTrainer.analysis_samples` samples (seeded, fixe
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import torch
@@ -40,7 +39,7 @@ from ..evaluation.analyses import (
     query_weights,
     similarity_histograms,
 )
-from .trainer import FINAL, Trainer
+from .trainer import Trainer
 
 SIMILARITIES_PNG = "similarities.png"
 MAP_PNG = "map2d.png"
@@ -96,12 +95,9 @@ class ImageTrainer(Trainer):
             )
         return out
 
-    def finish(self) -> dict[str, Any]:
-        final = super().finish()
-        if not final:
-            return final
+    def final_metrics(self, train_feats: Tensor, test_feats: Tensor) -> dict[str, Any]:
+        final = super().final_metrics(train_feats, test_feats)
         d, cfg = self.data, self.config
-        train_feats, test_feats = self.features()
         final.update(
             linear_eval(
                 train_feats,
@@ -136,7 +132,6 @@ class ImageTrainer(Trainer):
             plot_2d_map(coords, d.y_test[idx], self.out / MAP_PNG, title)
             final["map2d_method"] = method
             self._plot_query_weights(x)
-            (self.out / FINAL).write_text(json.dumps(final, indent=2) + "\n")
         return final
 
     def _plot_query_weights(self, x: Tensor, positives: int = 4) -> None:

@@ -19,7 +19,6 @@ labels (LASCon Table 3 uses linear similarity), the class indicator for classes.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +34,7 @@ from ..graphs import is_graph_dataset, trainer_for
 from ..losses.views import normalize
 from .config import TrainConfig
 from .image_trainer import ImageTrainer
-from .trainer import FINAL, Trainer
+from .trainer import Trainer
 
 CIRCULAR_PNG = "circular.png"
 
@@ -152,18 +151,8 @@ class LabelAwareTrainer(Trainer):
         gen = torch.Generator().manual_seed(cfg.seed)
         metrics.update(alignment_uniformity(self.encode, t.x_test, self.augment, gen))
         metrics.update(self.label_geometry(torch.Generator().manual_seed(cfg.seed)))
-        final: dict[str, Any] = {
-            **metrics,
-            "task": task,
-            "epochs": self.epoch,
-            "train_time_s": self.train_time,
-            "seed": cfg.seed,
-            **self.run_info(),
-            "config": cfg.to_dict(),
-        }
+        final = self.write_final({**metrics, "task": task})
         if self.out is not None:
-            self.out.mkdir(parents=True, exist_ok=True)
-            (self.out / FINAL).write_text(json.dumps(final, indent=2) + "\n")
             circular_plot(
                 normalize(test_feats.double()),
                 t.y_test,

@@ -349,17 +349,30 @@ class Trainer:
         Under ``torchrun`` only rank 0 evaluates; the other ranks return ``{}``."""
         if self.rank != 0:
             return {}
+        return self.write_final(self.final_metrics(*self.features()))
+
+    def final_metrics(self, train_feats: torch.Tensor, test_feats: torch.Tensor) -> dict[str, Any]:
+        """kNN, linear probe, alignment and uniformity of the trained encoder, given its
+        frozen features of the train and test splits."""
         d, cfg = self.data, self.config
-        train_feats, test_feats = self.features()
         geometry = alignment_uniformity(
             self.encode, d.x_test, self.augment, torch.Generator().manual_seed(cfg.seed)
         )
-        final: dict[str, Any] = {
+        return {
             **self.knn(train_feats, test_feats),
             "linear_accuracy": linear_probe(  # scikit-learn: CPU arrays
                 train_feats.cpu(), d.y_train.cpu(), test_feats.cpu(), d.y_test.cpu()
             ),
             **geometry,
+        }
+
+    def write_final(self, metrics: dict[str, Any]) -> dict[str, Any]:
+        """``metrics`` completed with what describes the run (epochs, training time, seed,
+        world size, :meth:`run_info`, config) and, with a run directory, written atomically
+        to ``final.json``; returned. Every trainer's ``finish`` ends here."""
+        cfg = self.config
+        final: dict[str, Any] = {
+            **metrics,
             "epochs": self.epoch,
             "train_time_s": self.train_time,
             "seed": cfg.seed,
@@ -368,5 +381,6 @@ class Trainer:
             "config": cfg.to_dict(),
         }
         if self.out is not None:
+            self.out.mkdir(parents=True, exist_ok=True)
             rundir.atomic_write_text(self.out / FINAL, json.dumps(final, indent=2) + "\n")
         return final
