@@ -139,13 +139,7 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> None:
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as fh:
-            if _maybe_fault(path.name):
-                fh.write(data[: len(data) // 2])
-                fh.flush()
-                os._exit(137)
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
+            _write_synced(fh, data, path.name)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -163,14 +157,20 @@ def append_line(path: str | Path, line: str) -> None:
     partial last line, which :func:`read_jsonl` readers of this project reject by line)."""
     path = Path(path)
     text = line.rstrip("\n") + "\n"
-    with path.open("a", encoding="utf-8") as fh:
-        if _maybe_fault(path.name):
-            fh.write(text[: len(text) // 2])
-            fh.flush()
-            os._exit(137)
-        fh.write(text)
+    with path.open("ab") as fh:
+        _write_synced(fh, text.encode("utf-8"), path.name)
+
+
+def _write_synced(fh: Any, data: bytes, name: str) -> None:
+    """Write ``data`` to the binary file ``fh`` and ``fsync`` it; under the test fault
+    hook for ``name``, write half of it and die instead (as a kill mid-write would)."""
+    if _maybe_fault(name):
+        fh.write(data[: len(data) // 2])
         fh.flush()
-        os.fsync(fh.fileno())
+        os._exit(137)
+    fh.write(data)
+    fh.flush()
+    os.fsync(fh.fileno())
 
 
 def _fsync_dir(directory: Path) -> None:
