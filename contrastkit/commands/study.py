@@ -11,8 +11,8 @@ import argparse
 import shlex
 import sys
 
-from ..study import collect, load_study, run_study, write_report
-from ..study.report import readme_rows
+from ..study import load_study, run_study, write_report
+from ..study.report import finished_runs, readme_rows
 
 NAME = "study"
 HELP = "run a paper table's arms over seeds to convergence and report the claim's verdict"
@@ -85,10 +85,11 @@ def run(args: argparse.Namespace) -> int:
         )
         if done.pending:
             print("[study] time limit reached; run the same command again to continue")
-    if collect(study)["runs_finished"] == 0:  # nothing to report: write no empty folder
+    runs = finished_runs(study)
+    if not runs:  # nothing to report: write no empty folder
         print(f"[study] no finished runs under {study.runs_dir}", file=sys.stderr)
         return 0
-    results = write_report(study, command)
+    results = write_report(study, command, runs)
     for name, comp in results["comparisons"].items():
         print(f"{name}: {comp['verdict']}")
     print(f"report: {study.out / 'REPORT.md'}")

@@ -14,33 +14,41 @@ import math
 from pathlib import Path
 from typing import Any
 
-from ..training import FINAL, METRICS
-from .config import Arm, Study
-from .runner import run_dir, run_state, seeded
+from .config import Study
+from .records import RunRecord, load_records, write_records
+from .runner import STUDY_LOG, run_dir, run_state, seeded
 from .stats import convergence, paired, t_interval, verdict
 
 
-def _finished(study: Study, arm: Arm) -> dict[int, Path]:
+def finished_runs(study: Study) -> dict[tuple[str, int], RunRecord]:
+    """Every finished run of ``study`` by (arm label, seed): from its run directory, or
+    else from the study folder's ``runs.jsonl`` (:mod:`.records`)."""
+    records = load_records(study.out)
     out = {}
-    for seed in study.seeds:
-        directory = run_dir(study, arm, seed)
-        try:
-            if run_state(directory, seeded(arm, seed)) == "finished":
-                out[seed] = directory
-        except ValueError:
-            continue  # a run of another config: not part of this study
+    for arm in study.arms:
+        for seed in study.seeds:
+            directory, config = run_dir(study, arm, seed), seeded(arm, seed)
+            try:
+                state = run_state(directory, config)
+            except ValueError:
+                continue  # a run of another config: not part of this study
+            if state == "finished":
+                out[(arm.label, seed)] = RunRecord.from_directory(directory)
+            elif state == "new" and (rec := records.get((arm.label, seed))) and rec.matches(
+                config
+            ):
+                out[(arm.label, seed)] = rec
     return out
 
 
-def _curve(dirs: dict[int, Path], key: str) -> tuple[list[int], list[float], list[float]]:
-    """Epochs, mean and t-interval half-width of ``key`` over the seeds' metrics files."""
+def _curve(runs: dict[int, RunRecord], key: str) -> tuple[list[int], list[float], list[float]]:
+    """Epochs, mean and t-interval half-width of ``key`` over the seeds' histories."""
     by_epoch: dict[int, list[float]] = {}
-    for directory in dirs.values():
-        for line in (directory / METRICS).read_text().splitlines():
-            rec = json.loads(line)
+    for run in runs.values():
+        for rec in run.history:
             if key in rec:
                 by_epoch.setdefault(int(rec["epoch"]), []).append(float(rec[key]))
-    epochs = sorted(e for e, v in by_epoch.items() if len(v) == len(dirs))
+    epochs = sorted(e for e, v in by_epoch.items() if len(v) == len(runs))
     means, halves = [], []
     for e in epochs:
         interval = t_interval(by_epoch[e])
@@ -49,22 +57,26 @@ def _curve(dirs: dict[int, Path], key: str) -> tuple[list[int], list[float], lis
     return epochs, means, halves
 
 
-def collect(study: Study) -> dict[str, Any]:
-    """Everything the report states, as one JSON-able mapping."""
+def collect(
+    study: Study, runs: dict[tuple[str, int], RunRecord] | None = None
+) -> dict[str, Any]:
+    """Everything the report states, as one JSON-able mapping (from ``runs``, by default
+    :func:`finished_runs`)."""
+    runs = finished_runs(study) if runs is None else runs
     conv = study.convergence_settings()
     arms: dict[str, Any] = {}
     values: dict[str, dict[int, float]] = {}
     for arm in study.arms:
-        dirs = _finished(study, arm)
-        finals = {s: json.loads((d / FINAL).read_text()) for s, d in dirs.items()}
+        arm_runs = {seed: run for (label, seed), run in runs.items() if label == arm.label}
+        finals = {s: run.final for s, run in arm_runs.items()}
         values[arm.label] = {s: float(f[study.metric]) for s, f in finals.items()}
         entry: dict[str, Any] = {
             "config": arm.config.to_dict(),
-            "seeds": sorted(dirs),
+            "seeds": sorted(arm_runs),
             "values": {str(s): v for s, v in values[arm.label].items()},
             "train_time_s": [float(f["train_time_s"]) for f in finals.values()],
         }
-        if dirs:
+        if arm_runs:
             entry["interval"] = t_interval(list(values[arm.label].values()), study.confidence)
             entry["interval"] = entry["interval"].to_dict()
             entry["also"] = {
@@ -74,7 +86,7 @@ def collect(study: Study) -> dict[str, Any]:
                 for key in study.also_report
                 if all(key in f for f in finals.values())
             }
-            epochs, means, halves = _curve(dirs, conv["metric"])
+            epochs, means, halves = _curve(arm_runs, conv["metric"])
             entry["curve"] = {"epochs": epochs, "mean": means, "half_width": halves}
             entry["convergence"] = convergence(
                 epochs,
@@ -288,11 +300,17 @@ def _finite(obj: Any) -> Any:
     return obj
 
 
-def write_report(study: Study, command: str) -> dict[str, Any]:
-    """Collect, plot and write ``results.json`` and ``REPORT.md`` into ``study.out``."""
-    results = collect(study)
+def write_report(
+    study: Study, command: str, runs: dict[tuple[str, int], RunRecord] | None = None
+) -> dict[str, Any]:
+    """Collect, plot and write ``results.json``, ``REPORT.md`` and the finished runs'
+    ``runs.jsonl`` (:mod:`.records`) into ``study.out`` (``runs``: by default
+    :func:`finished_runs`)."""
+    runs = finished_runs(study) if runs is None else runs
+    results = collect(study, runs)
     study.out.mkdir(parents=True, exist_ok=True)
-    log = study.runs_dir / "study_log.jsonl"
+    write_records(study.out, runs)
+    log = study.out / STUDY_LOG
     records = [json.loads(x) for x in log.read_text().splitlines()] if log.exists() else []
     wall = {
         "total_s": sum(r["wall_time_s"] for r in records),

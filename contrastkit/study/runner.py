@@ -7,7 +7,9 @@ part-way has complete paired seeds. Each run lives in ``<runs_dir>/<arm>/seed<k>
 * ``final.json`` or a checkpoint of fewer epochs, same config: continued from its
   checkpoint (the trainer replays the same batches and views, so a run stopped and
   resumed trains exactly like one run straight through);
-* anything with a different config: an error naming the directory (never overwritten).
+* anything with a different config: an error naming the directory (never overwritten);
+* no run directory, but the run's line in the study folder's ``runs.jsonl`` (a run of an
+  earlier session whose directory is gone; :mod:`.records`): finished, skipped.
 
 Several processes may run the same study at once (e.g. one per core): a process claims a
 run with a ``<run>.claimed.pid`` file beside its directory (created exclusively) and the
@@ -29,8 +31,9 @@ from typing import Any
 from ..training import CHECKPOINT, FINAL, TrainConfig, Trainer
 from ..training.label_aware import trainer_class
 from .config import Arm, Study
+from .records import IGNORED_KEYS, load_records
 
-IGNORED_KEYS = ("threads",)  # differences that do not change what a run computes
+STUDY_LOG = "study_log.jsonl"  # one line per invocation: runs finished, wall time
 
 
 class DeadlineError(Exception):
@@ -166,12 +169,14 @@ def run_study(
     done = Progress()
     chosen = [a for a in study.arms if arms is None or a.label in arms]
     plan = [(seed, arm) for seed in seeds or study.seeds for arm in chosen]
+    records = load_records(study.out)
     for i, (seed, arm) in enumerate(plan):
         name = f"{arm.label} seed {seed}"
         directory = run_dir(study, arm, seed)
         config = seeded(arm, seed)
         state = run_state(directory, config)
-        if state == "finished":
+        record = records.get((arm.label, seed))
+        if state == "finished" or (state == "new" and record and record.matches(config)):
             done.skipped.append(name)
             continue
         if deadline is not None and time.monotonic() >= deadline:
@@ -201,8 +206,9 @@ def run_study(
             release(directory)
         done.finished.append(name)
     done.wall_time_s = time.monotonic() - start
-    study.runs_dir.mkdir(parents=True, exist_ok=True)
-    with (study.runs_dir / "study_log.jsonl").open("a") as fh:
+    # in the study folder, beside runs.jsonl, so the report's wall time outlives the runs
+    study.out.mkdir(parents=True, exist_ok=True)
+    with (study.out / STUDY_LOG).open("a") as fh:
         record = {
             "finished": done.finished,
             "stopped": done.stopped,

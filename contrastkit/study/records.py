@@ -1,0 +1,84 @@
+"""A study's finished runs, kept in the study folder so a later session reuses them.
+
+Run directories hold checkpoints (megabytes each) and are not committed; a study folder
+is. :func:`write_records` copies what the report needs of every finished run into
+``<study folder>/runs.jsonl``, one line per run::
+
+    {"arm": "<label>", "seed": 0, "final": {...final.json...},
+     "history": [{"epoch": 1, "loss": ..., "knn_accuracy": ...}, ...]}
+
+``history`` keeps the scalar fields of each ``metrics.jsonl`` record (per-step traces are
+dropped). A run whose line is there, with the study's config and epochs, counts as
+finished even when its run directory is gone (:meth:`RunRecord.matches`): the runner skips it and
+the report reads it from the line. Raising a study's epochs needs the checkpoint, so a
+run that exists only as a line is trained again from the start.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..rundir import atomic_write_text
+from ..training import FINAL, METRICS, TrainConfig
+
+RECORDS = "runs.jsonl"
+IGNORED_KEYS = ("threads",)  # differences that do not change what a run computes
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """What a finished run left: its ``final.json`` and its per-epoch history."""
+
+    final: dict[str, Any]
+    history: list[dict[str, Any]]
+
+    @classmethod
+    def from_directory(cls, directory: Path) -> RunRecord:
+        final = json.loads((directory / FINAL).read_text())
+        lines = (directory / METRICS).read_text().splitlines()
+        history = [_scalars(json.loads(line)) for line in lines if line.strip()]
+        return cls(final, history)
+
+    def matches(self, config: TrainConfig) -> bool:
+        """Whether this run is ``config``'s run: same config and epochs."""
+        return int(self.final["epochs"]) == config.epochs and not config.differences(
+            self.final["config"], IGNORED_KEYS
+        )
+
+
+def _scalars(record: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in record.items() if isinstance(v, int | float | str | None)}
+
+
+def load_records(folder: Path) -> dict[tuple[str, int], RunRecord]:
+    """The runs recorded in ``folder/runs.jsonl`` by (arm label, seed); ``{}`` if none."""
+    path = folder / RECORDS
+    if not path.exists():
+        return {}
+    out = {}
+    for number, line in enumerate(path.read_text().splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+            out[(str(row["arm"]), int(row["seed"]))] = RunRecord(row["final"], row["history"])
+        except (ValueError, KeyError, TypeError) as exc:
+            raise ValueError(f"{path}:{number}: not a run record ({exc})") from None
+    return out
+
+
+def write_records(folder: Path, runs: dict[tuple[str, int], RunRecord]) -> Path:
+    """Write ``runs`` to ``folder/runs.jsonl`` (atomically), sorted by arm and seed."""
+    lines = [
+        json.dumps(
+            {"arm": label, "seed": seed, "final": run.final, "history": run.history},
+            allow_nan=True,
+        )
+        for (label, seed), run in sorted(runs.items())
+    ]
+    path = folder / RECORDS
+    atomic_write_text(path, "".join(line + "\n" for line in lines))
+    return path

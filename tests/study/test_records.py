@@ -1,0 +1,86 @@
+"""A study's finished runs live on in its folder's ``runs.jsonl``: a later session whose
+run directories are gone neither retrains them nor loses them from the report."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+from contrastkit.study import load_study, run_study, write_report
+from contrastkit.study.records import RECORDS, load_records
+
+TINY = {
+    "framework": "simclr",
+    "dataset": "digits",
+    "epochs": 2,
+    "batch_size": 128,
+    "width": 4,
+    "feature_dim": 8,
+    "proj_dim": 8,
+    "knn_k": 20,
+    "knn_small_k": 5,
+    "eval_every": 1,
+}
+
+
+def _study(tmp_path: Path, epochs: int = 2) -> Path:
+    path = tmp_path / f"study{epochs}.yaml"
+    spec = {
+        "name": "tiny",
+        "paper": "P",
+        "table": "T",
+        "claim": "c",
+        "out": str(tmp_path / "out"),
+        "runs_dir": str(tmp_path / "runs"),
+        "base": {**TINY, "epochs": epochs},
+        "baseline": "ntxent",
+        "seeds": [0, 1],
+        "min_seeds": 1,
+        "arms": [{"label": "ntxent", "loss": "ntxent"}, {"label": "dcl", "loss": "dcl"}],
+    }
+    path.write_text(yaml.safe_dump(spec))
+    return path
+
+
+def test_recorded_runs_are_neither_retrained_nor_lost_when_run_dirs_are_gone(
+    tmp_path: Path,
+) -> None:
+    study = load_study(_study(tmp_path))
+    assert len(run_study(study, log=False).finished) == 4
+    first = write_report(study, "cmd")
+    records = load_records(study.out)
+    assert sorted(records) == [("dcl", 0), ("dcl", 1), ("ntxent", 0), ("ntxent", 1)]
+    final = json.loads((study.runs_dir / "dcl" / "seed1" / "final.json").read_text())
+    assert records[("dcl", 1)].final == final
+    assert [r["epoch"] for r in records[("dcl", 1)].history] == [1, 2]
+
+    shutil.rmtree(study.runs_dir)  # a new machine: checkpoints and run dirs gone
+    again = run_study(study, log=False)
+    assert again.finished == [] and len(again.skipped) == 4
+    assert not (study.runs_dir / "dcl").exists()
+    second = write_report(study, "cmd")
+    for key in ("arms", "comparisons", "runs_finished"):
+        assert second[key] == first[key]
+
+
+def test_a_record_of_another_epoch_count_is_trained_again(tmp_path: Path) -> None:
+    study = load_study(_study(tmp_path))
+    run_study(study, log=False, seeds=[0], arms=["ntxent"])
+    write_report(study, "cmd")
+    shutil.rmtree(study.runs_dir)
+    longer = load_study(_study(tmp_path, epochs=3))  # same folder, more epochs
+    done = run_study(longer, log=False, seeds=[0], arms=["ntxent"])
+    assert done.finished == ["ntxent seed 0"]  # no checkpoint to extend: from the start
+    assert write_report(longer, "cmd")["arms"]["ntxent"]["seeds"] == [0]
+
+
+def test_a_damaged_records_file_is_one_error_naming_its_line(tmp_path: Path) -> None:
+    study = load_study(_study(tmp_path))
+    study.out.mkdir(parents=True)
+    (study.out / RECORDS).write_text('{"arm": "ntxent", "seed": 0}\n')
+    with pytest.raises(ValueError, match=r"runs\.jsonl:1: not a run record"):
+        run_study(study, log=False)
