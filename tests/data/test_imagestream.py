@@ -103,3 +103,28 @@ def test_one_training_epoch_is_identical_on_streamed_and_cached_data(tmp_path: P
     (loss_a, feats_a), (loss_b, feats_b) = run(False), run(True)
     assert loss_a == loss_b
     torch.testing.assert_close(feats_a, feats_b, rtol=0, atol=0)
+
+
+def test_train_command_runs_a_streamed_folder_end_to_end(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`contrastkit train --stream`: training, kNN, linear evaluation and the analyses all
+    read the streamed sets; a bad recipe name is one error line."""
+    import json
+
+    from contrastkit.cli import main
+
+    _tree(tmp_path / "src")
+    out = tmp_path / "run"
+    argv = ["train", "--dataset", "imagefolder", "--data-root", str(tmp_path / "src"),
+            "--cache-dir", str(tmp_path / "cache"), "--image-size", "8", "--stream",
+            "--workers", "1", "--backbone", "resnet18", "--width", "2", "--epochs", "1",
+            "--batch-size", "6", "--knn-k", "3", "--knn-small-k", "2", "--no-progress",
+            "--device", "cpu"]  # fmt: skip
+    assert main([*argv, "--out", str(out)]) == 0
+    final = json.loads((out / "final.json").read_text())
+    assert final["config"]["stream"] is True and 0.0 <= final["linear_top1"] <= 1.0
+    assert (out / "map2d.png").exists()
+    capsys.readouterr()
+    assert main([*argv, "--aug-recipe", "moco", "--out", str(tmp_path / "bad")]) == 2
+    assert "error: aug_recipe must be one of simclr, byol, got 'moco'" in capsys.readouterr().err

@@ -82,3 +82,27 @@ def test_byol_recipe_gives_each_view_its_own_augmentation(tmp_path: Path) -> Non
     digits = TrainConfig(dataset="digits", aug_recipe="byol", epochs=1)
     with pytest.raises(ValueError, match="aug_recipe 'byol' applies to image datasets"):
         trainer_class(digits)(digits, None, progress=False)
+
+
+FRAMEWORK_LOSSES = [("simclr", "ntxent"), ("moco", "macl"), ("simsiam", "simsiam"),
+                    ("barlow_twins", "barlow_twins"), ("multiview", "cacr"),
+                    ("supervised", "supcon"), ("nnclr", "macl")]  # fmt: skip
+
+
+@pytest.mark.parametrize(("framework", "loss"), FRAMEWORK_LOSSES)
+def test_every_framework_trains_a_resnet_on_real_format_images(
+    tmp_path: Path, framework: str, loss: str
+) -> None:
+    """One epoch of each framework on uint8 CIFAR-format images with a ResNet-18: the
+    loss is finite and the encoder's weights move."""
+    _cifar_fixture(tmp_path)
+    from contrastkit.training.label_aware import trainer_class
+
+    cfg = TrainConfig(dataset="cifar10", data_root=str(tmp_path), backbone="resnet18", width=2,
+                      epochs=1, batch_size=16, framework=framework, loss=loss, queue_size=32,
+                      device="cpu")  # fmt: skip
+    trainer = trainer_class(cfg)(cfg, None, progress=False)
+    before = [p.detach().clone() for p in trainer.model.encoder.parameters()]
+    assert np.isfinite(trainer.train_epoch()["loss"])
+    after = list(trainer.model.encoder.parameters())
+    assert any(not torch.equal(a, b) for a, b in zip(before, after, strict=True))
