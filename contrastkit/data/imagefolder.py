@@ -208,7 +208,7 @@ def load_imagefolder(
     if root == folder or root in folder.parents:
         raise ValueError(f"cache_dir {folder} lies inside the data {root}; choose another")
     meta_path = folder / "meta.json"
-    from .imagestream import STREAM_BYTES, estimated_bytes, load_streamed, streamable
+    from .imagestream import STREAM_BYTES, estimated_bytes, load_streamed, streamable  # (cycle)
 
     if stream is None and not meta_path.is_file() and streamable(root):
         stream = estimated_bytes(root, image_size) > STREAM_BYTES

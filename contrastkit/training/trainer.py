@@ -1,19 +1,16 @@
 """The training loop every modality shares: data, augmentations, framework, optimiser,
 per-epoch evaluation, files; hardware and numerics through :class:`contrastkit.engine.Engine`.
 
-The loop asks of a dataset only ``len(x)``, its batches for rows of indices
-(:func:`contrastkit.data.sources.iter_batches`: ``x[idx]`` and ``x[a:b]`` for tensors and
-graph containers; memory-mapped or streamed image sets produce their own),
-``engine.to_device(batch)``, ``augment(batch, generator)`` and ``encoder(view)``, so tensors
-(images, signals, tabular rows), container classes (graphs) and image sets decoded in
-``DataLoader`` workers train through the same loop. Data that fit on the device are moved
-there once; otherwise CPU tensors are pinned and each batch is copied with
-``non_blocking=True``. Features for kNN are computed on the device in chunks; what goes
-to scikit-learn is moved to the CPU explicitly.
-
-The pre-training set (:func:`~contrastkit.data.sources.pretraining_set`) may add the
-dataset's unlabelled images (STL-10) to the training split; evaluation uses the labelled
-splits. View ``v`` of a batch comes from ``view_augments[v mod len]``.
+The loop asks of a dataset only ``len(x)``, the batches of index rows
+(:func:`~contrastkit.data.sources.iter_batches`: ``x[idx]``, ``x[a:b]``, or decoded in
+``DataLoader`` workers for streamed images), ``engine.to_device(batch)``,
+``augment(batch, generator)`` and ``encoder(view)``, so tensors, graph containers and
+streamed or memory-mapped image sets train alike. Data that fit on the device are moved
+there once; else CPU tensors are pinned and each batch is copied with ``non_blocking=True``.
+kNN features are computed on the device in chunks; what goes to scikit-learn is moved to
+the CPU explicitly. The pre-training set may add STL-10's unlabelled images
+(:func:`~contrastkit.data.sources.pretraining_set`); view ``v`` comes from
+``view_augments[v mod len]``.
 
 A run directory holds:
 
@@ -117,6 +114,7 @@ class Trainer:
             else (1, 0)
         )
         self.progress = progress and self.rank == 0
+        self.pin = device.type == "cuda"  # streamed batches page-locked for async copies
         self.data = self.load_data()
         labelled_only = ["online_probe"] if config.online_probe else []
         if framework_class(config.framework).needs_labels:
@@ -149,11 +147,10 @@ class Trainer:
             joint_views=config.joint_views,
         )
         self.model = self.engine.prepare(self.model)
+        placed = self.place_data(self.data)
         if self.train_x is self.data.x_train:  # else: gathered from memory maps per batch
-            self.data = self.place_data(self.data)
-            self.train_x, self.train_y = self.data.x_train, self.data.y_train
-        else:
-            self.data = self.place_data(self.data)
+            self.train_x, self.train_y = placed.x_train, placed.y_train
+        self.data = placed
         self.ddp = None
         if self.world > 1:
             if config.sync_batchnorm:
@@ -251,7 +248,7 @@ class Trainer:
         start = time.perf_counter()
         rows = order[: steps * cfg.batch_size].view(steps, cfg.batch_size)
         bar = tqdm(
-            zip(rows, iter_batches(x, rows, cfg.workers, self._pin), strict=True),
+            zip(rows, iter_batches(x, rows, cfg.workers, self.pin), strict=True),
             total=steps,
             desc=f"epoch {self.epoch + 1}/{cfg.epochs}",
             leave=False,
@@ -316,14 +313,9 @@ class Trainer:
         with eval_mode(self.model.encoder) as encoder, engine.autocast():
             parts = [
                 encoder(engine.format_input(engine.to_device(b)))
-                for b in iter_batches(x, rows, self.config.workers, self._pin)
+                for b in iter_batches(x, rows, self.config.workers, self.pin)
             ]
         return torch.cat(parts).float()
-
-    @property
-    def _pin(self) -> bool:
-        """Whether streamed batches are page-locked (for asynchronous copies to a GPU)."""
-        return self.engine.device.type == "cuda"
 
     def features(self) -> tuple[torch.Tensor, torch.Tensor]:
         """Frozen encoder features of the train and test splits (on the device)."""
