@@ -119,15 +119,30 @@ def _as_index(rows: Rows, n: int) -> Tensor:
 
 
 def iter_batches(
-    x: Any, rows: Sequence[Rows], workers: int = 0, pin: bool = False
+    x: Any, rows: Sequence[Rows], workers: int = 0, pin: bool = False, keep: slice | None = None
 ) -> Iterator[Any]:
     """``x[r]`` for each ``r`` of ``rows``, in order: a :class:`LazyImages` set produces
     them itself (:meth:`LazyImages.batches`: gathered from memory maps or decoded in
     ``workers`` processes), anything else (tensors, graph containers) is indexed as the
-    batch is asked for."""
-    if isinstance(x, LazyImages):
+    batch is asked for.
+
+    ``keep`` (a slice of every row; tensor rows only): a :class:`LazyImages` set reads and
+    decodes only those positions and fills the others with zero images. Under ``torchrun``
+    each rank keeps its slice of the global batch after augmentation, and every image
+    augmentation acts per sample, so a rank decodes its share instead of the whole batch
+    and the zeros reach no model."""
+    if not isinstance(x, LazyImages):
+        return (x[r] for r in rows)
+    if keep is None:
         return x.batches(rows, workers, pin)
-    return (x[r] for r in rows)
+    parts = x.batches([r[keep] for r in rows], workers, pin)
+    return (_zero_filled(part, len(r), keep, pin) for r, part in zip(rows, parts, strict=True))
+
+
+def _zero_filled(part: Tensor, n: int, keep: slice, pin: bool) -> Tensor:
+    full = torch.zeros((n, *part.shape[1:]), dtype=part.dtype, pin_memory=pin)
+    full[keep] = part
+    return full
 
 
 def take(x: Any, idx: Tensor) -> Any:

@@ -33,10 +33,11 @@ Shuffling and augmentation draw from a generator seeded by ``(seed, epoch)``, so
 Under ``torchrun --nproc-per-node W`` the trainer joins the process group (NCCL on CUDA,
 one GPU per process picked by ``LOCAL_RANK``; gloo on CPU), wraps the framework in DDP and
 gives every rank ``batch_size / W`` samples of the same global batch
-(every rank draws the same shuffling and views and keeps its slice). Losses that take
-``gather_distributed`` get it, so they contrast against every rank's embeddings (see
-:mod:`contrastkit.distributed`). With ``sync_batchnorm`` (default) every batch norm layer
-normalises over the global batch (``torch.nn.SyncBatchNorm`` on CUDA,
+(every rank draws the same shuffling and views and keeps its slice; a streamed or
+memory-mapped image set decodes only the rank's slice, the rest of the batch zeros).
+Losses that take ``gather_distributed`` get it, so they contrast against every rank's
+embeddings (see :mod:`contrastkit.distributed`). With ``sync_batchnorm`` (default) every
+batch norm layer normalises over the global batch (``torch.nn.SyncBatchNorm`` on CUDA,
 :class:`contrastkit.distributed.SyncBatchNorm` elsewhere, which runs on CPU), so a W-process
 run computes what one process would on the whole batch. Rank 0 alone evaluates and writes
 the run directory.
@@ -247,16 +248,17 @@ class Trainer:
         model.train()
         start = time.perf_counter()
         rows = order[: steps * cfg.batch_size].view(steps, cfg.batch_size)
+        local = slice(
+            self.rank * cfg.batch_size // self.world, (self.rank + 1) * cfg.batch_size // self.world
+        )
+        keep = local if self.world > 1 else None  # a rank reads / decodes its share only
         bar = tqdm(
-            zip(rows, iter_batches(x, rows, cfg.workers, self.pin), strict=True),
+            zip(rows, iter_batches(x, rows, cfg.workers, self.pin, keep), strict=True),
             total=steps,
             desc=f"epoch {self.epoch + 1}/{cfg.epochs}",
             leave=False,
             disable=not self.progress,
             unit="batch",
-        )
-        local = slice(
-            self.rank * cfg.batch_size // self.world, (self.rank + 1) * cfg.batch_size // self.world
         )
         forward = self.ddp or model
         lr = self.scheduler.get_last_lr()[0]

@@ -163,3 +163,16 @@ def test_byol_recipe_is_table_6s_asymmetric_pair() -> None:
         view_augments("byol", 96, n_types=3)
     with pytest.raises(ValueError, match="aug_recipe must be one of simclr, byol"):
         view_augments("moco", 96)
+
+
+@pytest.mark.parametrize("recipe", ["simclr", "byol"])
+def test_every_view_is_per_sample_so_other_rows_do_not_matter(recipe: str) -> None:
+    """Rows outside a rank's slice may be zeros (sources.iter_batches ``keep``): the views
+    of the kept rows must not depend on them."""
+    x = torch.randint(0, 256, (6, 3, 64, 64), dtype=torch.uint8, generator=torch.Generator())
+    zeroed = x.clone()
+    zeroed[:3] = 0
+    for aug in view_augments(recipe, 64):
+        full = aug(x, torch.Generator().manual_seed(5))
+        part = aug(zeroed, torch.Generator().manual_seed(5))
+        assert torch.equal(full[3:], part[3:])

@@ -113,3 +113,35 @@ def test_trainer_pretrains_on_train_plus_unlabeled_and_evaluates_on_labelled(
     assert alone.steps_per_epoch == 2
     with pytest.raises(ValueError, match="no labels for the supervised framework"):
         trainer_class(cfg)(_stl_config(tmp_path, framework="supervised", loss="supcon"), None)
+
+
+def test_keep_reads_only_a_ranks_slice_and_zero_fills_the_rest() -> None:
+    a, b = _parts()
+    x = ConcatImages([a, b])
+    whole = torch.cat([a, b])
+    rows = torch.tensor([[11, 0, 4, 5], [7, 3, 2, 9]])
+    read: list[torch.Tensor] = []
+    gather = x.gather
+    x.gather = lambda idx: read.append(idx) or gather(idx)  # type: ignore[method-assign]
+    got = list(iter_batches(x, rows, keep=slice(2, 4)))
+    assert [r.tolist() for r in read] == [[4, 5], [2, 9]]  # only the kept positions
+    for r, batch in zip(rows, got, strict=True):
+        assert torch.equal(batch[2:], whole[r[2:]]) and not batch[:2].any()
+
+
+def test_rank_slice_of_a_batch_trains_on_its_own_images(tmp_path: Path) -> None:
+    """As rank 1 of 2 (no process group needed: the loop slices by rank), each batch the
+    augmentation sees holds this rank's half and zeros for the other half."""
+    imgs = _stl_fixture(tmp_path)
+    cfg = _stl_config(tmp_path)
+    trainer = trainer_class(cfg)(cfg, None, progress=False)
+    trainer.world, trainer.rank = 2, 1
+    seen: list[torch.Tensor] = []
+    aug = trainer.view_augments[0]
+    trainer.view_augments = [lambda batch, gen: seen.append(batch) or aug(batch, gen)]
+    assert np.isfinite(trainer.train_epoch()["loss"])
+    halves = torch.cat([s[4:] for s in seen[::2]])
+    assert not torch.cat([s[:4] for s in seen]).any()
+    every = np.concatenate([imgs["train"], imgs["unlabeled"]])
+    assert {im.numpy().tobytes() for im in halves} <= {im.tobytes() for im in every}
+    assert len(halves) == 16  # 4 batches × this rank's 4
