@@ -61,6 +61,10 @@ def test_streamed_and_cached_give_the_same_images_for_the_same_indices(
     sub = load_dataset("imagefolder", num_samples=7, stream=True, **kw)
     ref = load_dataset("imagefolder", num_samples=7, stream=False, **kw)
     assert torch.equal(sub.x_train[:], ref.x_train) and torch.equal(sub.y_train, ref.y_train)
+    lt = load_dataset("imagefolder", stream=True, imbalance="linear", **kw)  # stays lazy
+    lt_ref = load_dataset("imagefolder", stream=False, imbalance="linear", **kw)
+    assert isinstance(lt.x_train, LazyImages) and torch.equal(lt.x_train[:], lt_ref.x_train)
+    assert torch.bincount(lt.y_train).tolist() == [2, 4, 6]  # f_l = l / C of 6 per class
 
 
 def test_threshold_picks_streaming_and_compressed_archives_cannot_stream(
