@@ -32,6 +32,9 @@ FLAGS: dict[str, tuple[str, type, str]] = {
     "--num-samples": ("num_samples", int, "mnist1d: samples; images: train subset; davis: pairs"),
     "--data-root": ("data_root", str, "datasets read by path: the folder or archive to read"),
     "--cache-dir": ("cache_dir", str, "imagefolder decode cache (default ~/.cache/contrastkit)"),
+    "--image-size": ("image_size", int, "imagefolder: resize the short side, centre-crop SxS"),
+    "--workers": ("workers", int, "DataLoader workers decoding streamed image folders (2)"),
+    "--aug-recipe": ("aug_recipe", str, "image views: simclr, or byol (asymmetric pair)"),
     "--imbalance": ("imbalance", str, "class-imbalanced training set: linear or exponential"),
     "--imbalance-ratio": ("imbalance_ratio", float, "imbalance n_max/n_min (C or 100)"),
     "--backbone": ("backbone", str, "conv (small CNN), resnet18, resnet34, resnet50"),
@@ -84,6 +87,8 @@ BOOLEAN_FLAGS: dict[str, str] = {
     "--nesterov": "Nesterov momentum (sgd, lars)",
     "--tensorboard": "write TensorBoard event files into the run directory",
     "--online-probe": "train a linear probe on detached features alongside (per-epoch logs)",
+    "--stream": "imagefolder: decode per batch in DataLoader workers (default: above 4 GiB)",
+    "--unlabeled": "pre-train on train + unlabelled images (STL-10; default: when present)",
 }
 
 

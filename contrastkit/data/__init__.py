@@ -10,7 +10,7 @@ Importing this package registers every built-in dataset: ``digits``, ``mnist1d``
 from . import datasets, imagefolder, images, regression  # noqa: F401  (registration)
 from .augment import TYPES, TYPES_1D, TYPES_2D, Augment
 from .datasets import load_digits, load_mnist1d
-from .image_augment import TYPES_IMAGE, ImageAugment
+from .image_augment import AUG_RECIPES, TYPES_IMAGE, ImageAugment, view_augments
 from .registry import (
     Split,
     available_datasets,
@@ -35,6 +35,7 @@ def build_augment(
 
 
 __all__ = [
+    "AUG_RECIPES",
     "TYPES",
     "TYPES_1D",
     "TYPES_2D",
@@ -51,6 +52,7 @@ __all__ = [
     "load_digits",
     "load_mnist1d",
     "register_dataset",
+    "view_augments",
 ]
 
 # the graph modality's names (tu:NAME, davis); its loaders import PyG/RDKit only when called

@@ -28,6 +28,12 @@ Operations (defaults from SimCLR App. A unless noted):
 * ``solarize``: with probability ``solarize_p`` (0: off; BYOL uses 0.2 on its second
   view), ``x ↦ 1 - x`` where ``x ≥ 0.5``.
 
+Recipes (:func:`view_augments`, ``aug_recipe`` of a run): ``simclr``, one
+:class:`ImageAugment` for every view; ``byol``, the asymmetric pair of BYOL (Grill et al.
+2020, App. B, Table 6): both views crop, flip, jitter (0.4, 0.4, 0.2, 0.1) with p = 0.8,
+grayscale p = 0.2 and Gaussian blur; blur p = 1.0 on view 1 and 0.1 on view 2,
+solarisation p = 0 on view 1 and 0.2 on view 2.
+
 ``n_types = k`` keeps the first ``k`` of AMCL Table 5's order (crop, blur, grayscale,
 jitter, flip); the default applies the SimCLR recipe: crop, flip, jitter, grayscale, and
 blur from 64 px (MACL App. B.3 uses the first four on CIFAR-10). Colour operations are
@@ -44,6 +50,7 @@ import torch.nn.functional as tf
 from torch import Tensor
 
 TYPES_IMAGE = ("crop", "blur", "grayscale", "jitter", "flip", "solarize")
+AUG_RECIPES = ("simclr", "byol")
 AMCL_ORDER = TYPES_IMAGE[:5]
 LUMA = (0.299, 0.587, 0.114)
 
@@ -112,6 +119,12 @@ def adjust(x: Tensor, op: int, factor: Tensor) -> Tensor:
         hue = (hsv[:, :1] + f) % 1.0
         out = hsv_to_rgb(torch.cat([hue, hsv[:, 1:]], 1))
     return out.clamp(0.0, 1.0)
+
+
+def solarize(x: Tensor, apply: Tensor) -> Tensor:
+    """BYOL's solarisation ``x ↦ x·1[x < 0.5] + (1 - x)·1[x ≥ 0.5]`` on the samples where
+    ``apply [B]`` (bool), for ``x [B, C, H, W]`` in [0, 1]."""
+    return torch.where(apply.view(-1, 1, 1, 1) & (x >= 0.5), 1.0 - x, x)
 
 
 def gaussian_blur(x: Tensor, sigma: Tensor, kernel_size: int) -> Tensor:
@@ -223,8 +236,7 @@ class ImageAugment:
                 coin(self.p_blur).view(-1, 1, 1, 1), gaussian_blur(x, sigma, self.kernel_size), x
             )
         if "solarize" in t:
-            sol = coin(self.solarize_p).view(-1, 1, 1, 1) & (x >= 0.5)
-            x = torch.where(sol, 1.0 - x, x)
+            x = solarize(x, coin(self.solarize_p))
         return x
 
     def _jitter(self, x: Tensor, apply: Tensor, g: torch.Generator) -> Tensor:
@@ -243,3 +255,30 @@ class ImageAugment:
                 if idx.numel():
                     out[idx] = adjust(out[idx], op, factors[idx, op])
         return out
+
+
+def view_augments(
+    recipe: str, image_size: int, n_types: int | None = None, crop_scale: float | None = None
+) -> list[ImageAugment]:
+    """The view generators of ``recipe`` (:data:`AUG_RECIPES`), one per view position (the
+    training loop cycles through them): ``simclr`` → one :class:`ImageAugment`;
+    ``byol`` → BYOL Table 6's two views (see the module docstring)."""
+    if recipe == "simclr":
+        return [ImageAugment(image_size, n_types, crop_scale=crop_scale)]
+    if recipe != "byol":
+        raise ValueError(f"aug_recipe must be one of {', '.join(AUG_RECIPES)}, got {recipe!r}")
+    if n_types is not None:
+        raise ValueError(
+            "aug_types chooses among the simclr recipe's types; leave it unset for byol"
+        )
+    common = ("crop", "flip", "jitter", "grayscale", "blur")
+    byol = {
+        "crop_scale": crop_scale,
+        "jitter": (0.4, 0.4, 0.2, 0.1),
+        "p_jitter": 0.8,
+        "p_gray": 0.2,
+    }
+    return [
+        ImageAugment(image_size, types=common, p_blur=1.0, solarize_p=0.0, **byol),
+        ImageAugment(image_size, types=(*common, "solarize"), p_blur=0.1, solarize_p=0.2, **byol),
+    ]

@@ -15,8 +15,12 @@ read-only. Later loads memory-map the cache: no decoding, and pages load on dema
 cache key hashes the source path, its size and modification time, and the decoding
 options, so a changed source is decoded again.
 
-Streaming very large folders (ImageNet-100) through ``DataLoader`` workers is not
-implemented: everything is decoded into the cache.
+Large sets (ImageNet-100) are not decoded into the cache but streamed: each image is read
+and decoded with Pillow in ``DataLoader`` worker processes as its batch is drawn
+(:mod:`.imagestream`). ``stream=None`` (the default) streams when the decoded uint8 set
+would exceed :data:`~contrastkit.data.imagestream.STREAM_BYTES` (4 GiB); ``stream=True`` /
+``False`` force either path. Streaming reads a folder or an uncompressed ``.tar`` (a
+compressed archive cannot be read per image).
 """
 
 from __future__ import annotations
@@ -44,24 +48,38 @@ def default_cache_dir() -> Path:
     return Path(os.environ.get("CONTRASTKIT_CACHE", Path.home() / ".cache" / "contrastkit"))
 
 
-def _entries(root: Path) -> Iterator[tuple[str, bytes]]:
-    """``(relative path, file bytes)`` of every image file, from a folder or an archive;
-    hidden files and folders (names starting with ``.``, e.g. macOS ``._x.jpg``) are skipped."""
+def _wanted(rel: str) -> bool:
+    """An image file, not hidden (names starting with ``.``, e.g. macOS ``._x.jpg``)."""
+    parts = rel.split("/")
+    return Path(rel).suffix.lower() in EXTENSIONS and not any(p.startswith(".") for p in parts)
 
-    def wanted(rel: str) -> bool:
-        parts = rel.split("/")
-        return Path(rel).suffix.lower() in EXTENSIONS and not any(p.startswith(".") for p in parts)
 
+def _members(root: Path) -> Iterator[tuple[str, tarfile.TarInfo | Path]]:
+    """``(relative path, file or tar member)`` of every image, in the order both the cache
+    and the stream number them: sorted paths in a folder, archive order in a tar."""
     if root.is_dir():
         for p in sorted(root.rglob("*")):
             rel = p.relative_to(root).as_posix()
-            if p.is_file() and wanted(rel):
-                yield rel, p.read_bytes()
+            if p.is_file() and _wanted(rel):
+                yield rel, p
         return
     with tarfile.open(root, "r:*") as tar:
         for m in tar:
             rel = m.name[2:] if m.name.startswith("./") else m.name
-            if m.isfile() and wanted(rel):
+            if m.isfile() and _wanted(rel):
+                yield rel, m
+
+
+def _entries(root: Path) -> Iterator[tuple[str, bytes]]:
+    """``(relative path, file bytes)`` of every image file, from a folder or an archive."""
+    if root.is_dir():
+        for rel, path in _members(root):
+            yield rel, path.read_bytes()  # type: ignore[union-attr]
+        return
+    with tarfile.open(root, "r:*") as tar:  # one sequential pass, also through .tar.gz
+        for m in tar:
+            rel = m.name[2:] if m.name.startswith("./") else m.name
+            if m.isfile() and _wanted(rel):
                 fh = tar.extractfile(m)
                 if fh is not None:
                     yield rel, fh.read()
@@ -93,7 +111,9 @@ _EXPECTED = (
 )
 
 
-def _decode(data: bytes, name: str, size: int | None) -> np.ndarray:
+def decode(data: bytes, name: str, size: int | None) -> np.ndarray:
+    """uint8 ``[3, H, W]`` of one image file (RGB; with ``size``, the short side resized
+    to ``size`` bilinearly and the centre ``size × size`` cropped)."""
     from PIL import Image
 
     try:
@@ -110,19 +130,39 @@ def _decode(data: bytes, name: str, size: int | None) -> np.ndarray:
     return np.asarray(img, dtype=np.uint8).transpose(2, 0, 1)
 
 
+def labels_and_split(
+    paths: list[str], test_fraction: float, split_seed: int
+) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """Class labels ``[N]`` (classes sorted by name), the test mask ``[N]`` and the class
+    names of the image ``paths`` (train/test folders, or a seeded per-class split)."""
+    if not paths:
+        raise FileNotFoundError(f"imagefolder: no image files found; {_EXPECTED}")
+    drop, has_split = _layout(paths)
+    parts = [p.split("/")[drop:] for p in paths]
+    classes = sorted({q[-2] for q in parts})
+    index = {c: i for i, c in enumerate(classes)}
+    y = np.array([index[q[-2]] for q in parts], dtype=np.int64)
+    if has_split:
+        return y, np.array([q[0] in TEST_DIRS for q in parts]), classes
+    rng = np.random.default_rng(split_seed)
+    test = np.zeros(len(y), dtype=bool)
+    for c in range(len(classes)):
+        members = np.flatnonzero(y == c)
+        n_test = round(test_fraction * len(members))
+        test[rng.permutation(members)[:n_test]] = True
+    return y, test, classes
+
+
 def _decode_all(
     root: Path, image_size: int | None, test_fraction: float, split_seed: int
 ) -> tuple[dict[str, np.ndarray], list[str]]:
     items = list(_entries(root))
     if not items:
         raise FileNotFoundError(f"imagefolder: no image files under {root}; {_EXPECTED}")
-    drop, has_split = _layout([p for p, _ in items])
-    parts = [p.split("/")[drop:] for p, _ in items]
-    classes = sorted({q[-2] for q in parts})
-    index = {c: i for i, c in enumerate(classes)}
+    y, test, classes = labels_and_split([p for p, _ in items], test_fraction, split_seed)
     images, shape = [], None
     for path, data in items:
-        arr = _decode(data, path, image_size)
+        arr = decode(data, path, image_size)
         if shape is None:
             shape = arr.shape
         elif arr.shape != shape:
@@ -132,16 +172,6 @@ def _decode_all(
             )
         images.append(arr)
     x = np.stack(images)
-    y = np.array([index[q[-2]] for q in parts], dtype=np.int64)
-    if has_split:
-        test = np.array([q[0] in TEST_DIRS for q in parts])
-    else:
-        rng = np.random.default_rng(split_seed)
-        test = np.zeros(len(y), dtype=bool)
-        for c in range(len(classes)):
-            members = np.flatnonzero(y == c)
-            n_test = round(test_fraction * len(members))
-            test[rng.permutation(members)[:n_test]] = True
     arrays = {"x_train": x[~test], "y_train": y[~test], "x_test": x[test], "y_test": y[test]}
     return arrays, classes
 
@@ -153,8 +183,11 @@ def load_imagefolder(
     image_size: int | None = None,
     test_fraction: float = 0.2,
     split_seed: int = 0,
+    stream: bool | None = None,
 ) -> Split:
-    """An image-folder tree or archive at ``data_root``, decoded once into the cache."""
+    """An image-folder tree or archive at ``data_root``, decoded once into the cache, or
+    streamed (``stream``; ``None``: when a folder or uncompressed ``.tar`` without a
+    cache would decode to more than :data:`~contrastkit.data.imagestream.STREAM_BYTES`)."""
     if data_root is None:
         raise ValueError("imagefolder needs data_root (--data-root PATH to a folder or .tar[.gz])")
     root = Path(data_root).expanduser().resolve()
@@ -175,6 +208,12 @@ def load_imagefolder(
     if root == folder or root in folder.parents:
         raise ValueError(f"cache_dir {folder} lies inside the data {root}; choose another")
     meta_path = folder / "meta.json"
+    from .imagestream import STREAM_BYTES, estimated_bytes, load_streamed, streamable  # (cycle)
+
+    if stream is None and not meta_path.is_file() and streamable(root):
+        stream = estimated_bytes(root, image_size) > STREAM_BYTES
+    if stream:
+        return load_streamed(root, num_samples, image_size, test_fraction, split_seed)
     if not meta_path.is_file():
         arrays, classes = _decode_all(root, image_size, test_fraction, split_seed)
         folder.mkdir(parents=True, exist_ok=True)

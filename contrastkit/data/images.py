@@ -37,6 +37,7 @@ import torch
 from torch import Tensor
 
 from .registry import Split, register_dataset
+from .sources import LazyImages, take
 
 SUBSET_SEED = 0
 STL_SIDE = 96
@@ -60,20 +61,23 @@ def channel_stats(x: Tensor, chunk: int = 4096) -> tuple[tuple[float, ...], tupl
 
 def image_split(
     name: str,
-    x_train: np.ndarray | Tensor,
+    x_train: np.ndarray | Tensor | LazyImages,
     y_train: np.ndarray | Tensor,
-    x_test: np.ndarray | Tensor,
+    x_test: np.ndarray | Tensor | LazyImages,
     y_test: np.ndarray | Tensor,
     num_classes: int,
     num_samples: int | None = None,
     x_unlabeled: Tensor | None = None,
+    stats_samples: int | None = None,
 ) -> Split:
-    """Validate uint8 ``[N, C, H, W]`` images and labels in ``[0, num_classes)``, keep a
-    seeded subset of ``num_samples`` training images, and build the :class:`Split`."""
-    xs = [torch.as_tensor(a) for a in (x_train, x_test)]
+    """Validate uint8 ``[N, C, H, W]`` images (tensors, arrays or :class:`LazyImages`) and
+    labels in ``[0, num_classes)``, keep a seeded subset of ``num_samples`` training images,
+    and build the :class:`Split`. ``mean``/``std`` are over all training images, or over a
+    seeded sample of ``stats_samples`` of them."""
+    xs = [a if isinstance(a, LazyImages) else torch.as_tensor(a) for a in (x_train, x_test)]
     ys = [torch.as_tensor(np.asarray(a), dtype=torch.int64) for a in (y_train, y_test)]
     for part, x, y in zip(("train", "test"), xs, ys, strict=True):
-        if x.dtype != torch.uint8 or x.dim() != 4:
+        if x.dtype != torch.uint8 or len(x.shape) != 4:
             raise ValueError(
                 f"{name}: {part} images must be uint8 [N, C, H, W], got {x.dtype} {tuple(x.shape)}"
             )
@@ -98,8 +102,12 @@ def image_split(
             raise ValueError(f"num_samples must be in [1, {n}] for {name}, got {num_samples}")
         keep = torch.randperm(n, generator=torch.Generator().manual_seed(SUBSET_SEED))
         keep = keep[:num_samples].sort().values
-        xs[0], ys[0] = xs[0][keep], ys[0][keep]
-    mean, std = channel_stats(xs[0])
+        xs[0], ys[0] = take(xs[0], keep), ys[0][keep]
+    stats_x = xs[0]
+    if stats_samples is not None and stats_samples < len(stats_x):
+        gen = torch.Generator().manual_seed(SUBSET_SEED)
+        stats_x = stats_x[torch.randperm(len(stats_x), generator=gen)[:stats_samples].sort().values]
+    mean, std = channel_stats(stats_x[:] if isinstance(stats_x, LazyImages) else stats_x)
     return Split(name, "image", xs[0], ys[0], xs[1], ys[1], mean, std, x_unlabeled)
 
 

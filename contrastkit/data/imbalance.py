@@ -24,6 +24,7 @@ import dataclasses
 import torch
 
 from .registry import Split
+from .sources import take
 
 RULES = ("linear", "exponential")
 DEFAULT_RATIO = {"exponential": 100.0}
@@ -57,5 +58,5 @@ def imbalance_split(split: Split, rule: str, ratio: float | None = None, seed: i
         keep.append(members[: max(1, round(f * members.numel()))] if members.numel() else members)
     idx = torch.cat(keep).sort().values
     return dataclasses.replace(
-        split, name=f"{split.name}-{rule}", x_train=split.x_train[idx], y_train=y[idx]
+        split, name=f"{split.name}-{rule}", x_train=take(split.x_train, idx), y_train=y[idx]
     )

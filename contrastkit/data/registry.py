@@ -35,7 +35,9 @@ class Split:
     that stay uint8 until the augmentation or the encoder's input layer converts them,
     ``"tabular"``). Image datasets also carry the training split's per-channel ``mean`` and
     ``std`` (of pixel values scaled to [0, 1]) and may carry ``x_unlabeled`` (STL-10's
-    100,000 unlabelled images, an extra pre-training set).
+    100,000 unlabelled images, memory-mapped, an extra pre-training set). Image sets too
+    large to hold (streamed image folders) are :class:`~contrastkit.data.sources.LazyImages`
+    instead of tensors: same ``len``, ``shape``, ``x[idx]`` and ``x[a:b]``.
     """
 
     name: str
@@ -165,7 +167,8 @@ def load_dataset(
 
 def dataset_from_config(config: object) -> Split:
     """The dataset a run configuration names: reads ``dataset``, ``num_samples``,
-    ``data_root``, ``cache_dir``, ``imbalance`` and ``imbalance_ratio`` attributes."""
+    ``data_root``, ``cache_dir``, ``image_size``, ``stream``, ``imbalance`` and
+    ``imbalance_ratio`` attributes (options left unset are not passed)."""
     cfg = config
     return load_dataset(
         cfg.dataset,  # type: ignore[attr-defined]
@@ -174,4 +177,6 @@ def dataset_from_config(config: object) -> Split:
         imbalance=cfg.imbalance,  # type: ignore[attr-defined]
         imbalance_ratio=cfg.imbalance_ratio,  # type: ignore[attr-defined]
         cache_dir=cfg.cache_dir,  # type: ignore[attr-defined]
+        image_size=cfg.image_size,  # type: ignore[attr-defined]
+        stream=cfg.stream,  # type: ignore[attr-defined]
     )

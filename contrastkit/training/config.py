@@ -21,7 +21,7 @@ from typing import Any
 
 import yaml
 
-from ..data import dataset_info
+from ..data import AUG_RECIPES, dataset_info
 from ..engine import LR_SCALINGS, OPTIMIZERS, PRECISIONS, SCHEDULES, scale_lr
 from ..models import BACKBONES
 
@@ -37,6 +37,15 @@ class TrainConfig:
     num_samples: int | None = None  # mnist1d: samples generated; image sets: train subset
     data_root: str | None = None  # datasets read by path (images, tu:NAME, davis)
     cache_dir: str | None = None  # imagefolder decode cache (default ~/.cache/contrastkit)
+    image_size: int | None = None  # imagefolder: short side resized to S, centre S×S crop
+    # imagefolder: decode per batch in DataLoader workers instead of into the cache;
+    # None: when the decoded set would exceed 4 GiB (contrastkit.data.imagestream)
+    stream: bool | None = None
+    workers: int = 2  # DataLoader worker processes of streamed image sets (0: in-process)
+    # pre-train on train + the dataset's unlabelled images (STL-10's 100,000); None: yes
+    # when the dataset has them (Wang & Isola 2020's STL-10 'train+unlabeled', which CACR
+    # App. B.1 follows); kNN / linear evaluation always use the labelled train / test
+    unlabeled: bool | None = None
     imbalance: str | None = None  # linear | exponential (CACR §5.2), training split only
     imbalance_ratio: float | None = None  # n_max / n_min; None: C (linear), 100 (exp.)
     backbone: str = "conv"  # conv (the small CNN), resnet18, resnet34, resnet50
@@ -55,6 +64,9 @@ class TrainConfig:
     proj_dim: int = 128
     hidden_dim: int | None = None
     aug_types: int | None = None  # None: all five types of the data kind
+    # image views: simclr (one recipe for every view) or byol (BYOL's asymmetric pair:
+    # blur p 1.0 / 0.1, solarisation p 0 / 0.2; Grill et al. 2020, Table 6)
+    aug_recipe: str = "simclr"
     num_views: int | None = None  # multiview framework: V (K = V - 1 positives)
     queue_size: int = 4096
     momentum: float = 0.99
@@ -107,6 +119,15 @@ class TrainConfig:
             isinstance(self.crop_scale, int | float) and 0 < self.crop_scale <= 1
         ):
             raise ValueError(f"crop_scale must be in (0, 1] or null, got {self.crop_scale!r}")
+        if self.aug_recipe not in AUG_RECIPES:
+            raise ValueError(
+                f"aug_recipe must be one of {', '.join(AUG_RECIPES)}, got {self.aug_recipe!r}"
+            )
+        if not isinstance(self.workers, int) or isinstance(self.workers, bool) or self.workers < 0:
+            raise ValueError(f"workers must be an integer >= 0, got {self.workers!r}")
+        for name in ("stream", "unlabeled"):
+            if getattr(self, name) not in (None, True, False):
+                raise ValueError(f"{name} must be true, false or null, got {getattr(self, name)!r}")
         if self.imbalance is not None and self.imbalance not in ("linear", "exponential"):
             raise ValueError(
                 f"imbalance must be linear, exponential or null, got {self.imbalance!r}"
@@ -171,6 +192,7 @@ class TrainConfig:
             "num_views",
             "threads",
             "save_every",
+            "image_size",
         ):
             value = getattr(self, name)
             if value is not None and (

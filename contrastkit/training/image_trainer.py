@@ -28,6 +28,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from ..data import view_augments
 from ..evaluation import label_fraction_probe, linear_eval
 from ..evaluation.analyses import (
     embed_2d,
@@ -55,6 +56,13 @@ class ImageTrainer(Trainer):
     entropy_t_neg: float = 2.0  # CACR's t⁻ on CIFAR-10 (App. B)
     # t-SNE: umap-learn's numba compilation alone took ~1 min on this CPU; "auto" = UMAP
     map_method: str = "tsne"
+
+    def build_view_augments(self) -> list[Any]:
+        """The ``aug_recipe``'s view generators (:func:`~contrastkit.data.view_augments`);
+        the analyses keep :attr:`augment`, the SimCLR recipe."""
+        cfg = self.config
+        side = min(self.data.input_shape[1:])
+        return list(view_augments(cfg.aug_recipe, side, cfg.aug_types, cfg.crop_scale))
 
     def _subset(self, x: Tensor, tag: int) -> Tensor:
         n = min(self.analysis_samples, x.shape[0])

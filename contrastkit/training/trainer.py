@@ -1,12 +1,16 @@
 """The training loop every modality shares: data, augmentations, framework, optimiser,
 per-epoch evaluation, files; hardware and numerics through :class:`contrastkit.engine.Engine`.
 
-The loop asks of a dataset only ``len(x)``, ``x[idx]`` (``idx`` a LongTensor), ``x[a:b]``,
-``engine.to_device(x)``, ``augment(batch, generator)`` and ``encoder(view)``, so tensors
-(images, signals, tabular rows) and container classes (graphs) train alike. Data that
-fit on the device are moved there once; otherwise CPU tensors are pinned and each batch
-is copied with ``non_blocking=True``. Features for kNN are computed on the device in
-chunks; what goes to scikit-learn is moved to the CPU explicitly.
+The loop asks of a dataset only ``len(x)``, the batches of index rows
+(:func:`~contrastkit.data.sources.iter_batches`: ``x[idx]``, ``x[a:b]``, or decoded in
+``DataLoader`` workers for streamed images), ``engine.to_device(batch)``,
+``augment(batch, generator)`` and ``encoder(view)``, so tensors, graph containers and
+streamed or memory-mapped image sets train alike. Data that fit on the device are moved
+there once; else CPU tensors are pinned and each batch is copied with ``non_blocking=True``.
+kNN features are computed on the device in chunks; what goes to scikit-learn is moved to
+the CPU explicitly. The pre-training set may add STL-10's unlabelled images
+(:func:`~contrastkit.data.sources.pretraining_set`); view ``v`` comes from
+``view_augments[v mod len]``.
 
 A run directory holds:
 
@@ -29,10 +33,11 @@ Shuffling and augmentation draw from a generator seeded by ``(seed, epoch)``, so
 Under ``torchrun --nproc-per-node W`` the trainer joins the process group (NCCL on CUDA,
 one GPU per process picked by ``LOCAL_RANK``; gloo on CPU), wraps the framework in DDP and
 gives every rank ``batch_size / W`` samples of the same global batch
-(every rank draws the same shuffling and views and keeps its slice). Losses that take
-``gather_distributed`` get it, so they contrast against every rank's embeddings (see
-:mod:`contrastkit.distributed`). With ``sync_batchnorm`` (default) every batch norm layer
-normalises over the global batch (``torch.nn.SyncBatchNorm`` on CUDA,
+(every rank draws the same shuffling and views and keeps its slice; a streamed or
+memory-mapped image set decodes only the rank's slice, the rest of the batch zeros).
+Losses that take ``gather_distributed`` get it, so they contrast against every rank's
+embeddings (see :mod:`contrastkit.distributed`). With ``sync_batchnorm`` (default) every
+batch norm layer normalises over the global batch (``torch.nn.SyncBatchNorm`` on CUDA,
 :class:`contrastkit.distributed.SyncBatchNorm` elsewhere, which runs on CPU), so a W-process
 run computes what one process would on the whole batch. Rank 0 alone evaluates and writes
 the run directory.
@@ -54,10 +59,11 @@ from tqdm import tqdm
 
 from .. import distributed, losses, rundir
 from ..data import Split, build_augment, dataset_from_config
+from ..data.sources import iter_batches, pretraining_set
 from ..engine import Engine, build_optimizer, build_schedule, eval_mode
 from ..engine.device import device_info
 from ..evaluation import alignment_uniformity, knn_accuracy, linear_probe
-from ..frameworks import build_framework
+from ..frameworks import build_framework, framework_class
 from ..models import build_encoder
 from . import checkpoint
 from .config import TrainConfig
@@ -109,8 +115,13 @@ class Trainer:
             else (1, 0)
         )
         self.progress = progress and self.rank == 0
+        self.pin = device.type == "cuda"  # streamed batches page-locked for async copies
         self.data = self.load_data()
-        n_train = len(self.data.x_train)
+        labelled_only = ["online_probe"] if config.online_probe else []
+        if framework_class(config.framework).needs_labels:
+            labelled_only.append(f"the {config.framework} framework")
+        self.train_x, self.train_y = pretraining_set(self.data, config.unlabeled, labelled_only)
+        n_train = len(self.train_x)
         if config.batch_size > n_train:
             raise ValueError(
                 f"batch_size {config.batch_size} exceeds the {n_train} training samples "
@@ -137,7 +148,10 @@ class Trainer:
             joint_views=config.joint_views,
         )
         self.model = self.engine.prepare(self.model)
-        self.data = self.place_data(self.data)
+        placed = self.place_data(self.data)
+        if self.train_x is self.data.x_train:  # else: gathered from memory maps per batch
+            self.train_x, self.train_y = placed.x_train, placed.y_train
+        self.data = placed
         self.ddp = None
         if self.world > 1:
             if config.sync_batchnorm:
@@ -155,6 +169,7 @@ class Trainer:
         self.engine.autocast_modules(*network)
         self.engine.compile_modules(*network)
         self.augment = self.build_augment()
+        self.view_augments = self.build_view_augments()
         self.steps_per_epoch = n_train // config.batch_size
         self.optimizer = build_optimizer(
             config.optimizer,
@@ -193,6 +208,16 @@ class Trainer:
     def build_augment(self) -> Any:
         return build_augment(self.data, self.config.aug_types, self.config.crop_scale)
 
+    def build_view_augments(self) -> list[Any]:
+        """The loop's view generators, one per view position (cycled over the views):
+        :attr:`augment` for every view unless a modality offers ``aug_recipe``s."""
+        if self.config.aug_recipe != "simclr":
+            raise ValueError(
+                f"aug_recipe {self.config.aug_recipe!r} applies to image datasets, not to "
+                f"{self.config.dataset!r}"
+            )
+        return [self.augment]
+
     def place_data(self, split: Split) -> Split:
         """``split`` with its tensors placed by :meth:`Engine.place` (on the device if they
         fit, else pinned CPU memory)."""
@@ -215,29 +240,33 @@ class Trainer:
         """One pass over the shuffled training set (last partial batch dropped)."""
         cfg, model, engine = self.config, self.model, self.engine
         gen = epoch_generator(cfg.seed, self.epoch)
-        x, y = self.data.x_train, self.data.y_train
+        x, y, augs = self.train_x, self.train_y, self.view_augments
         order = torch.randperm(len(x), generator=gen)
         steps = self.steps_per_epoch
         logs: dict[str, list[float]] = defaultdict(list)
         total = torch.zeros((), device=engine.device)
         model.train()
         start = time.perf_counter()
+        rows = order[: steps * cfg.batch_size].view(steps, cfg.batch_size)
+        local = slice(
+            self.rank * cfg.batch_size // self.world, (self.rank + 1) * cfg.batch_size // self.world
+        )
+        keep = local if self.world > 1 else None  # a rank reads / decodes its share only
         bar = tqdm(
-            order[: steps * cfg.batch_size].view(steps, cfg.batch_size),
+            zip(rows, iter_batches(x, rows, cfg.workers, self.pin, keep), strict=True),
+            total=steps,
             desc=f"epoch {self.epoch + 1}/{cfg.epochs}",
             leave=False,
             disable=not self.progress,
             unit="batch",
         )
-        local = slice(
-            self.rank * cfg.batch_size // self.world, (self.rank + 1) * cfg.batch_size // self.world
-        )
         forward = self.ddp or model
         lr = self.scheduler.get_last_lr()[0]
-        for i, idx in enumerate(bar):
-            batch = engine.to_device(x[idx])
+        for i, (idx, xb) in enumerate(bar):
+            batch = engine.to_device(xb)
             views = [
-                engine.format_input(self.augment(batch, gen)[local]) for _ in range(model.num_views)
+                engine.format_input(augs[v % len(augs)](batch, gen)[local])
+                for v in range(model.num_views)
             ]
             labels = engine.to_device(y[idx][local]) if model.needs_labels or self.probe else None
             last = i == steps - 1  # an epoch's last batch always ends with a step
@@ -282,10 +311,11 @@ class Trainer:
         """Frozen encoder features ``[len(x), feature_dim]`` (float32, on the device) of
         ``x``, in chunks ``x[a:b]`` of ``batch_size`` (eval mode, no gradient)."""
         engine = self.engine
+        rows = [slice(a, a + batch_size) for a in range(0, len(x), batch_size)]
         with eval_mode(self.model.encoder) as encoder, engine.autocast():
             parts = [
-                encoder(engine.format_input(engine.to_device(x[a : a + batch_size])))
-                for a in range(0, len(x), batch_size)
+                encoder(engine.format_input(engine.to_device(b)))
+                for b in iter_batches(x, rows, self.config.workers, self.pin)
             ]
         return torch.cat(parts).float()
 

@@ -7,7 +7,7 @@ import colorsys
 import numpy as np
 import pytest
 import torch
-from PIL import Image
+from PIL import Image, ImageOps
 
 from contrastkit.data import Split, build_augment
 from contrastkit.data.image_augment import (
@@ -16,6 +16,8 @@ from contrastkit.data.image_augment import (
     gaussian_blur,
     gray,
     resized_crop,
+    solarize,
+    view_augments,
 )
 
 
@@ -126,3 +128,51 @@ def test_build_augment_picks_by_kind() -> None:
     assert isinstance(aug, ImageAugment) and aug.crop_scale == 0.5
     out = aug(img.x_train, torch.Generator().manual_seed(0))  # one channel: colour ops skipped
     assert out.shape == (4, 1, 28, 28)
+
+
+def test_solarize_matches_pillow_imageops() -> None:
+    x = torch.randint(0, 256, (3, 3, 7, 7), dtype=torch.uint8, generator=torch.Generator())
+    x[0, 0, 0, :4] = torch.tensor([127, 128, 0, 255], dtype=torch.uint8)  # the threshold
+    out = solarize(x.double() / 255, torch.tensor([True, False, True]))
+    for i, applied in enumerate((True, False, True)):
+        img = Image.fromarray(x[i].permute(1, 2, 0).numpy())
+        ref = np.asarray(ImageOps.solarize(img, threshold=128) if applied else img)
+        assert np.allclose(out[i].permute(1, 2, 0).numpy() * 255, ref, atol=1e-9)
+
+
+def test_byol_recipe_is_table_6s_asymmetric_pair() -> None:
+    one, two = view_augments("byol", 96)
+    for view in (one, two):
+        assert view.jitter == (0.4, 0.4, 0.2, 0.1) and view.p_jitter == 0.8
+        assert view.p_gray == 0.2 and view.crop_scale == 0.08 and "flip" in view.types
+    assert (one.p_blur, two.p_blur) == (1.0, 0.1)
+    assert "solarize" not in one.types and ("solarize" in two.types and two.solarize_p == 0.2)
+    assert one.kernel_size == 9  # 10 % of 96 px, odd (BYOL: 23 px at 224)
+    # the probabilities act: blur on every view-1 sample (σ ~ U(0.1, 2) px; below ≈ 0.3 px
+    # the kernel is a delta, so ≈ 10 % look unchanged), on about 1 in 10 of view 2's,
+    # solarisation on about 1 in 5 of view 2's
+    x = torch.randint(0, 256, (200, 3, 16, 16), dtype=torch.uint8, generator=torch.Generator())
+    for op, p, low, high in (("blur", one.p_blur, 160, 200), ("blur", two.p_blur, 1, 40),
+                             ("solarize", two.solarize_p, 20, 60)):  # fmt: skip
+        aug = ImageAugment(16, types=[op], p_blur=p, solarize_p=p)
+        changed = (aug(x, torch.Generator().manual_seed(0)) - x / 255).abs().flatten(1).amax(1)
+        assert low <= int((changed > 1e-6).sum()) <= high, (op, p)
+    [simclr] = view_augments("simclr", 32)
+    assert simclr.types == ImageAugment(32).types
+    with pytest.raises(ValueError, match="leave it unset for byol"):
+        view_augments("byol", 96, n_types=3)
+    with pytest.raises(ValueError, match="aug_recipe must be one of simclr, byol"):
+        view_augments("moco", 96)
+
+
+@pytest.mark.parametrize("recipe", ["simclr", "byol"])
+def test_every_view_is_per_sample_so_other_rows_do_not_matter(recipe: str) -> None:
+    """Rows outside a rank's slice may be zeros (sources.iter_batches ``keep``): the views
+    of the kept rows must not depend on them."""
+    x = torch.randint(0, 256, (6, 3, 64, 64), dtype=torch.uint8, generator=torch.Generator())
+    zeroed = x.clone()
+    zeroed[:3] = 0
+    for aug in view_augments(recipe, 64):
+        full = aug(x, torch.Generator().manual_seed(5))
+        part = aug(zeroed, torch.Generator().manual_seed(5))
+        assert torch.equal(full[3:], part[3:])
