@@ -6,8 +6,8 @@ paired comparisons fixed in docs/results_sentences.md before the runs finished.
 Writes ``docs/results/sst5/sst5.json`` (every run's numbers and the comparisons) and
 ``docs/results/sst5/sst5.md`` (the tables). Rule: for a LASCon variant L and a baseline
 B, ``d_s = MAE_L(s) - MAE_B(s)`` per seed s; 95 % paired t-interval
-``mean(d) ± t_{0.975, n-1} sd(d) / sqrt(n)``; L better if the interval lies below 0, worse
-if above 0, else no difference shown.
+``mean(d) ± t_{0.975, n-1} sd(d) / sqrt(n)``; "LASCon better" if it lies below 0, "reversed"
+if above 0, else "within noise".
 """
 
 from __future__ import annotations
@@ -59,9 +59,9 @@ def paired(a: dict[int, dict], b: dict[int, dict], metric: str = "mae") -> dict 
     mean, sd = statistics.mean(d), statistics.stdev(d)
     half = stats.t.ppf(0.975, len(d) - 1) * sd / math.sqrt(len(d))
     lo, hi = mean - half, mean + half
-    verdict = "better" if hi < 0 else "worse" if lo > 0 else "no difference shown"
+    verdict = "LASCon better" if hi < 0 else "reversed" if lo > 0 else "within noise"
     if metric != "mae":  # higher is better
-        verdict = "better" if lo > 0 else "worse" if hi < 0 else "no difference shown"
+        verdict = "LASCon better" if lo > 0 else "reversed" if hi < 0 else "within noise"
     return {"seeds": seeds, "diffs": d, "mean": mean, "ci95": [lo, hi], "verdict": verdict}
 
 
