@@ -12,6 +12,11 @@ How a loss is applied to them (:func:`two_view_loss`):
 * any other loss is called as ``loss(h1, h2)``: "pair", "query_key" (cross-view InfoNCE
   with in-batch negatives) and "features" losses (built with ``in_dim``).
 
+The same loop serves supervised text tasks (:mod:`contrastkit.text.sst5`, LASCon's text
+task): a batch augmentation makes the two views (EDA, :mod:`contrastkit.text.eda`), a
+"labeled" loss gets each batch's labels, and ``layout="simclr"`` gives unlabelled losses
+SimCLR's 2N-view form.
+
 Training follows SimCSE's unsupervised recipe unless told otherwise: AdamW, linear decay
 of the learning rate to 0 without warm-up, gradient norm clipped at 1.0 (the defaults of
 the Hugging Face Trainer SimCSE uses), STS-B dev evaluated every ``eval_every`` steps and
