@@ -1,25 +1,33 @@
-"""``contrastkit simcse``: unsupervised SimCSE fine-tuning with any two-view loss."""
+"""``contrastkit simcse``: SimCSE fine-tuning with any two-view loss; ``--task sst5``: LASCon's
+text task (supervised contrastive fine-tuning on SST-5 with EDA views, then a prediction
+head; :mod:`contrastkit.text.sst5`), in the same training loop."""
 
 from __future__ import annotations
 
 import argparse
 import json
 
+import torch
 import yaml
 
 from .. import losses
 from ..rundir import prepare_run_dir
 from ..text.data import STS_FORMATS, read_sentences, read_sts
 from ..text.diagnostics import plot_diagnostics
+from ..text.eda import DEFAULT_ALPHA, OPERATIONS
 from ..text.encoder import POOLINGS, SentenceEncoder, default_model_path
 from ..text.presets import BUILTIN, PRESETS, resolve_options
 from ..text.simcse import SimCSEConfig, build_loss, loss_hyperparameters, train_simcse
+from ..text.sst5 import SST5Config, load_sst5, run_sst5
 
 NAME = "simcse"
 HELP = (
     "Unsupervised SimCSE: two dropout passes of each sentence are the two views of any "
-    "two-view contrastkit loss; STS dev evaluation and best-checkpoint saving."
+    "two-view contrastkit loss; STS dev evaluation and best-checkpoint saving. "
+    "--task sst5: supervised contrastive fine-tuning on SST-5 (SimCLR, SupCon, LASCon) "
+    "with EDA views, scored by a prediction head."
 )
+TASKS = ("simcse", "sst5")
 
 
 def parse_loss_args(items: list[str]) -> dict[str, object]:
@@ -47,7 +55,29 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="NAME=VALUE",
         help="loss hyper-parameter (repeatable); overrides the sentence defaults",
     )
-    parser.add_argument("--train-file", required=True, help="one sentence per line")
+    parser.add_argument(
+        "--task",
+        choices=TASKS,
+        default="simcse",
+        help="simcse (dropout views of --train-file) or sst5 (LASCon's text task on --data)",
+    )
+    parser.add_argument("--train-file", help="one sentence per line (--task simcse)")
+    parser.add_argument("--data", help="--task sst5: SentEval's SST/fine folder")
+    parser.add_argument("--augment", choices=OPERATIONS, default="swap", help="sst5: EDA view")
+    parser.add_argument(
+        "--aug-alpha", type=float, default=DEFAULT_ALPHA, help="sst5: EDA alpha / p (0.1)"
+    )
+    parser.add_argument("--train-size", type=int, help="sst5: training sentences (default all)")
+    parser.add_argument(
+        "--head-train-size", type=int, default=2000, help="sst5: sentences the heads train on"
+    )
+    parser.add_argument(
+        "--binarize-threshold", type=float, help="sst5: the loss sees 1[label >= T] (SupCon: 3)"
+    )
+    parser.add_argument(
+        "--zero-shot", action="store_true", help="sst5: no fine-tuning, only the heads"
+    )
+    parser.add_argument("--threads", type=int, help="torch CPU threads (default: torch's)")
     parser.add_argument("--sts-dev", help="STS dev pairs for evaluation and model selection")
     parser.add_argument("--sts-format", choices=STS_FORMATS, default="stsb")
     parser.add_argument("--out", required=True, help="run folder: best/ model, history.json")
@@ -88,21 +118,18 @@ def run(args: argparse.Namespace) -> int:
             raise ValueError(f"{name} must be a positive integer, got {getattr(args, flag)}")
     if args.max_steps is not None and args.max_steps < 1:
         raise ValueError(f"--max-steps must be a positive integer, got {args.max_steps}")
+    if args.threads is not None:
+        if args.threads < 1:
+            raise ValueError(f"--threads must be a positive integer, got {args.threads}")
+        torch.set_num_threads(args.threads)
+    if args.task == "sst5":
+        return run_sst5_task(args, preset_loss_args)
+    if args.train_file is None:
+        raise ValueError("--train-file is required (one sentence per line) for --task simcse")
     loss_args = {**preset_loss_args, **parse_loss_args(args.loss_arg)}
     losses.check_args(args.loss, loss_args, provided=("in_dim",))  # before loading anything
     out = prepare_run_dir(args.out, overwrite=args.overwrite)
-    cfg = SimCSEConfig(
-        batch_size=args.batch_size,
-        lr=args.lr,
-        max_length=args.max_length,
-        epochs=args.epochs,
-        max_steps=args.max_steps,
-        eval_every=args.eval_every,
-        seed=args.seed,
-        device=args.device,
-        precision=args.precision,
-        grad_accum=args.grad_accum,
-    )
+    cfg = config_from_args(args)
     sentences = read_sentences(args.train_file)
     dev = read_sts(args.sts_dev, args.sts_format) if args.sts_dev else None
     encoder = SentenceEncoder.from_pretrained(
@@ -128,4 +155,60 @@ def run(args: argparse.Namespace) -> int:
         )
     plot_diagnostics(out / "history.json", out / "diagnostics.png")
     print(f"saved {out}/best, {out}/history.json and {out}/diagnostics.png")
+    return 0
+
+
+def config_from_args(args: argparse.Namespace) -> SimCSEConfig:
+    return SimCSEConfig(
+        batch_size=args.batch_size,
+        lr=args.lr,
+        max_length=args.max_length,
+        epochs=args.epochs,
+        max_steps=args.max_steps,
+        eval_every=args.eval_every,
+        seed=args.seed,
+        device=args.device,
+        precision=args.precision,
+        grad_accum=args.grad_accum,
+    )
+
+
+def run_sst5_task(args: argparse.Namespace, preset_loss_args: dict[str, object]) -> int:
+    """``--task sst5``: fine-tune on SST-5 (or not, with ``--zero-shot``), then the heads."""
+    if args.data is None:
+        raise ValueError("--task sst5 needs --data (SentEval's SST/fine folder)")
+    if args.train_file is not None or args.sts_dev is not None:
+        raise ValueError("--train-file and --sts-dev apply to --task simcse, not sst5")
+    load_sst5(args.data)  # a wrong folder fails here, naming the files, before any loading
+    task = SST5Config(
+        data=args.data,
+        train_size=args.train_size,
+        head_train_size=args.head_train_size,
+        augment=args.augment,
+        alpha=args.aug_alpha,
+        binarize_threshold=args.binarize_threshold,
+        zero_shot=args.zero_shot,
+    )
+    loss_args = {**preset_loss_args, **parse_loss_args(args.loss_arg)}
+    if not args.zero_shot:
+        losses.check_args(args.loss, loss_args, provided=("in_dim",))
+    cfg = config_from_args(args)
+    out = prepare_run_dir(args.out, overwrite=args.overwrite)
+    encoder = SentenceEncoder.from_pretrained(
+        args.model or default_model_path(),
+        pooling=args.pooling,
+        mlp_head=args.mlp_head,
+        dropout=args.dropout,
+    )
+    loss = None
+    if not args.zero_shot:
+        loss = build_loss(args.loss, loss_args, dim=encoder.dim, labeled=True)
+        print(f"loss {args.loss}: {json.dumps(loss_hyperparameters(loss))}; EDA {args.augment}")
+    result = run_sst5(encoder, loss, args.loss, cfg, task, out, progress=not args.no_progress)
+    m = result["test"]
+    print(
+        f"SST-5 test ({result['test_sentences']} sentences): accuracy {100 * m['accuracy']:.2f}, "
+        f"MAE {m['mae']:.4f}, Pearson {m['pearson']:.4f}; {result['steps']} steps, "
+        f"{result['seconds']:.0f} s; wrote {out}/sst5.json"
+    )
     return 0

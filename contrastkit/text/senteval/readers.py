@@ -14,6 +14,8 @@ The formats' quirks are handled here:
   ``pair_ID s_A s_B relatedness entailment``; the test file ends lines with CRLF.
 * TREC ``train_5500.label`` is Latin-1 (one byte is not UTF-8); ``LABEL:fine question``.
 * MRPC ``msr_paraphrase_{train,test}.txt`` starts with a UTF-8 byte-order mark.
+* SST-5 ``SST/fine/sentiment-*`` puts the label first (``LABEL sentence``), SST-2 last
+  (``sentence TAB label``).
 
 Whitespace inside sentences is normalised to single spaces: SentEval splits every
 sentence on whitespace and its example batchers join the tokens with one space.
@@ -182,6 +184,27 @@ def read_sst2(folder: Path) -> dict[str, Labelled]:
             text, sep, label = line.rpartition("\t")
             if not sep:
                 raise ValueError(f"{path} line {number}: expected 'sentence TAB label'")
+            x.append(clean(text))
+            y.append(int(label))
+        out[split] = Labelled(x, y)
+    return out
+
+
+def read_sst_fine(folder: Path) -> dict[str, Labelled]:
+    """SST-5 (SentEval ``SST/fine``) ``sentiment-{train,dev,test}``: ``LABEL sentence``
+    lines, the fine-grained label 0–4 (very negative … very positive) before the first space.
+    """
+    files = {split: folder / f"sentiment-{split}" for split in ("train", "dev", "test")}
+    require("SST5", list(files.values()))
+    out = {}
+    for split, path in files.items():
+        x, y = [], []
+        for number, line in enumerate(read_lines(path), start=1):
+            if not line.strip():
+                continue
+            label, _, text = line.strip().partition(" ")
+            if label not in ("0", "1", "2", "3", "4") or not text.strip():
+                raise ValueError(f"{path} line {number}: expected 'LABEL sentence', LABEL in 0-4")
             x.append(clean(text))
             y.append(int(label))
         out[split] = Labelled(x, y)
