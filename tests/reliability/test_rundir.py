@@ -23,7 +23,8 @@ from contrastkit.rundir import (
 )
 from contrastkit.training import CHECKPOINT, FINAL, METRICS, TrainConfig, Trainer
 
-TIMING = {"epoch_time_s", "samples_per_s", "train_time_s"}
+# measurements of the machine, not of the run (peak memory: the process's RSS high-water mark)
+TIMING = {"epoch_time_s", "samples_per_s", "train_time_s", "peak_device_memory_mb"}
 TINY = dict(dataset="digits", batch_size=256, feature_dim=8, width=2, proj_dim=8, knn_k=20)
 TINY_FLAGS = [f"--{k.replace('_', '-')}={v}" for k, v in TINY.items()] + ["--no-progress"]
 
