@@ -12,8 +12,10 @@ from .augment import TYPES, TYPES_1D, TYPES_2D, Augment
 from .datasets import load_digits, load_mnist1d
 from .image_augment import TYPES_IMAGE, ImageAugment
 from .registry import (
+    MODALITIES,
     Split,
     available_datasets,
+    check_modality,
     dataset_from_config,
     dataset_info,
     is_regression,
@@ -35,6 +37,7 @@ def build_augment(
 
 
 __all__ = [
+    "MODALITIES",
     "TYPES",
     "TYPES_1D",
     "TYPES_2D",
@@ -44,6 +47,7 @@ __all__ = [
     "Split",
     "available_datasets",
     "build_augment",
+    "check_modality",
     "dataset_from_config",
     "dataset_info",
     "is_regression",

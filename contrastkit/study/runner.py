@@ -30,7 +30,7 @@ from ..training import CHECKPOINT, FINAL, TrainConfig, Trainer
 from ..training.label_aware import trainer_class
 from .config import Arm, Study
 
-IGNORED_KEYS = ("threads",)  # differences that do not change what a run computes
+IGNORED_KEYS = ("threads", "modality")  # differences that do not change what a run computes
 
 
 class DeadlineError(Exception):
