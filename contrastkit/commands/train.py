@@ -29,6 +29,11 @@ FLAGS: dict[str, tuple[str, type, str]] = {
     ),
     "--loss": ("loss", str, "registered loss name (see `contrastkit.losses.available()`)"),
     "--dataset": ("dataset", str, "registered dataset: digits, cifar10, imagefolder, tu:NAME, ..."),
+    "--modality": (
+        "modality",
+        str,
+        "image, signal, tabular or graph; checked against the dataset's (default: inferred)",
+    ),
     "--num-samples": ("num_samples", int, "mnist1d: samples; images: train subset; davis: pairs"),
     "--data-root": ("data_root", str, "datasets read by path: the folder or archive to read"),
     "--cache-dir": ("cache_dir", str, "imagefolder decode cache (default ~/.cache/contrastkit)"),
@@ -73,6 +78,11 @@ FLAGS: dict[str, tuple[str, type, str]] = {
         "linear_above_256 (default: lr x N/256 for N > 256), linear, sqrt or none",
     ),
     "--save-every": ("save_every", int, "also keep checkpoint_epochNNNN.pt every K epochs"),
+    "--finetune-epochs": (
+        "finetune_epochs",
+        int,
+        "davis: fine-tune encoder + GraphDTA head end to end this many epochs (paper: 200)",
+    ),
     "--binarize-threshold": (
         "binarize_threshold",
         float,

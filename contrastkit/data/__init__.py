@@ -12,8 +12,10 @@ from .augment import TYPES, TYPES_1D, TYPES_2D, Augment
 from .datasets import load_digits, load_mnist1d
 from .image_augment import AUG_RECIPES, TYPES_IMAGE, ImageAugment, view_augments
 from .registry import (
+    MODALITIES,
     Split,
     available_datasets,
+    check_modality,
     dataset_from_config,
     dataset_info,
     is_regression,
@@ -36,6 +38,7 @@ def build_augment(
 
 __all__ = [
     "AUG_RECIPES",
+    "MODALITIES",
     "TYPES",
     "TYPES_1D",
     "TYPES_2D",
@@ -45,6 +48,7 @@ __all__ = [
     "Split",
     "available_datasets",
     "build_augment",
+    "check_modality",
     "dataset_from_config",
     "dataset_info",
     "is_regression",

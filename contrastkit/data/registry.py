@@ -4,16 +4,19 @@ A loader is any callable ``loader(num_samples=..., data_root=..., **options) -> 
 a *prefix* loader (``prefix=True``) serves a family of names ``"prefix:REST"`` (e.g.
 ``tu:PROTEINS``) and is called as ``loader(REST, num_samples=..., data_root=..., **options)``.
 The registry records what each dataset is (``kind``: ``"2d"``, ``"1d"``, ``"image"``,
-``"tabular"``, ``"graph"``...; ``regression``: continuous labels) so trainers ask it
-instead of keeping name lists. ``datasets.py``, ``regression.py`` and ``images.py`` only
-import this module, which imports none of them: the former datasets ↔ regression import
-cycle is gone.
+``"tabular"``, ``"graph"``...; ``regression``: continuous labels; ``modality``: which
+encoder and augmentation family it takes, one of :data:`MODALITIES`, declared for each
+kind by :data:`KIND_MODALITY`) so trainers ask it instead of keeping name lists.
+``datasets.py``, ``regression.py`` and ``images.py`` only import this module, which imports
+none of them: the former datasets ↔ regression import cycle is gone.
 
 >>> from contrastkit.data import registry
 >>> registry.dataset_info("digits").kind
 '2d'
 >>> registry.is_regression("diabetes")
 True
+>>> registry.dataset_info("tu:MUTAG").modality
+'graph'
 """
 
 from __future__ import annotations
@@ -61,6 +64,17 @@ class Split:
 
 Loader = Callable[..., Split]
 
+# the modality of each data kind: what ``--modality`` / the config key ``modality`` names
+KIND_MODALITY = {
+    "2d": "image",  # float images [N, 1, H, W] (digits)
+    "image": "image",  # uint8 images [N, C, H, W]
+    "1d": "signal",  # 1-D signals [N, 1, L] (mnist1d)
+    "tabular": "tabular",  # feature vectors [N, F]
+    "graph": "graph",  # TU graph sets (GraphSet)
+    "dta": "graph",  # drug graph + protein sequence pairs (Davis)
+}
+MODALITIES = tuple(sorted(set(KIND_MODALITY.values())))
+
 
 @dataclass(frozen=True)
 class DatasetInfo:
@@ -72,6 +86,11 @@ class DatasetInfo:
     regression: bool = False
     prefix: bool = False
     description: str = ""
+
+    @property
+    def modality(self) -> str:
+        """``image``, ``signal``, ``tabular`` or ``graph`` (:data:`KIND_MODALITY`)."""
+        return KIND_MODALITY[self.kind]
 
     def accepts(self, option: str) -> bool:
         """Whether the loader takes keyword ``option``."""
@@ -92,9 +111,12 @@ def register_dataset(
 ) -> None:
     """Register ``loader`` as dataset ``name`` (or as the prefix ``name:`` if ``prefix``).
 
-    Re-registering a name with a different loader raises ``ValueError``."""
+    Re-registering a name with a different loader, or a ``kind`` without a modality in
+    :data:`KIND_MODALITY`, raises ``ValueError``."""
     if not name or ":" in name:
         raise ValueError(f"dataset name must be non-empty without ':', got {name!r}")
+    if kind not in KIND_MODALITY:
+        raise ValueError(f"dataset kind must be one of {', '.join(KIND_MODALITY)}, got {kind!r}")
     old = _REGISTRY.get(name)
     if old is not None and old.loader is not loader:
         raise ValueError(f"dataset {name!r} is already registered")
@@ -115,6 +137,19 @@ def dataset_info(name: str) -> DatasetInfo:
     if info is None or info.prefix != bool(sep) or (sep and not rest):
         raise ValueError(f"unknown dataset {name!r}; available: {', '.join(available_datasets())}")
     return info
+
+
+def check_modality(name: str, modality: str | None) -> str:
+    """The modality of dataset ``name``; ``ValueError`` if ``modality`` is given and differs
+    (or is not one of :data:`MODALITIES`)."""
+    actual = dataset_info(name).modality
+    if modality is None or modality == actual:
+        return actual
+    if modality not in MODALITIES:
+        raise ValueError(f"modality must be one of {', '.join(MODALITIES)}, got {modality!r}")
+    raise ValueError(
+        f"modality {modality!r} does not match dataset {name!r}, which is {actual!r} data"
+    )
 
 
 def is_regression(name: str) -> bool:

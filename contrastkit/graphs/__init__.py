@@ -5,7 +5,12 @@ Pure torch except the encoder, which imports PyTorch Geometric lazily (extra ``g
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from .data import GraphSet
+
+if TYPE_CHECKING:
+    from ..data.registry import Split
 
 PREFIX = "tu"
 DAVIS = "davis"
@@ -23,17 +28,29 @@ def trainer_for(name: str) -> type:
     return DavisTrainer if name == DAVIS else GraphTrainer
 
 
+def _load_tu(name: str, data_root: str | None = None, **options: object) -> Split:
+    from .tu import load_tu
+
+    return load_tu(name, data_root, **options)
+
+
+def _load_davis(data_root: str | None = None) -> Split:
+    from .davis import load_davis
+
+    return load_davis(data_root)
+
+
 def register_datasets() -> None:
     """Register ``tu`` (a prefix: ``tu:NAME``) and ``davis`` with the dataset registry
     (:mod:`contrastkit.data.registry`); :mod:`contrastkit.data` calls this on import. The
     graph trainers load their data themselves; the registry entry makes the names known
-    to config validation and ``available_datasets()``."""
+    to config validation and ``available_datasets()``. The loaders import their modules
+    when called, so that importing :mod:`.davis` or :mod:`.tu` first (which import the
+    registry, which registers these) is not a cycle."""
     from ..data.registry import register_dataset
-    from .davis import load_davis
-    from .tu import load_tu
 
-    register_dataset(PREFIX, load_tu, kind="graph", prefix=True, description="TU graph sets")
-    register_dataset(DAVIS, load_davis, kind="dta", regression=True, description="Davis DTA")
+    register_dataset(PREFIX, _load_tu, kind="graph", prefix=True, description="TU graph sets")
+    register_dataset(DAVIS, _load_davis, kind="dta", regression=True, description="Davis DTA")
 
 
 __all__ = ["DAVIS", "PREFIX", "GraphSet", "is_graph_dataset", "register_datasets", "trainer_for"]

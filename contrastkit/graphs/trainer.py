@@ -17,6 +17,7 @@ encoded in separate passes (``joint_views = false`` unless set), as GraphCL's lo
 from __future__ import annotations
 
 import dataclasses
+import time
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +31,7 @@ from ..training.trainer import Trainer
 from . import DAVIS, is_graph_dataset
 from .augment import TYPES, GraphAugment
 from .davis import DTAAugment, load_davis
-from .dta import GraphDTAEncoder, dta_head
+from .dta import GraphDTAEncoder, dta_finetune, dta_head
 from .evaluate import svm_cross_validation
 from .gin import GINEncoder
 from .tu import load_tu
@@ -101,7 +102,9 @@ class DavisTrainer(Trainer):
     :data:`DAVIS_TYPES`). ``binarize_threshold`` (SupCon: 7, LASCon Table 1) gives the loss
     ``1[pKd >= t]``; evaluation always uses the continuous pKd: a regression head on frozen
     embeddings (:func:`~.dta.dta_head`) writes ``dta_mse``, ``dta_mae``, ``dta_pearson``,
-    ``dta_spearman`` and ``dta_ci`` on DeepDTA's test fold into ``final.json``.
+    ``dta_spearman`` and ``dta_ci`` on DeepDTA's test fold into ``final.json``; with
+    ``finetune_epochs`` set, the paper's protocol (:func:`~.dta.dta_finetune`: encoder and
+    GraphDTA head trained end to end, batch 256, lr 5e-4) adds ``finetune_*`` metrics.
     """
 
     def __init__(
@@ -160,6 +163,18 @@ class DavisTrainer(Trainer):
             return {}
         t, cfg = self.task, self.config
         train_feats, test_feats = self.features()
-        return self.write_final(
-            dta_head(train_feats, t.y_train, test_feats, t.y_test, seed=cfg.seed)
-        )
+        metrics = dta_head(train_feats, t.y_train, test_feats, t.y_test, seed=cfg.seed)
+        if cfg.finetune_epochs is not None:
+            d = self.data
+            start = time.perf_counter()
+            metrics |= dta_finetune(
+                self.model.encoder,
+                d.x_train,
+                t.y_train,
+                d.x_test,
+                t.y_test,
+                cfg.finetune_epochs,
+                seed=cfg.seed,
+            )
+            metrics["finetune_time_s"] = time.perf_counter() - start
+        return self.write_final(metrics)

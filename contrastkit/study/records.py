@@ -25,7 +25,7 @@ from ..rundir import atomic_write_text
 from ..training import FINAL, METRICS, TrainConfig
 
 RECORDS = "runs.jsonl"
-IGNORED_KEYS = ("threads",)  # differences that do not change what a run computes
+IGNORED_KEYS = ("threads", "modality")  # differences that do not change what a run computes
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from typing import Any
 
 import yaml
 
-from ..data import AUG_RECIPES, dataset_info
+from ..data import AUG_RECIPES, check_modality, dataset_info
 from ..engine import LR_SCALINGS, OPTIMIZERS, PRECISIONS, SCHEDULES, scale_lr
 from ..models import BACKBONES
 
@@ -34,6 +34,9 @@ class TrainConfig:
     loss: str = "ntxent"
     loss_args: dict[str, Any] = field(default_factory=dict)
     dataset: str = "digits"
+    # image, signal, tabular or graph: checked against the dataset's (the registry's
+    # KIND_MODALITY); None = the dataset's. A check only: it changes nothing a run computes
+    modality: str | None = None
     num_samples: int | None = None  # mnist1d: samples generated; image sets: train subset
     data_root: str | None = None  # datasets read by path (images, tu:NAME, davis)
     cache_dir: str | None = None  # imagefolder decode cache (default ~/.cache/contrastkit)
@@ -77,6 +80,9 @@ class TrainConfig:
     # small CNNs took 0.35 s with 1 thread and 24 s with 2 (oversubscription). None = torch's.
     threads: int | None = 1
     binarize_threshold: float | None = None  # SupCon on regression data: 1[y >= t]
+    # davis: epochs of end-to-end fine-tuning of encoder + GraphDTA head after pre-training
+    # (LASCon App. D.4: 200); None: only the head on frozen embeddings
+    finetune_epochs: int | None = None
     # under torchrun: batch norm over the global batch ("global BN", SimCLR §2.2)
     sync_batchnorm: bool = True
     # shared-encoder frameworks: all views in one batch (BN over V·N), or one view at a
@@ -109,7 +115,7 @@ class TrainConfig:
 
     def validate(self) -> None:
         """Raise ``ValueError`` naming the first bad field."""
-        dataset_info(self.dataset)  # ValueError naming the registered datasets
+        check_modality(self.dataset, self.modality)  # ValueError naming the datasets
         if self.backbone not in BACKBONES:
             known = ", ".join(BACKBONES)
             raise ValueError(f"unknown backbone {self.backbone!r}; available: {known}")
@@ -163,6 +169,14 @@ class TrainConfig:
             raise ValueError(f"seed must be an integer in [0, 2**32), got {self.seed!r}")
         if self.lr <= 0:
             raise ValueError(f"lr must be > 0, got {self.lr}")
+        ft = self.finetune_epochs
+        if ft is not None:
+            if not isinstance(ft, int) or isinstance(ft, bool) or ft < 1:
+                raise ValueError(f"finetune_epochs must be a positive integer or null, got {ft!r}")
+            if dataset_info(self.dataset).kind != "dta":
+                raise ValueError(
+                    f"finetune_epochs applies to drug-target data (davis), not {self.dataset!r}"
+                )
         thr = self.binarize_threshold
         if thr is not None and (
             not isinstance(thr, int | float) or isinstance(thr, bool) or not math.isfinite(thr)

@@ -7,7 +7,8 @@ import torch
 
 from contrastkit.data import Split, load_dataset, register_dataset
 from contrastkit.data.imbalance import class_fractions, imbalance_split
-from contrastkit.data.registry import dataset_info, is_regression
+from contrastkit.data.registry import check_modality, dataset_info, is_regression
+from contrastkit.training import TrainConfig
 
 
 def _toy(num_samples: int | None = None) -> Split:
@@ -33,6 +34,35 @@ def test_prefix_and_plain_registration() -> None:
     with pytest.raises(ValueError, match="already registered"):
         register_dataset("toy", family, "2d")
     assert is_regression("diabetes") and not is_regression("toy")
+
+
+@pytest.mark.parametrize(
+    ("name", "modality"),
+    [
+        ("digits", "image"),
+        ("cifar10", "image"),
+        ("imagefolder", "image"),
+        ("mnist1d", "signal"),
+        ("diabetes", "tabular"),
+        ("tu:PROTEINS", "graph"),
+        ("davis", "graph"),
+    ],
+)
+def test_each_dataset_declares_its_modality(name: str, modality: str) -> None:
+    assert dataset_info(name).modality == modality
+    assert check_modality(name, None) == modality == check_modality(name, modality)
+    assert TrainConfig(dataset=name, modality=modality).modality == modality
+
+
+def test_a_modality_mismatch_is_refused() -> None:
+    with pytest.raises(ValueError, match="modality 'graph' does not match dataset 'cifar10'"):
+        TrainConfig(dataset="cifar10", modality="graph")
+    with pytest.raises(ValueError, match="modality 'image' does not match dataset 'tu:MUTAG'"):
+        TrainConfig(dataset="tu:MUTAG", modality="image")
+    with pytest.raises(ValueError, match="modality must be one of graph, image, signal"):
+        check_modality("digits", "text")
+    with pytest.raises(ValueError, match="dataset kind must be one of"):
+        register_dataset("toy_unknown_kind", _toy, "voxels")
 
 
 def test_fractions_follow_the_stated_rules() -> None:

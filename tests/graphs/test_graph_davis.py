@@ -13,7 +13,7 @@ from contrastkit.cli import main
 from contrastkit.graphs import GraphSet
 from contrastkit.graphs.augment import mask_subgraph
 from contrastkit.graphs.davis import ATOM_FEATURES, encode_protein, load_davis, smiles_to_graph
-from contrastkit.graphs.dta import GraphDTAEncoder, concordance_index
+from contrastkit.graphs.dta import GraphDTAEncoder, concordance_index, dta_finetune
 
 pytest.importorskip("rdkit")
 
@@ -124,6 +124,8 @@ def test_cli_trains_davis_and_writes_dta_metrics(tmp_path: Path) -> None:
             "16",
             "--proj-dim",
             "8",
+            "--finetune-epochs",
+            "2",
             "--no-progress",
             "--out",
             str(out),
@@ -133,6 +135,35 @@ def test_cli_trains_davis_and_writes_dta_metrics(tmp_path: Path) -> None:
     final = json.loads((out / "final.json").read_text())
     assert {"dta_mse", "dta_mae", "dta_pearson", "dta_spearman", "dta_ci"} <= set(final)
     assert 0.0 <= final["dta_ci"] <= 1.0
+    assert {"finetune_mse", "finetune_ci", "finetune_train_mse"} <= set(final)
+    assert final["finetune_mse"] != final["dta_mse"]
+
+
+def test_finetuning_fits_the_encoder_end_to_end_and_leaves_it_unchanged(tmp_path: Path) -> None:
+    split = load_davis(write_davis(tmp_path / "davis"))
+    torch.manual_seed(0)
+    enc = GraphDTAEncoder(ATOM_FEATURES, feature_dim=16, width=8)
+    before = {k: v.clone() for k, v in enc.state_dict().items()}
+    args = (enc, split.x_train, split.y_train, split.x_test, split.y_test)
+    long = dta_finetune(*args, epochs=100, batch_size=4, lr=5e-3, seed=0)
+    for k, v in enc.state_dict().items():
+        assert torch.equal(v, before[k]), k  # the pre-trained encoder is not touched
+    # training error far below the labels' variance (pKd is a function of drug and protein)
+    assert long["finetune_train_mse"] < 0.3 * float(split.y_train.var())
+    short = dta_finetune(*args, epochs=1, batch_size=4, lr=5e-3, seed=0)
+    assert short["finetune_train_mse"] > long["finetune_train_mse"]
+    assert dta_finetune(*args, epochs=1, batch_size=4, lr=5e-3, seed=0) == short  # seeded
+    with pytest.raises(ValueError, match="fine-tuning epochs must be >= 1"):
+        dta_finetune(*args, epochs=0)
+
+
+def test_finetune_epochs_is_refused_off_davis() -> None:
+    from contrastkit.training import TrainConfig
+
+    with pytest.raises(ValueError, match="finetune_epochs applies to drug-target data"):
+        TrainConfig(dataset="tu:MUTAG", finetune_epochs=5)
+    with pytest.raises(ValueError, match="finetune_epochs must be a positive integer"):
+        TrainConfig(dataset="davis", finetune_epochs=0)
 
 
 def test_num_samples_keeps_a_fixed_subset_of_training_pairs(tmp_path: Path) -> None:

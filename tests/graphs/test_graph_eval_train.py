@@ -10,7 +10,11 @@ import pytest
 import torch
 
 from contrastkit.cli import main
-from contrastkit.graphs.evaluate import stratified_folds, svm_cross_validation
+from contrastkit.graphs.evaluate import (
+    stratified_folds,
+    svm_cross_validation,
+    svm_cross_validation_reference,
+)
 from contrastkit.graphs.gin import GINEncoder
 from contrastkit.graphs.trainer import GraphTrainer
 from contrastkit.graphs.tu import read_tu
@@ -44,6 +48,20 @@ def test_svm_is_perfect_on_separable_and_chance_on_shuffled_labels() -> None:
     assert len(result["svm_fold_accuracies"]) == 10
     noise = svm_cross_validation(torch.randn(60, 4, generator=gen), y, c_grid=(1.0,))
     assert noise["svm_accuracy"] < 0.8
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_precomputed_kernel_protocol_equals_gridsearch(seed: int) -> None:
+    """Overlapping classes of unequal size, three classes, features on different scales:
+    the inner search picks different C per fold, and both paths must agree on all."""
+    gen = torch.Generator().manual_seed(seed)
+    y = torch.cat([torch.zeros(50), torch.ones(40), torch.full((30,), 2.0)]).long()
+    x = y[:, None].float() * torch.tensor([0.8, 0.0, 0.3]) + torch.randn(120, 3, generator=gen)
+    x = x * torch.tensor([1.0, 5.0, 0.2])
+    fast = svm_cross_validation(x, y, seed=seed)
+    reference = svm_cross_validation_reference(x, y, seed=seed)
+    assert fast == reference
+    assert len(set(fast["svm_c_chosen"])) > 1  # the grid search mattered
 
 
 def test_gin_embedding_concatenates_sum_pooled_layers(toy_tu: Path) -> None:
@@ -95,6 +113,8 @@ def test_cli_writes_svm_accuracy(two_class_tu: Path, tmp_path: Path, capsys) -> 
     code = main(
         [
             "train",
+            "--modality",
+            "graph",
             "--config",
             str(CONFIGS / "macl_tu.yaml"),
             "--dataset",
@@ -114,6 +134,33 @@ def test_cli_writes_svm_accuracy(two_class_tu: Path, tmp_path: Path, capsys) -> 
     final = json.loads((out / "final.json").read_text())
     assert 0.0 <= final["svm_accuracy"] <= 1.0 and final["svm_accuracy_std"] >= 0.0
     assert final["config"]["loss_args"] == {"temperature": 0.2, "alpha": 0.5, "a0": 0.0}
+
+
+@pytest.mark.parametrize(
+    ("command", "modality", "dataset", "actual"),
+    [
+        (["train"], "image", "tu:RINGS", "graph"),
+        (["train"], "graph", "cifar10", "image"),
+        (["compare", "--losses", "ntxent"], "tabular", "tu:RINGS", "graph"),
+    ],
+)
+def test_cli_modality_mismatch_is_one_line(
+    two_class_tu: Path,
+    tmp_path: Path,
+    capsys,
+    command: list[str],
+    modality: str,
+    dataset: str,
+    actual: str,
+) -> None:
+    argv = [*command, "--modality", modality, "--dataset", dataset]
+    argv += ["--data-root", str(two_class_tu), "--epochs", "1", "--no-progress"]
+    code = main([*argv, "--out", str(tmp_path / "run")])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and "Traceback" not in err
+    assert f"modality {modality!r} does not match dataset {dataset!r}" in err
+    assert f"which is {actual!r} data" in err
+    assert not (tmp_path / "run").exists()
 
 
 def test_cli_missing_dataset_is_one_line(tmp_path: Path, capsys) -> None:
