@@ -18,7 +18,6 @@ from ..text.eda import DEFAULT_ALPHA, OPERATIONS
 from ..text.encoder import POOLINGS, SentenceEncoder, default_model_path
 from ..text.presets import BUILTIN, PRESETS, resolve_options
 from ..text.simcse import SimCSEConfig, build_loss, loss_hyperparameters, train_simcse
-from ..text.sst5 import SST5Config, load_sst5, run_sst5
 
 NAME = "simcse"
 HELP = (
@@ -175,6 +174,9 @@ def config_from_args(args: argparse.Namespace) -> SimCSEConfig:
 
 def run_sst5_task(args: argparse.Namespace, preset_loss_args: dict[str, object]) -> int:
     """``--task sst5``: fine-tune on SST-5 (or not, with ``--zero-shot``), then the heads."""
+    # imported here: the task's SentEval readers pull scipy, which the parser must not need
+    from ..text.sst5 import SST5Config, load_sst5, run_sst5
+
     if args.data is None:
         raise ValueError("--task sst5 needs --data (SentEval's SST/fine folder)")
     if args.train_file is not None or args.sts_dev is not None:

@@ -230,9 +230,13 @@ def markdown(results: dict[str, Any], command: str, wall: dict[str, float]) -> s
     return "\n".join(lines) + "\n"
 
 
+SHORT_METRIC = {"linear_accuracy": "linear", "knn_accuracy": "kNN"}  # README's column words
+
+
 def readme_rows(results: dict[str, Any], folder: str) -> list[str]:
     """One README claims-table row per comparison: study, comparison, Δ with interval,
     seeds × epochs, verdict (read from ``results.json`` only)."""
+    metric = SHORT_METRIC.get(results["metric"], results["metric"])
     rows = []
     for name, comp in results["comparisons"].items():
         diff = comp["paired"]
@@ -240,7 +244,7 @@ def readme_rows(results: dict[str, Any], folder: str) -> list[str]:
         cell = _cell(diff["difference"]) if diff else "-"
         rows.append(
             f"| [{results['paper']} {results['table']}]({folder}/REPORT.md) | {name} | "
-            f"{results['metric']} Δ {cell} | {n} × {results['epochs']} | "
+            f"{metric} Δ {cell} | {n} × {results['epochs']} | "
             f"{_verdict_cell(comp)} |"
         )
     return rows

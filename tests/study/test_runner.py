@@ -163,5 +163,5 @@ def test_readme_rows_carry_interval_seeds_epochs_and_verdict() -> None:
     }
     (row,) = readme_rows(results, "docs/studies/x")
     assert "[MACL Table 9](docs/studies/x/REPORT.md)" in row
-    assert "0.0100 [-0.0020, 0.0220]" in row and "| 3 × 30 |" in row
+    assert "| linear Δ 0.0100 [-0.0020, 0.0220] |" in row and "| 3 × 30 |" in row
     assert "**not converged** (interval: within noise)" in row
