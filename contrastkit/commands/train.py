@@ -83,6 +83,13 @@ FLAGS: dict[str, tuple[str, type, str]] = {
         int,
         "davis: fine-tune encoder + GraphDTA head end to end this many epochs (paper: 200)",
     ),
+    "--linear-epochs": ("linear_epochs", int, "image data: linear evaluation epochs (100)"),
+    "--linear-lr": ("linear_lr", float, "image data: linear evaluation SGD lr (0.02)"),
+    "--linear-optimizer": (
+        "linear_optimizer",
+        str,
+        "image data: linear evaluation by sgd (default) or lbfgs on pre-computed features",
+    ),
     "--binarize-threshold": (
         "binarize_threshold",
         float,

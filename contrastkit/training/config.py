@@ -83,6 +83,12 @@ class TrainConfig:
     # davis: epochs of end-to-end fine-tuning of encoder + GraphDTA head after pre-training
     # (LASCon App. D.4: 200); None: only the head on frozen embeddings
     finetune_epochs: int | None = None
+    # image data: the linear evaluation on frozen features (contrastkit.evaluation.linear_eval);
+    # None = MACL App. B.3's protocol: 100 epochs of SGD at lr 0.02 (momentum 0.9, batch 128);
+    # optimizer "lbfgs": full-batch L-BFGS on the pre-computed features instead
+    linear_epochs: int | None = None
+    linear_lr: float | None = None
+    linear_optimizer: str | None = None
     # under torchrun: batch norm over the global batch ("global BN", SimCLR §2.2)
     sync_batchnorm: bool = True
     # shared-encoder frameworks: all views in one batch (BN over V·N), or one view at a
@@ -177,6 +183,7 @@ class TrainConfig:
                 raise ValueError(
                     f"finetune_epochs applies to drug-target data (davis), not {self.dataset!r}"
                 )
+        self._validate_linear_eval()
         thr = self.binarize_threshold
         if thr is not None and (
             not isinstance(thr, int | float) or isinstance(thr, bool) or not math.isfinite(thr)
@@ -301,6 +308,26 @@ class TrainConfig:
         except (TypeError, ValueError):
             return sorted(k for k in current if k not in skip)
         return sorted(k for k in current if k not in skip and filled[k] != current[k])
+
+    def _validate_linear_eval(self) -> None:
+        keys = ("linear_epochs", "linear_lr", "linear_optimizer")
+        given = [k for k in keys if getattr(self, k) is not None]
+        if not given:
+            return
+        if dataset_info(self.dataset).kind != "image":
+            raise ValueError(
+                f"{given[0]} applies to image datasets (the linear evaluation protocol), "
+                f"not {self.dataset!r}"
+            )
+        e, lr, opt = self.linear_epochs, self.linear_lr, self.linear_optimizer
+        if e is not None and (not isinstance(e, int) or isinstance(e, bool) or e < 1):
+            raise ValueError(f"linear_epochs must be a positive integer or null, got {e!r}")
+        if lr is not None and (
+            not isinstance(lr, int | float) or isinstance(lr, bool) or not 0 < lr < math.inf
+        ):
+            raise ValueError(f"linear_lr must be a finite number > 0 or null, got {lr!r}")
+        if opt is not None and opt not in ("sgd", "lbfgs"):
+            raise ValueError(f"linear_optimizer must be sgd, lbfgs or null, got {opt!r}")
 
     @classmethod
     def from_dict(cls, values: dict[str, Any]) -> TrainConfig:

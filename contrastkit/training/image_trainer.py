@@ -64,6 +64,17 @@ class ImageTrainer(Trainer):
         side = min(self.data.input_shape[1:])
         return list(view_augments(cfg.aug_recipe, side, cfg.aug_types, cfg.crop_scale))
 
+    def linear_protocol(self) -> dict[str, Any]:
+        """The linear evaluation's settings: the config's ``linear_*`` keys over MACL App.
+        B.3's defaults (:attr:`linear_epochs` epochs of SGD at lr 0.02)."""
+        cfg = self.config
+        out: dict[str, Any] = {"epochs": cfg.linear_epochs or self.linear_epochs}
+        if cfg.linear_lr is not None:
+            out["lr"] = cfg.linear_lr
+        if cfg.linear_optimizer is not None:
+            out["optimizer"] = cfg.linear_optimizer
+        return out
+
     def _subset(self, x: Tensor, tag: int) -> Tensor:
         n = min(self.analysis_samples, x.shape[0])
         gen = torch.Generator().manual_seed(self.config.seed * 7919 + tag)
@@ -112,7 +123,7 @@ class ImageTrainer(Trainer):
                 d.y_train,
                 test_feats,
                 d.y_test,
-                epochs=self.linear_epochs,
+                **self.linear_protocol(),
                 seed=cfg.seed,
             )
         )

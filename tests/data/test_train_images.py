@@ -106,3 +106,45 @@ def test_every_framework_trains_a_resnet_on_real_format_images(
     assert np.isfinite(trainer.train_epoch()["loss"])
     after = list(trainer.model.encoder.parameters())
     assert any(not torch.equal(a, b) for a, b in zip(before, after, strict=True))
+
+
+def test_linear_evaluation_settings_come_from_the_config(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from contrastkit.training import image_trainer
+
+    seen: list[dict] = []
+    real = image_trainer.linear_eval
+
+    def spy(*args: object, **kwargs: object) -> dict:
+        seen.append(kwargs)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(image_trainer, "linear_eval", spy)
+    _cifar_fixture(tmp_path)
+    base = ["train", "--dataset", "cifar10", "--data-root", str(tmp_path), "--backbone",
+            "resnet18", "--width", "4", "--epochs", "1", "--batch-size", "16", "--knn-k", "5",
+            "--knn-small-k", "3", "--no-progress"]  # fmt: skip
+    assert main([*base, "--out", str(tmp_path / "a")]) == 0
+    assert seen[-1]["epochs"] == 100 and "lr" not in seen[-1]  # MACL App. B.3's defaults
+    flags = ["--linear-epochs", "3", "--linear-lr", "0.5", "--linear-optimizer", "lbfgs"]
+    assert main([*base, *flags, "--out", str(tmp_path / "b")]) == 0
+    assert {k: seen[-1][k] for k in ("epochs", "lr", "optimizer")} == {
+        "epochs": 3, "lr": 0.5, "optimizer": "lbfgs"
+    }
+    final = json.loads((tmp_path / "b" / "final.json").read_text())
+    assert final["config"]["linear_epochs"] == 3
+
+
+@pytest.mark.parametrize(
+    ("values", "message"),
+    [
+        ({"dataset": "digits", "linear_epochs": 5}, "applies to image datasets"),
+        ({"dataset": "cifar10", "linear_epochs": 0}, "linear_epochs must be a positive"),
+        ({"dataset": "cifar10", "linear_lr": -1.0}, "linear_lr must be a finite number > 0"),
+        ({"dataset": "cifar10", "linear_optimizer": "adam"}, "linear_optimizer must be sgd"),
+    ],
+)
+def test_bad_linear_evaluation_settings_are_refused(values: dict, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        TrainConfig(**values)
