@@ -23,6 +23,7 @@ sentence on whitespace and its example batchers join the tokens with one space.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -171,44 +172,48 @@ def read_binary(folder: Path, task: str) -> Labelled:
     return Labelled(x, y)
 
 
-def read_sst2(folder: Path) -> dict[str, Labelled]:
-    """SST-2 ``sentiment-{train,dev,test}``: ``sentence TAB label`` lines."""
+def _read_sst_splits(
+    task: str, folder: Path, parse: Callable[[str], tuple[str, int] | None], expected: str
+) -> dict[str, Labelled]:
+    """SST's ``sentiment-{train,dev,test}`` files of ``folder``, one labelled sentence per
+    non-blank line as ``parse`` reads it (``None``: not of the form ``expected``)."""
     files = {split: folder / f"sentiment-{split}" for split in ("train", "dev", "test")}
-    require("SST2", list(files.values()))
+    require(task, list(files.values()))
     out = {}
     for split, path in files.items():
         x, y = [], []
         for number, line in enumerate(read_lines(path), start=1):
             if not line.strip():
                 continue
-            text, sep, label = line.rpartition("\t")
-            if not sep:
-                raise ValueError(f"{path} line {number}: expected 'sentence TAB label'")
-            x.append(clean(text))
-            y.append(int(label))
+            parsed = parse(line)
+            if parsed is None:
+                raise ValueError(f"{path} line {number}: expected {expected}")
+            x.append(clean(parsed[0]))
+            y.append(parsed[1])
         out[split] = Labelled(x, y)
     return out
+
+
+def _sst2_line(line: str) -> tuple[str, int] | None:
+    text, sep, label = line.rpartition("\t")
+    return (text, int(label)) if sep and label.strip().isdigit() else None
+
+
+def _sst_fine_line(line: str) -> tuple[str, int] | None:
+    label, _, text = line.strip().partition(" ")
+    return (text, int(label)) if label in ("0", "1", "2", "3", "4") and text.strip() else None
+
+
+def read_sst2(folder: Path) -> dict[str, Labelled]:
+    """SST-2 ``sentiment-{train,dev,test}``: ``sentence TAB label`` lines."""
+    return _read_sst_splits("SST2", folder, _sst2_line, "'sentence TAB label'")
 
 
 def read_sst_fine(folder: Path) -> dict[str, Labelled]:
     """SST-5 (SentEval ``SST/fine``) ``sentiment-{train,dev,test}``: ``LABEL sentence``
     lines, the fine-grained label 0–4 (very negative … very positive) before the first space.
     """
-    files = {split: folder / f"sentiment-{split}" for split in ("train", "dev", "test")}
-    require("SST5", list(files.values()))
-    out = {}
-    for split, path in files.items():
-        x, y = [], []
-        for number, line in enumerate(read_lines(path), start=1):
-            if not line.strip():
-                continue
-            label, _, text = line.strip().partition(" ")
-            if label not in ("0", "1", "2", "3", "4") or not text.strip():
-                raise ValueError(f"{path} line {number}: expected 'LABEL sentence', LABEL in 0-4")
-            x.append(clean(text))
-            y.append(int(label))
-        out[split] = Labelled(x, y)
-    return out
+    return _read_sst_splits("SST5", folder, _sst_fine_line, "'LABEL sentence', LABEL in 0-4")
 
 
 TREC_CLASSES = ("ABBR", "DESC", "ENTY", "HUM", "LOC", "NUM")
