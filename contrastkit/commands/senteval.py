@@ -38,6 +38,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tasks", default=TASKS, help="comma-separated subset of: " + TASKS)
     parser.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:N or mps")
     parser.add_argument("--batch-size", type=int, default=128, help="encoding batch size")
+    parser.add_argument(
+        "--precision",
+        choices=("fp32", "bf16", "fp16"),
+        default="fp32",
+        help="encode under autocast (bf16/fp16); fp32 is SentEval's and the papers' setting",
+    )
+    parser.add_argument("--threads", type=int, help="torch CPU threads (default: torch's)")
     parser.add_argument("--pooling", choices=("cls", "mean"), help="override the model's pooling")
     parser.add_argument("--max-length", type=int, help="override the model's maximum length")
     parser.add_argument(
@@ -61,6 +68,12 @@ def run(args: argparse.Namespace) -> int:
         raise FileNotFoundError(f"--data {str(data)!r} is not a folder (SentEval's downstream/)")
     if args.kfold < 2:
         raise ValueError(f"--kfold must be >= 2, got {args.kfold}")
+    if args.threads is not None:
+        if args.threads < 1:
+            raise ValueError(f"--threads must be a positive integer, got {args.threads}")
+        import torch
+
+        torch.set_num_threads(args.threads)
     tasks = tuple(t.strip() for t in args.tasks.split(",") if t.strip())
     cache = (
         None if args.no_cache else Path(args.cache_dir) if args.cache_dir else default_cache_dir()
@@ -72,6 +85,7 @@ def run(args: argparse.Namespace) -> int:
         pooling=args.pooling,
         max_length=args.max_length,
         cache_dir=cache,
+        precision=args.precision,
     )
     layout = Layout(data, Path(args.stsb) if args.stsb else None)
     name = args.name or _display_name(Path(str(info["model"])))

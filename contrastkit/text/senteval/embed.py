@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ...engine import select_device
+from ...engine import PRECISIONS, Engine, select_device
 
 WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
 
@@ -120,16 +120,22 @@ def encoder_embedder(
     pooling: str | None = None,
     max_length: int | None = None,
     cache_dir: Path | None = None,
+    precision: str = "fp32",
 ) -> tuple[CachedEmbedder, dict[str, object]]:
     """A :class:`CachedEmbedder` over :class:`SentenceEncoder` and a description of it.
 
-    The encoder is loaded lazily, at the first sentence that is not cached.
+    The encoder is loaded lazily, at the first sentence that is not cached. ``precision``
+    ``bf16``/``fp16`` runs the forward pass under the engine's autocast (embeddings are
+    returned in float32); it is part of the cache key, so a half-precision evaluation never
+    reads float32 embeddings or the reverse.
     """
     from ..encoder import SentenceEncoder, sentence_transformers_settings
 
     root = resolve_model(model)
     if batch_size < 1:
         raise ValueError(f"--batch-size must be >= 1, got {batch_size}")
+    if precision not in PRECISIONS:
+        raise ValueError(f"--precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
     dev = select_device(device)
     normalize = declares_normalize(root)
     st_pooling, st_max = sentence_transformers_settings(root)
@@ -138,17 +144,22 @@ def encoder_embedder(
         "max_length": max_length or st_max,
         "normalize": normalize,
     }
+    if precision != "fp32":  # fp32 keys stay those of caches written before the option
+        settings["precision"] = precision
+    autocast = Engine(device=dev, precision=precision).autocast
     loaded: list[SentenceEncoder] = []
 
     def encode(sentences: list[str]) -> np.ndarray:
         if not loaded:
             enc = SentenceEncoder.from_pretrained(root, pooling=pooling, max_length=max_length)
             loaded.append(enc.to(dev))
-        emb = loaded[0].encode(sentences, batch_size=batch_size)
+        with autocast():
+            emb = loaded[0].encode(sentences, batch_size=batch_size)
         if normalize:
             emb = torch.nn.functional.normalize(emb, dim=-1)
         return emb.numpy()
 
     folder = cache_dir / model_key(root, settings) if cache_dir is not None else None
-    info = {"model": str(root), "device": str(dev), "batch_size": batch_size, **settings}
+    info = {"model": str(root), "device": str(dev), "batch_size": batch_size}
+    info.update({"precision": precision, **settings})
     return CachedEmbedder(encode, folder), info

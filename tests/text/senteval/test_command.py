@@ -64,3 +64,38 @@ def test_cli_task_list_matches_the_library() -> None:
     from contrastkit.text.senteval import TASKS
 
     assert CLI_TASKS.split(",") == list(TASKS)
+
+
+def test_bf16_encodes_under_autocast_into_its_own_cache(tmp_path: Path, tiny_st_bert: Path) -> None:
+    import numpy as np
+
+    from contrastkit.text.senteval import encoder_embedder
+
+    sentences = ["a cat sat on the mat", "dogs bark at night", "the sun is hot today"]
+    caches = {}
+    embs = {}
+    for precision in ("fp32", "bf16"):
+        embed, info = encoder_embedder(
+            tiny_st_bert, device="cpu", cache_dir=tmp_path / "cache", precision=precision
+        )
+        assert info["precision"] == precision
+        embs[precision] = embed("STS12", sentences)
+        caches[precision] = embed.cache_dir
+    assert caches["fp32"] != caches["bf16"]
+    assert embs["bf16"].dtype == np.float32
+    # bfloat16 keeps 8 mantissa bits: close to float32, but not equal to it
+    diff = np.abs(embs["bf16"] - embs["fp32"]).max()
+    assert 0 < diff < 0.05 * np.abs(embs["fp32"]).max()
+
+
+def test_cli_bad_precision_and_threads_are_one_line_exit_2(
+    tmp_path: Path, tiny_st_bert: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = write_downstream(tmp_path / "d", n=4)
+    base = ["senteval", "--model", str(tiny_st_bert), "--no-cache", "--data", str(root)]
+    assert main([*base, "--threads", "0"]) == 2
+    assert "--threads must be a positive integer" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exc:
+        main([*base, "--precision", "fp8"])
+    assert exc.value.code == 2
+    assert "--precision" in capsys.readouterr().err
