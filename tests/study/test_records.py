@@ -13,18 +13,7 @@ import yaml
 from contrastkit.study import load_study, run_study, write_report
 from contrastkit.study.records import RECORDS, load_records
 
-TINY = {
-    "framework": "simclr",
-    "dataset": "digits",
-    "epochs": 2,
-    "batch_size": 128,
-    "width": 4,
-    "feature_dim": 8,
-    "proj_dim": 8,
-    "knn_k": 20,
-    "knn_small_k": 5,
-    "eval_every": 1,
-}
+from .tiny import TINY
 
 
 def _study(tmp_path: Path, epochs: int = 2) -> Path:
@@ -36,7 +25,7 @@ def _study(tmp_path: Path, epochs: int = 2) -> Path:
         "claim": "c",
         "out": str(tmp_path / "out"),
         "runs_dir": str(tmp_path / "runs"),
-        "base": {**TINY, "epochs": epochs},
+        "base": {**TINY, "eval_every": 1, "epochs": epochs},
         "baseline": "ntxent",
         "seeds": [0, 1],
         "min_seeds": 1,

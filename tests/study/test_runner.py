@@ -12,17 +12,7 @@ from contrastkit.cli import main
 from contrastkit.study import load_study, run_study, write_report
 from contrastkit.study import runner as runner_module
 
-TINY = {
-    "framework": "simclr",
-    "dataset": "digits",
-    "epochs": 2,
-    "batch_size": 128,
-    "width": 4,
-    "feature_dim": 8,
-    "proj_dim": 8,
-    "knn_k": 20,
-    "knn_small_k": 5,
-}
+from .tiny import TINY
 
 
 def _study(tmp_path: Path, arms: list[dict], seeds: list[int], **extra: object) -> Path:
