@@ -45,6 +45,8 @@ FLAGS: dict[str, tuple[str, type, str]] = {
     "--backbone": ("backbone", str, "conv (small CNN), resnet18, resnet34, resnet50"),
     "--stem": ("stem", str, "resnet stem: cifar (3x3, no pool) or imagenet (7x7 + pool)"),
     "--crop-scale": ("crop_scale", float, "image views: minimum crop area (0.2 / 0.08)"),
+    "--jitter": ("jitter", str, "image views: jitter strengths b,c,s,hue (0.4,0.4,0.4,0.1)"),
+    "--p-jitter": ("p_jitter", float, "image views: probability of the colour jitter (0.8)"),
     "--epochs": ("epochs", int, "training epochs"),
     "--batch-size": ("batch_size", int, "batch size N (>= 2)"),
     "--lr": ("lr", float, "base learning rate (scaled with the batch by --lr-scaling)"),
@@ -116,6 +118,16 @@ def _milestones(text: str) -> list[int]:
         raise ValueError(f"--lr-milestones must be comma-separated epochs, got {text!r}") from None
 
 
+def _jitter(text: str) -> list[float]:
+    try:
+        values = [float(s) for s in text.split(",")]
+    except ValueError:
+        values = []
+    if len(values) != 4:
+        raise ValueError(f"--jitter must be four comma-separated numbers, got {text!r}")
+    return values
+
+
 def add_train_arguments(parser: argparse.ArgumentParser) -> None:
     """The run-configuration flags shared by ``train`` and ``compare``."""
     parser.add_argument("--config", help="YAML file of config values (flags override it)")
@@ -176,6 +188,8 @@ def overrides_from_args(args: argparse.Namespace) -> dict[str, Any]:
     }
     if "lr_milestones" in values:
         values["lr_milestones"] = _milestones(values["lr_milestones"])
+    if "jitter" in values:
+        values["jitter"] = _jitter(values["jitter"])
     booleans = [flag[2:].replace("-", "_") for flag in BOOLEAN_FLAGS]
     for key in ("sync_batchnorm", "joint_views", *booleans):
         if getattr(args, key) is not None:

@@ -7,10 +7,12 @@ Importing this package registers every built-in dataset: ``digits``, ``mnist1d``
 (:mod:`contrastkit.graphs`).
 """
 
+from collections.abc import Sequence
+
 from . import datasets, imagefolder, images, regression  # noqa: F401  (registration)
 from .augment import TYPES, TYPES_1D, TYPES_2D, Augment
 from .datasets import load_digits, load_mnist1d
-from .image_augment import AUG_RECIPES, TYPES_IMAGE, ImageAugment, view_augments
+from .image_augment import AUG_RECIPES, TYPES_IMAGE, ImageAugment, check_jitter, view_augments
 from .registry import (
     MODALITIES,
     Split,
@@ -25,14 +27,22 @@ from .registry import (
 
 
 def build_augment(
-    split: Split, aug_types: int | None = None, crop_scale: float | None = None
+    split: Split,
+    aug_types: int | None = None,
+    crop_scale: float | None = None,
+    jitter: Sequence[float] | None = None,
+    p_jitter: float | None = None,
 ) -> Augment | ImageAugment:
-    """The view generator for ``split``'s kind: :class:`ImageAugment` (SimCLR's recipe)
-    for ``"image"`` data, :class:`Augment` for the small ``"2d"`` / ``"1d"`` data."""
+    """The view generator for ``split``'s kind: :class:`ImageAugment` (SimCLR's recipe;
+    ``crop_scale``, ``jitter`` and ``p_jitter`` as given, else its defaults) for
+    ``"image"`` data, :class:`Augment` for the small ``"2d"`` / ``"1d"`` data."""
+    options = {"crop_scale": crop_scale, "jitter": jitter, "p_jitter": p_jitter}
     if split.kind == "image":
-        return ImageAugment(min(split.input_shape[1:]), aug_types, crop_scale=crop_scale)
-    if crop_scale is not None:
-        raise ValueError(f"crop_scale applies to image datasets, not to {split.name!r}")
+        extra = {k: v for k, v in options.items() if v is not None}
+        return ImageAugment(min(split.input_shape[1:]), aug_types, **extra)
+    for name, value in options.items():
+        if value is not None:
+            raise ValueError(f"{name} applies to image datasets, not to {split.name!r}")
     return Augment(split.kind, aug_types)
 
 
@@ -48,6 +58,7 @@ __all__ = [
     "Split",
     "available_datasets",
     "build_augment",
+    "check_jitter",
     "check_modality",
     "dataset_from_config",
     "dataset_info",

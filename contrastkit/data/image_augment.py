@@ -17,10 +17,11 @@ Operations (defaults from SimCLR App. A unless noted):
   aspect ratio ``~ U(log 3/4, log 4/3)``; each side is capped at the image (instead of
   torchvision's rejection sampling); bilinear resampling with border replication;
 * ``flip``: horizontal flip with p = 0.5;
-* ``jitter``: with p = 0.8, brightness, contrast, saturation (0.4 each) and hue (0.1) in a
-  per-sample random order (torchvision's ``ColorJitter`` definitions: brightness
-  ``b·x``; contrast ``c·x + (1-c)·mean(gray(x))``; saturation ``s·x + (1-s)·gray(x)``; hue
-  a shift of the HSV hue by ``h`` turns; each clamped to [0, 1]);
+* ``jitter``: with p = 0.8, brightness, contrast, saturation (0.4 each) and hue (0.1; CACR
+  App. B.1 uses 0.4, set by a run's ``jitter``) in a per-sample random order
+  (torchvision's ``ColorJitter`` definitions: brightness ``b·x``; contrast
+  ``c·x + (1-c)·mean(gray(x))``; saturation ``s·x + (1-s)·gray(x)``; hue a shift of the
+  HSV hue by ``h`` turns; each clamped to [0, 1]);
 * ``grayscale``: with p = 0.2, ``0.299 R + 0.587 G + 0.114 B`` (ITU-R 601-2) on every channel;
 * ``blur``: with p = 0.5, Gaussian blur with ``σ ~ U(0.1, 2)`` px and a kernel of 10 % of
   the image side (odd), reflect padding; by default only for images of ≥ 64 px
@@ -149,7 +150,8 @@ class ImageAugment:
         n_types: apply the first ``n_types`` (1-5) of AMCL Table 5's order.
         types: explicit type names instead (from :data:`TYPES_IMAGE`).
         crop_scale: minimum crop area fraction (default 0.08 from 64 px, else 0.2).
-        jitter: (brightness, contrast, saturation, hue) strengths (0.4, 0.4, 0.4, 0.1).
+        jitter: (brightness, contrast, saturation, hue) strengths (0.4, 0.4, 0.4, 0.1);
+            see :func:`check_jitter`.
         p_jitter, p_gray, p_blur, solarize_p: probabilities (0.8, 0.2, 0.5, 0.2 when
             ``solarize`` is among the types).
 
@@ -195,7 +197,7 @@ class ImageAugment:
                         ("solarize_p", solarize_p)):  # fmt: skip
             if not 0 <= p <= 1:
                 raise ValueError(f"{name} must be in [0, 1], got {p}")
-        self.jitter, self.p_jitter, self.p_gray = tuple(jitter), p_jitter, p_gray
+        self.jitter, self.p_jitter, self.p_gray = check_jitter(jitter), p_jitter, p_gray
         self.p_blur, self.solarize_p = p_blur, solarize_p
         self.kernel_size = max(3, int(0.1 * image_size) // 2 * 2 + 1)
 
@@ -257,14 +259,38 @@ class ImageAugment:
         return out
 
 
+def check_jitter(values: Sequence[float]) -> tuple[float, float, float, float]:
+    """``values`` as a (brightness, contrast, saturation, hue) tuple, or ``ValueError``:
+    four numbers, each >= 0, the first three factors' spread below 1 (a factor is drawn
+    from ``U(1 - v, 1 + v)`` and must stay >= 0) and the hue shift at most 0.5 turn
+    (torchvision's ``ColorJitter`` bounds)."""
+    vals = tuple(values) if isinstance(values, list | tuple) else ()
+    ok = len(vals) == 4 and all(
+        isinstance(v, int | float) and not isinstance(v, bool) and v >= 0 for v in vals
+    )
+    if not ok or max(vals[:3]) > 1 or vals[3] > 0.5:
+        raise ValueError(
+            "jitter must be four numbers (brightness, contrast, saturation in [0, 1], hue "
+            f"in [0, 0.5]), got {values!r}"
+        )
+    return tuple(float(v) for v in vals)  # type: ignore[return-value]
+
+
 def view_augments(
-    recipe: str, image_size: int, n_types: int | None = None, crop_scale: float | None = None
+    recipe: str,
+    image_size: int,
+    n_types: int | None = None,
+    crop_scale: float | None = None,
+    jitter: Sequence[float] | None = None,
+    p_jitter: float | None = None,
 ) -> list[ImageAugment]:
     """The view generators of ``recipe`` (:data:`AUG_RECIPES`), one per view position (the
     training loop cycles through them): ``simclr`` → one :class:`ImageAugment`;
-    ``byol`` → BYOL Table 6's two views (see the module docstring)."""
+    ``byol`` → BYOL Table 6's two views (see the module docstring). ``jitter`` and
+    ``p_jitter`` replace the recipe's colour-jitter strengths and probability."""
     if recipe == "simclr":
-        return [ImageAugment(image_size, n_types, crop_scale=crop_scale)]
+        extra = {k: v for k, v in (("jitter", jitter), ("p_jitter", p_jitter)) if v is not None}
+        return [ImageAugment(image_size, n_types, crop_scale=crop_scale, **extra)]
     if recipe != "byol":
         raise ValueError(f"aug_recipe must be one of {', '.join(AUG_RECIPES)}, got {recipe!r}")
     if n_types is not None:
@@ -274,8 +300,8 @@ def view_augments(
     common = ("crop", "flip", "jitter", "grayscale", "blur")
     byol = {
         "crop_scale": crop_scale,
-        "jitter": (0.4, 0.4, 0.2, 0.1),
-        "p_jitter": 0.8,
+        "jitter": (0.4, 0.4, 0.2, 0.1) if jitter is None else jitter,
+        "p_jitter": 0.8 if p_jitter is None else p_jitter,
         "p_gray": 0.2,
     }
     return [

@@ -21,7 +21,7 @@ from typing import Any
 
 import yaml
 
-from ..data import AUG_RECIPES, check_modality, dataset_info
+from ..data import AUG_RECIPES, check_jitter, check_modality, dataset_info
 from ..engine import LR_SCALINGS, OPTIMIZERS, PRECISIONS, SCHEDULES, scale_lr
 from ..models import BACKBONES
 
@@ -54,6 +54,11 @@ class TrainConfig:
     backbone: str = "conv"  # conv (the small CNN), resnet18, resnet34, resnet50
     stem: str | None = None  # resnet stem: cifar | imagenet; None: cifar below 64 px
     crop_scale: float | None = None  # image views: min crop area; None: 0.2 / 0.08 (>=64 px)
+    # image views: brightness, contrast, saturation, hue strengths and the probability of
+    # jittering; None: the recipe's (SimCLR 0.4, 0.4, 0.4, 0.1 with p 0.8; CACR App. B.1's
+    # Algorithm 1: 0.4, 0.4, 0.4, 0.4, always applied)
+    jitter: list[float] | None = None
+    p_jitter: float | None = None
     epochs: int = 20
     batch_size: int = 64
     lr: float = 1e-3  # MACL App. B.3 (Adam, CIFAR-10)
@@ -117,6 +122,8 @@ class TrainConfig:
             self.lr_scaling = "linear_above_256" if self.lr_scaling else "none"
         if isinstance(self.lr_milestones, tuple):
             self.lr_milestones = list(self.lr_milestones)
+        if isinstance(self.jitter, tuple):
+            self.jitter = list(self.jitter)
         self.validate()
 
     def validate(self) -> None:
@@ -131,6 +138,12 @@ class TrainConfig:
             isinstance(self.crop_scale, int | float) and 0 < self.crop_scale <= 1
         ):
             raise ValueError(f"crop_scale must be in (0, 1] or null, got {self.crop_scale!r}")
+        if self.jitter is not None:
+            check_jitter(self.jitter)
+        if self.p_jitter is not None and not (
+            isinstance(self.p_jitter, int | float) and 0 <= self.p_jitter <= 1
+        ):
+            raise ValueError(f"p_jitter must be in [0, 1] or null, got {self.p_jitter!r}")
         if self.aug_recipe not in AUG_RECIPES:
             raise ValueError(
                 f"aug_recipe must be one of {', '.join(AUG_RECIPES)}, got {self.aug_recipe!r}"

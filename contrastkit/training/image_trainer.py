@@ -62,7 +62,11 @@ class ImageTrainer(Trainer):
         the analyses keep :attr:`augment`, the SimCLR recipe."""
         cfg = self.config
         side = min(self.data.input_shape[1:])
-        return list(view_augments(cfg.aug_recipe, side, cfg.aug_types, cfg.crop_scale))
+        return list(
+            view_augments(
+                cfg.aug_recipe, side, cfg.aug_types, cfg.crop_scale, cfg.jitter, cfg.p_jitter
+            )
+        )
 
     def linear_protocol(self) -> dict[str, Any]:
         """The linear evaluation's settings: the config's ``linear_*`` keys over MACL App.

@@ -206,7 +206,8 @@ class Trainer:
         )
 
     def build_augment(self) -> Any:
-        return build_augment(self.data, self.config.aug_types, self.config.crop_scale)
+        cfg = self.config
+        return build_augment(self.data, cfg.aug_types, cfg.crop_scale, cfg.jitter, cfg.p_jitter)
 
     def build_view_augments(self) -> list[Any]:
         """The loop's view generators, one per view position (cycled over the views):

@@ -13,12 +13,15 @@ from contrastkit.data import Split, build_augment
 from contrastkit.data.image_augment import (
     ImageAugment,
     adjust,
+    check_jitter,
     gaussian_blur,
     gray,
     resized_crop,
+    rgb_to_hsv,
     solarize,
     view_augments,
 )
+from contrastkit.training import TrainConfig
 
 
 def _img(b: int = 3, side: int = 12, seed: int = 0) -> torch.Tensor:
@@ -176,3 +179,33 @@ def test_every_view_is_per_sample_so_other_rows_do_not_matter(recipe: str) -> No
         full = aug(x, torch.Generator().manual_seed(5))
         part = aug(zeroed, torch.Generator().manual_seed(5))
         assert torch.equal(full[3:], part[3:])
+
+
+@pytest.mark.parametrize("hue", [0.1, 0.4])
+def test_hue_strength_bounds_the_hue_shift(hue: float) -> None:
+    # saturated single-colour images: every pixel's hue moves by the sample's shift
+    g = torch.Generator().manual_seed(0)
+    base = torch.tensor([1.0, 0.2, 0.0])[None, :, None, None].expand(256, 3, 4, 4).contiguous()
+    aug = ImageAugment(32, types=["jitter"], jitter=(0, 0, 0, hue), p_jitter=1.0)
+    shift = rgb_to_hsv(aug(base, g))[:, 0, 0, 0] - rgb_to_hsv(base)[:, 0, 0, 0]
+    shift = (shift + 0.5) % 1.0 - 0.5  # signed, in turns
+    assert shift.abs().max() <= hue + 1e-5
+    assert shift.abs().max() > 0.9 * hue  # 256 draws of U(-hue, hue) reach near the bound
+
+
+def test_jitter_strengths_are_checked_and_refused_on_small_data() -> None:
+    assert check_jitter([0.4, 0.4, 0.4, 0.4]) == (0.4, 0.4, 0.4, 0.4)
+    for bad in ([0.4, 0.4, 0.4], [0.4, 0.4, 0.4, 0.6], [1.5, 0, 0, 0], [-0.1, 0, 0, 0], 0.4):
+        with pytest.raises(ValueError, match="jitter must be four numbers"):
+            check_jitter(bad)
+    with pytest.raises(ValueError, match="jitter must be four numbers"):
+        TrainConfig(dataset="mnist1d", jitter=[0.4, 0.4, 0.4, 0.9])
+    with pytest.raises(ValueError, match="p_jitter must be in"):
+        TrainConfig(dataset="mnist1d", p_jitter=1.5)
+    y = torch.zeros(4, dtype=torch.long)
+    small = Split("s", "2d", torch.zeros(4, 1, 8, 8), y, torch.zeros(4, 1, 8, 8), y)
+    with pytest.raises(ValueError, match="jitter applies to image datasets"):
+        build_augment(small, jitter=(0.4, 0.4, 0.4, 0.4))
+    with pytest.raises(ValueError, match="p_jitter applies to image datasets"):
+        build_augment(small, p_jitter=1.0)
+    assert view_augments("byol", 32, jitter=(0.1, 0.2, 0.3, 0.4))[1].jitter == (0.1, 0.2, 0.3, 0.4)

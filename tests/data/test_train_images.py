@@ -148,3 +148,20 @@ def test_linear_evaluation_settings_come_from_the_config(
 def test_bad_linear_evaluation_settings_are_refused(values: dict, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         TrainConfig(**values)
+
+
+def test_jitter_flag_reaches_every_view(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from contrastkit.training import TrainConfig
+    from contrastkit.training.image_trainer import ImageTrainer
+
+    _cifar_fixture(tmp_path)
+    for recipe in ("simclr", "byol"):
+        cfg = TrainConfig(dataset="cifar10", data_root=str(tmp_path), width=4, batch_size=16,
+                          aug_recipe=recipe,
+                          jitter=[0.4, 0.4, 0.4, 0.4], p_jitter=1.0)  # fmt: skip
+        views = ImageTrainer(cfg, tmp_path / recipe).view_augments
+        assert [(v.jitter, v.p_jitter) for v in views] == [((0.4,) * 4, 1.0)] * len(views)
+    base = ["train", "--dataset", "cifar10", "--data-root", str(tmp_path), "--epochs", "1"]
+    assert main([*base, "--jitter", "0.4,0.4", "--out", str(tmp_path / "x")]) == 2
+    assert "--jitter must be four comma-separated numbers" in capsys.readouterr().err
+    assert not (tmp_path / "x").exists()

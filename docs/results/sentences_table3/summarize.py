@@ -24,7 +24,18 @@ from pathlib import Path
 
 from scipy import stats
 
-ARMS = ("infonce", "macl", "mhe", "mmhe", "mhs", "mmhs", "barlow_l2", "mbarlow", "vicreg_l2", "mvicreg")
+ARMS = (
+    "infonce",
+    "macl",
+    "mhe",
+    "mmhe",
+    "mhs",
+    "mmhs",
+    "barlow_l2",
+    "mbarlow",
+    "vicreg_l2",
+    "mvicreg",
+)
 PAIRS = (
     ("macl", "infonce", "MACL Table 3 / B.4"),
     ("mmhe", "mhe", "paradigm Table 3"),
@@ -66,6 +77,8 @@ PAPER = {
 }
 FLAT = 0.3  # points of STS-B dev Spearman x100 between the last two evaluations
 HERE = Path(__file__).parent
+# the untrained model, evaluated with the same command and precision (bf16), for reference
+REFERENCE = HERE.parent / "senteval-minilm-bf16.json"
 
 
 def load(runs: Path) -> dict[str, dict[int, dict]]:
@@ -89,6 +102,7 @@ def metrics(run: dict) -> dict[str, float]:
         "transfer_avg": ev["transfer_avg"]["value"],
         "dev_best": 100 * hist["best_spearman"],
         "best_step": hist["best_step"],
+        "dev_last": dev[-1],
         "dev_last_change": dev[-1] - dev[-2],
         "train_s": hist["seconds"],
         "eval_s": sum(ev["seconds"].values()),
@@ -147,11 +161,28 @@ def summarise(runs: Path) -> dict:
     return {"runs": data, "arms": arms, "comparisons": comparisons, "paper": PAPER}
 
 
+def reference(columns: list[str]) -> dict[str, float]:
+    """The untrained model's scores on ``columns`` and its averages over them."""
+    ev = json.loads(REFERENCE.read_text())
+    row = {t: _score(ev, t) for t in columns}
+    sts = [row[t] for t in columns if t in STS]
+    tr = [row[t] for t in columns if t in TRANSFER]
+    return row | {"sts_avg": statistics.fmean(sts), "transfer_avg": statistics.fmean(tr)}
+
+
 def markdown(summary: dict) -> str:
     arms, lines = summary["arms"], []
     sts_cols = [t for t in STS if any(t in a["mean"] for a in arms.values())]
-    head = ["arm", "seeds", *sts_cols, "STS avg", *TRANSFER, "TR avg", "dev best", "train s", "eval s"]
+    tr_cols = [t for t in TRANSFER if any(t in a["mean"] for a in arms.values())]
+    head = ["arm", "seeds", *sts_cols, "STS avg", *tr_cols, "TR avg", "dev best (step)"]
+    head += ["dev at end", "dev Δ last"]
+    head += ["train s", "eval s"]
     lines += ["| " + " | ".join(head) + " |", "|---" * len(head) + "|"]
+    ref = reference(sts_cols + tr_cols)
+    cells = ["MiniLM, untrained", "–", *(f"{ref[t]:.2f}" for t in sts_cols)]
+    cells += [f"{ref['sts_avg']:.2f}", *(f"{ref[t]:.2f}" for t in tr_cols)]
+    cells += [f"{ref['transfer_avg']:.2f}", "86.72 (0)", "–", "–", "0", "–"]
+    lines.append("| " + " | ".join(cells) + " |")
     for arm in ARMS:
         if arm not in arms:
             continue
@@ -159,12 +190,17 @@ def markdown(summary: dict) -> str:
         cells = [arm, str(len(arms[arm]["seeds"]))]
         cells += [f"{m[t]:.2f}" for t in sts_cols]
         cells += [f"{m['sts_avg']:.2f} ± {sd['sts_avg']:.2f}"]
-        cells += [f"{m[t]:.2f}" if t in m else "–" for t in TRANSFER]
-        cells += [f"{m['transfer_avg']:.2f} ± {sd['transfer_avg']:.2f}", f"{m['dev_best']:.2f}"]
-        cells += [f"{m['train_s']:.0f}", f"{m['eval_s']:.0f}"]
+        cells += [f"{m[t]:.2f}" for t in tr_cols]
+        steps = "/".join(str(summary["runs"][arm][s]["best_step"]) for s in arms[arm]["seeds"])
+        cells += [f"{m['transfer_avg']:.2f} ± {sd['transfer_avg']:.2f}"]
+        cells += [f"{m['dev_best']:.2f} ({steps})", f"{m['dev_last']:.2f}"]
+        cells += [f"{m['dev_last_change']:+.2f}", f"{m['train_s']:.0f}", f"{m['eval_s']:.0f}"]
         lines.append("| " + " | ".join(cells) + " |")
-    lines += ["", "| A vs B | metric | Δ per seed | mean Δ [95 % CI] | verdict | "
-              "paper Δ BERT / RoBERTa |", "|---|---|---|---|---|---|"]
+    lines += [
+        "",
+        "| A vs B | metric | Δ per seed | mean Δ [95 % CI] | verdict | paper Δ BERT / RoBERTa |",
+        "|---|---|---|---|---|---|",
+    ]
     for c in summary["comparisons"]:
         i = 0 if c["metric"] == "sts_avg" else 1
         paper = [PAPER[m][c["a"]][i] - PAPER[m][c["b"]][i] for m in ("bert", "roberta")]
@@ -175,6 +211,16 @@ def markdown(summary: dict) -> str:
             + f" | {c['mean']:+.2f} [{c['ci'][0]:+.2f}, {c['ci'][1]:+.2f}] | {verdict} | "
             + f"{paper[0]:+.2f} / {paper[1]:+.2f} |"
         )
+    lines += ["", "| arm | ours STS / TR | paper BERT STS / TR | paper RoBERTa STS / TR |"]
+    lines.append("|---|---|---|---|")
+    for arm in ARMS:
+        if arm in arms:
+            m = arms[arm]["mean"]
+            bert, rob = PAPER["bert"][arm], PAPER["roberta"][arm]
+            lines.append(
+                f"| {arm} | {m['sts_avg']:.2f} / {m['transfer_avg']:.2f} | {bert[0]:.2f} / "
+                f"{bert[1]:.2f} | {rob[0]:.2f} / {rob[1]:.2f} |"
+            )
     return "\n".join(lines) + "\n"
 
 
