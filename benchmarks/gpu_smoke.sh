@@ -7,7 +7,11 @@
 #   DEVICE=cuda:1 PRECISION=fp16 bash benchmarks/gpu_smoke.sh
 #   DEVICE=cpu COMPILE=--no-compile THREADS=1 bash benchmarks/gpu_smoke.sh   # on a CPU
 #   PAIRS="simclr:macl moco:infonce" bash benchmarks/gpu_smoke.sh          # a subset
+#   TEXT=0 bash benchmarks/gpu_smoke.sh          # skip the sentence part (needs the text extra)
 #
+# With the text extra installed, it then runs 16 SimCSE steps (batch 64) of the default
+# MiniLM on generated sentences with MACL and with mMHE under the same device and precision,
+# and SentEval-style encoding of them, printing steps/s and sentences/s.
 # Each run goes to $OUT/<framework>-<loss> (default: a fresh temporary directory).
 set -euo pipefail
 DEVICE=${DEVICE:-cuda}
@@ -47,3 +51,39 @@ final = json.loads((Path(sys.argv[1]) / "final.json").read_text())
 print(f"device {final['device']} ({final['gpu_name']}), precision {final['precision']}, "
       f"compile {final['compile']}, torch {final['torch_version']}; runs in {Path(sys.argv[1]).parent}")
 PY
+
+TEXT=${TEXT:-1}
+if [ "$TEXT" = 1 ] && "$PYTHON" -c "import transformers" 2>/dev/null; then
+  export HF_HUB_OFFLINE=1
+  "$PYTHON" - "$OUT/sentences.txt" <<'PY'
+import random, sys
+words = "the a cat dog runs sleeps under over red blue house river quickly slowly".split()
+rng = random.Random(0)
+with open(sys.argv[1], "w") as f:
+    for _ in range(1024):
+        f.write(" ".join(rng.choice(words) for _ in range(rng.randint(5, 20))) + "\n")
+PY
+  for loss in macl mmhe; do
+    run="$OUT/simcse-$loss"
+    "$PYTHON" -m contrastkit.cli simcse --loss "$loss" --train-file "$OUT/sentences.txt" \
+      --max-steps 16 --device "$DEVICE" --precision "$PRECISION" --threads "$THREADS" \
+      --out "$run" --no-progress > "$run.log" 2>&1 || { echo "simcse/$loss FAILED: see $run.log"; exit 1; }
+    "$PYTHON" - "$run" "$loss" <<'PY'
+import json, sys
+from pathlib import Path
+h = json.loads((Path(sys.argv[1]) / "history.json").read_text())
+print(f"simcse/{sys.argv[2]:<19} {h['steps'] / h['seconds']:9.2f} steps/s  loss {h['train_loss'][-1]:.4f}")
+PY
+  done
+  "$PYTHON" - "$OUT/sentences.txt" "$DEVICE" "$PRECISION" <<'PY'
+import sys, time
+from contrastkit.text.senteval import encoder_embedder
+from contrastkit.text.encoder import default_model_path
+sentences = open(sys.argv[1]).read().splitlines()
+embed, _ = encoder_embedder(default_model_path(), device=sys.argv[2], precision=sys.argv[3])
+embed("warm-up", sentences[:64])
+start = time.perf_counter()
+embed("smoke", sentences)
+print(f"senteval encoding         {len(sentences) / (time.perf_counter() - start):9.0f} sentences/s")
+PY
+fi
