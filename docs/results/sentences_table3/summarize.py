@@ -2,7 +2,11 @@
 paired comparisons of the rule fixed in docs/results_sentences.md before the runs, and the
 papers' numbers beside ours.
 
-    python docs/results/sentences_table3/summarize.py /work/runs/sent_t3/runs
+    python docs/results/sentences_table3/summarize.py [RUNS]
+
+RUNS defaults to ``runs/`` next to this file: each finished run's ``history.json``,
+``senteval.json`` and ``senteval.done`` (the model folders and plots left out), committed
+so the table can be rebuilt without training.
 
 Writes ``table3.json`` (every run's numbers, the comparisons) and ``table3.md`` (the
 tables) next to this file. Rule: for a pair (A, B) = (MACL, InfoNCE) or (modified,
@@ -84,7 +88,7 @@ REFERENCE = HERE.parent / "senteval-minilm-bf16.json"
 def load(runs: Path) -> dict[str, dict[int, dict]]:
     """``arm -> seed -> {senteval, history}`` for every finished run."""
     out: dict[str, dict[int, dict]] = {}
-    for path in sorted(runs.glob("*-s*/senteval.done")):
+    for path in sorted(runs.glob("*-s*/senteval.done")):  # evaluation finished
         name, _, seed = path.parent.name.rpartition("-s")
         if name in ARMS:
             hist = json.loads((path.parent / "history.json").read_text())
@@ -232,4 +236,4 @@ def main(runs: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(sys.argv[1] if len(sys.argv) > 1 else str(HERE / "runs"))
