@@ -160,6 +160,6 @@ def encoder_embedder(
         return emb.numpy()
 
     folder = cache_dir / model_key(root, settings) if cache_dir is not None else None
-    info = {"model": str(root), "device": str(dev), "batch_size": batch_size}
-    info.update({"precision": precision, **settings})
+    info = {"model": str(root), "device": str(dev), "batch_size": batch_size, **settings}
+    info["precision"] = precision
     return CachedEmbedder(encode, folder), info
