@@ -79,10 +79,15 @@ PAPER = {
         "vicreg_l2": (76.87 - 7.32, 86.11 - 1.14),
     },
 }
+# per-step diagnostics of the training batches (text.diagnostics), as means over the first
+# 5 and the last 10 steps: why an objective helps or hurts
+DIAGNOSTICS = ("pos_angle_mean", "neg_angle_mean", "hardest_share", "lemma1_ratio")
 FLAT = 0.3  # points of STS-B dev Spearman x100 between the last two evaluations
 HERE = Path(__file__).parent
-# the untrained model, evaluated with the same command and precision (bf16), for reference
-REFERENCE = HERE.parent / "senteval-minilm-bf16.json"
+# the untrained model saved the way the runs save theirs (SentenceEncoder.save_pretrained:
+# no Normalize module, so the transfer classifiers see unnormalised embeddings as they do
+# for every run) and evaluated with the same command, for reference
+REFERENCE = HERE / "minilm-untrained.json"
 
 
 def load(runs: Path) -> dict[str, dict[int, dict]]:
@@ -108,6 +113,8 @@ def metrics(run: dict) -> dict[str, float]:
         "best_step": hist["best_step"],
         "dev_last": dev[-1],
         "dev_last_change": dev[-1] - dev[-2],
+        **{f"{k}_start": statistics.fmean(hist["diagnostics"][k][:5]) for k in DIAGNOSTICS},
+        **{f"{k}_end": statistics.fmean(hist["diagnostics"][k][-10:]) for k in DIAGNOSTICS},
         "train_s": hist["seconds"],
         "eval_s": sum(ev["seconds"].values()),
     }
@@ -225,6 +232,13 @@ def markdown(summary: dict) -> str:
                 f"| {arm} | {m['sts_avg']:.2f} / {m['transfer_avg']:.2f} | {bert[0]:.2f} / "
                 f"{bert[1]:.2f} | {rob[0]:.2f} / {rob[1]:.2f} |"
             )
+    lines += ["", "| arm | " + " | ".join(f"{k} start → end" for k in DIAGNOSTICS) + " |"]
+    lines.append("|---" * (len(DIAGNOSTICS) + 1) + "|")
+    for arm in ARMS:
+        if arm in arms:
+            m = arms[arm]["mean"]
+            cells = [f"{m[k + '_start']:.3f} → {m[k + '_end']:.3f}" for k in DIAGNOSTICS]
+            lines.append(f"| {arm} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 
