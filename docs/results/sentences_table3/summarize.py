@@ -4,7 +4,7 @@ papers' numbers beside ours.
 
     python docs/results/sentences_table3/summarize.py [RUNS]
 
-RUNS defaults to ``runs/`` next to this file: each finished run's ``history.json``,
+RUNS defaults to ``records/`` next to this file: each finished run's ``history.json``,
 ``senteval.json`` and ``senteval.done`` (the model folders and plots left out), committed
 so the table can be rebuilt without training.
 
@@ -250,4 +250,4 @@ def main(runs: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else str(HERE / "runs"))
+    main(sys.argv[1] if len(sys.argv) > 1 else str(HERE / "records"))
