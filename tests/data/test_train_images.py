@@ -151,7 +151,6 @@ def test_bad_linear_evaluation_settings_are_refused(values: dict, message: str) 
 
 
 def test_jitter_flag_reaches_every_view(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from contrastkit.training import TrainConfig
     from contrastkit.training.image_trainer import ImageTrainer
 
     _cifar_fixture(tmp_path)
