@@ -1,1 +1,15 @@
 """Sub-commands of the ``contrastkit`` CLI (see :mod:`contrastkit.cli`)."""
+
+from __future__ import annotations
+
+
+def apply_threads(threads: int | None) -> None:
+    """``torch.set_num_threads(threads)`` for a command's ``--threads`` (``None``: torch's
+    default); a value below 1 is a ``ValueError`` naming the flag."""
+    if threads is None:
+        return
+    if threads < 1:
+        raise ValueError(f"--threads must be a positive integer, got {threads}")
+    import torch
+
+    torch.set_num_threads(threads)

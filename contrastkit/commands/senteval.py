@@ -62,18 +62,14 @@ def run(args: argparse.Namespace) -> int:
     from ..text.encoder import default_model_path
     from ..text.senteval import Layout, encoder_embedder, markdown_table, run_senteval
     from ..text.senteval.embed import default_cache_dir
+    from . import apply_threads
 
     data = Path(args.data)
     if not data.is_dir():
         raise FileNotFoundError(f"--data {str(data)!r} is not a folder (SentEval's downstream/)")
     if args.kfold < 2:
         raise ValueError(f"--kfold must be >= 2, got {args.kfold}")
-    if args.threads is not None:
-        if args.threads < 1:
-            raise ValueError(f"--threads must be a positive integer, got {args.threads}")
-        import torch
-
-        torch.set_num_threads(args.threads)
+    apply_threads(args.threads)
     tasks = tuple(t.strip() for t in args.tasks.split(",") if t.strip())
     cache = (
         None if args.no_cache else Path(args.cache_dir) if args.cache_dir else default_cache_dir()

@@ -7,7 +7,6 @@ from __future__ import annotations
 import argparse
 import json
 
-import torch
 import yaml
 
 from .. import losses
@@ -18,6 +17,7 @@ from ..text.eda import DEFAULT_ALPHA, OPERATIONS
 from ..text.encoder import POOLINGS, SentenceEncoder, default_model_path
 from ..text.presets import BUILTIN, PRESETS, resolve_options
 from ..text.simcse import SimCSEConfig, build_loss, loss_hyperparameters, train_simcse
+from . import apply_threads
 
 NAME = "simcse"
 HELP = (
@@ -117,10 +117,7 @@ def run(args: argparse.Namespace) -> int:
             raise ValueError(f"{name} must be a positive integer, got {getattr(args, flag)}")
     if args.max_steps is not None and args.max_steps < 1:
         raise ValueError(f"--max-steps must be a positive integer, got {args.max_steps}")
-    if args.threads is not None:
-        if args.threads < 1:
-            raise ValueError(f"--threads must be a positive integer, got {args.threads}")
-        torch.set_num_threads(args.threads)
+    apply_threads(args.threads)
     if args.task == "sst5":
         return run_sst5_task(args, preset_loss_args)
     if args.train_file is None:
