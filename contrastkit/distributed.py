@@ -62,6 +62,30 @@ def init_from_env(backend: str = "gloo") -> bool:
     return is_distributed()
 
 
+def join(device: torch.device) -> tuple[int, int]:
+    """``(world size, rank)`` of this process: :func:`init_from_env` with NCCL on CUDA and
+    gloo elsewhere; ``(1, 0)`` outside ``torchrun``."""
+    backend = "nccl" if device.type == "cuda" else "gloo"
+    return (world_size(), rank()) if init_from_env(backend) else (1, 0)
+
+
+def wrap_ddp(
+    model: nn.Module, device: torch.device, sync_batchnorm: bool
+) -> nn.parallel.DistributedDataParallel:
+    """``model`` under DDP (one device per process on CUDA); with ``sync_batchnorm`` its
+    batch norm layers first normalise over the global batch (``torch.nn.SyncBatchNorm`` on
+    CUDA, :class:`SyncBatchNorm` elsewhere). The returned wrapper shares ``model``'s
+    modules, which are converted in place."""
+    if sync_batchnorm:
+        if device.type == "cuda":
+            model = nn.SyncBatchNorm.convert_sync_batchnorm(model)
+        else:
+            model = convert_sync_batchnorm(model)
+    return nn.parallel.DistributedDataParallel(
+        model, device_ids=[device.index] if device.type == "cuda" else None
+    )
+
+
 def shutdown() -> None:
     """Leave the process group together: every rank waits for the others (rank 0 may still
     be evaluating) and frees its DDP reducer before the group is destroyed. A rank that

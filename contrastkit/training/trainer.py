@@ -36,11 +36,10 @@ gives every rank ``batch_size / W`` samples of the same global batch
 (every rank draws the same shuffling and views and keeps its slice; a streamed or
 memory-mapped image set decodes only the rank's slice, the rest of the batch zeros).
 Losses that take ``gather_distributed`` get it, so they contrast against every rank's
-embeddings (see :mod:`contrastkit.distributed`). With ``sync_batchnorm`` (default) every
-batch norm layer normalises over the global batch (``torch.nn.SyncBatchNorm`` on CUDA,
-:class:`contrastkit.distributed.SyncBatchNorm` elsewhere, which runs on CPU), so a W-process
-run computes what one process would on the whole batch. Rank 0 alone evaluates and writes
-the run directory.
+embeddings (see :mod:`contrastkit.distributed`). With ``sync_batchnorm`` (default) batch
+norm normalises over the global batch on any device (:func:`~contrastkit.distributed.wrap_ddp`),
+so a W-process run computes what one process would on the whole batch. Rank 0 alone
+evaluates and writes the run directory.
 """
 
 from __future__ import annotations
@@ -70,12 +69,8 @@ from .config import TrainConfig
 from .probe import OnlineProbe, TensorBoardLog
 
 FINAL = "final.json"
-TRACED = (
-    "temperature",
-    "alignment_A",
-    "tau_pos_mean",
-    "tau_neg_mean",
-)  # per-step values kept in full, not only averaged
+# per-step values kept in full, not only averaged
+TRACED = ("temperature", "alignment_A", "tau_pos_mean", "tau_neg_mean")
 
 
 def epoch_generator(seed: int, epoch: int) -> torch.Generator:
@@ -108,12 +103,7 @@ class Trainer:
             config.clip_grad,
         )
         device = self.engine.device
-        backend = "nccl" if device.type == "cuda" else "gloo"
-        self.world, self.rank = (
-            (distributed.world_size(), distributed.rank())
-            if distributed.init_from_env(backend)
-            else (1, 0)
-        )
+        self.world, self.rank = distributed.join(device)
         self.progress = progress and self.rank == 0
         self.pin = device.type == "cuda"  # streamed batches page-locked for async copies
         self.data = self.load_data()
@@ -154,15 +144,8 @@ class Trainer:
         self.data = placed
         self.ddp = None
         if self.world > 1:
-            if config.sync_batchnorm:
-                self.model = (
-                    torch.nn.SyncBatchNorm.convert_sync_batchnorm(self.model)
-                    if device.type == "cuda"
-                    else distributed.convert_sync_batchnorm(self.model)
-                )
-            self.ddp = torch.nn.parallel.DistributedDataParallel(
-                self.model, device_ids=[device.index] if device.type == "cuda" else None
-            )
+            self.ddp = distributed.wrap_ddp(self.model, device, config.sync_batchnorm)
+            self.model = self.ddp.module
         # the network parts (encoder, heads, momentum encoder), never the loss: it computes
         # in float32 on half-precision embeddings, its fused autograd Functions stay eager
         network = [m for name, m in self.model.named_children() if name != "loss"]
