@@ -11,6 +11,7 @@ from .data import STS_FORMATS, StsPairs, read_sentences, read_sts
 from .encoder import (
     POOLINGS,
     SentenceEncoder,
+    declares_normalize,
     default_model_path,
     pool,
     sentence_transformers_settings,
@@ -39,6 +40,7 @@ __all__ = [
     "StsPairs",
     "build_loss",
     "cosine_scores",
+    "declares_normalize",
     "default_model_path",
     "loss_hyperparameters",
     "pool",

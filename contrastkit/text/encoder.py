@@ -87,6 +87,15 @@ def sentence_transformers_settings(path: str | Path) -> tuple[str | None, int | 
     return pooling, (int(max_len) if max_len else None)
 
 
+def declares_normalize(path: str | Path) -> bool:
+    """Whether a sentence-transformers folder's ``modules.json`` lists a ``Normalize``
+    module (all-MiniLM-L6-v2 does): its users expect unit-length embeddings."""
+    modules = _read_json(Path(path) / "modules.json")
+    return isinstance(modules, list) and any(
+        str(m.get("type", "")).endswith("Normalize") for m in modules
+    )
+
+
 def pool(hidden: Tensor, attention_mask: Tensor, pooling: str) -> Tensor:
     """Pool ``hidden [B, T, d]`` into ``[B, d]`` with the ``[B, T]`` 0/1 attention mask."""
     if pooling == "cls":
@@ -107,6 +116,10 @@ class SentenceEncoder(nn.Module):
         mlp_head: add SimCSE's training-only ``Linear(d, d) + tanh`` head.
         max_length: default truncation length in tokens (evaluation and saved config);
             training passes its own shorter length to :meth:`embed`.
+        normalize: the model ends in a sentence-transformers ``Normalize`` module (read by
+            :meth:`from_pretrained`, declared again by :meth:`save_pretrained`). The
+            embeddings returned here stay unnormalised: the losses normalise on their own,
+            and SentEval (:mod:`contrastkit.text.senteval.embed`) reads the declaration.
     """
 
     def __init__(
@@ -116,6 +129,7 @@ class SentenceEncoder(nn.Module):
         pooling: str = "cls",
         mlp_head: bool = False,
         max_length: int = DEFAULT_MAX_LENGTH,
+        normalize: bool = False,
     ) -> None:
         super().__init__()
         if pooling not in POOLINGS:
@@ -126,6 +140,7 @@ class SentenceEncoder(nn.Module):
         self.tokenizer = tokenizer
         self.pooling = pooling
         self.max_length = max_length
+        self.normalize = normalize
         dim = int(model.config.hidden_size)
         self.head = nn.Sequential(nn.Linear(dim, dim), nn.Tanh()) if mlp_head else None
 
@@ -169,6 +184,7 @@ class SentenceEncoder(nn.Module):
             pooling=pooling or st_pooling or "cls",
             mlp_head=mlp_head,
             max_length=max_length or st_max_len or limit,
+            normalize=declares_normalize(root),
         )
 
     @property
@@ -232,7 +248,9 @@ class SentenceEncoder(nn.Module):
 
         Writes the encoder and tokenizer (``save_pretrained``) plus ``modules.json``,
         ``sentence_bert_config.json`` and ``1_Pooling/config.json`` declaring this
-        encoder's pooling and maximum length. The training-only MLP head is not saved.
+        encoder's pooling and maximum length, and a ``Normalize`` module after the pooling
+        when :attr:`normalize` (a fine-tuned all-MiniLM-L6-v2 keeps its unit-length
+        output). The training-only MLP head is not saved.
         """
         root = Path(path)
         root.mkdir(parents=True, exist_ok=True)
@@ -247,6 +265,9 @@ class SentenceEncoder(nn.Module):
                 "type": "sentence_transformers.models.Pooling",
             },
         ]
+        if self.normalize:
+            normalize = {"path": "2_Normalize", "type": "sentence_transformers.models.Normalize"}
+            modules.append({"idx": 2, "name": "2", **normalize})
         pooling_cfg = {
             "word_embedding_dimension": self.dim,
             "pooling_mode_cls_token": self.pooling == "cls",

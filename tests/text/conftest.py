@@ -27,11 +27,16 @@ SENTENCES = [
 
 
 def build_tiny_bert(
-    root: Path, pooling: str | None = None, hidden: int = 16, seed: int = 0
+    root: Path,
+    pooling: str | None = None,
+    hidden: int = 16,
+    seed: int = 0,
+    normalize: bool = False,
 ) -> Path:
     """Save a random BERT (1 layer, ``hidden`` dims) and its tokenizer under ``root``.
 
-    With ``pooling`` given, also write a sentence-transformers configuration declaring it.
+    With ``pooling`` given, also write a sentence-transformers configuration declaring it
+    (ending in a ``Normalize`` module with ``normalize``, as all-MiniLM-L6-v2 does).
     """
     import torch
     from transformers import BertConfig, BertModel, BertTokenizer
@@ -53,7 +58,10 @@ def build_tiny_bert(
     if pooling is not None:
         modules = [
             {"idx": i, "name": str(i), "path": sub, "type": f"sentence_transformers.models.{kind}"}
-            for i, (sub, kind) in enumerate([("", "Transformer"), ("1_Pooling", "Pooling")])
+            for i, (sub, kind) in enumerate(
+                [("", "Transformer"), ("1_Pooling", "Pooling")]
+                + [("2_Normalize", "Normalize")] * normalize
+            )
         ]
         (root / "modules.json").write_text(json.dumps(modules))
         (root / "1_Pooling").mkdir(exist_ok=True)

@@ -5,11 +5,17 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
 
-from contrastkit.text import SentenceEncoder, pool, sentence_transformers_settings
+from contrastkit.text import (
+    SentenceEncoder,
+    declares_normalize,
+    pool,
+    sentence_transformers_settings,
+)
 
 
 def test_pool_matches_loop_reference() -> None:
@@ -104,6 +110,25 @@ def test_save_pretrained_round_trip(tmp_path: Path, tiny_bert: Path, sentences: 
     hf = AutoModel.from_pretrained(tmp_path / "out")
     for name, tensor in enc.model.state_dict().items():
         assert torch.equal(hf.state_dict()[name], tensor), name
+
+
+def test_save_pretrained_keeps_a_normalize_module(
+    tmp_path: Path, make_tiny_bert: Any, sentences: list[str]
+) -> None:
+    source = make_tiny_bert(tmp_path / "st", pooling="mean", normalize=True)
+    enc = SentenceEncoder.from_pretrained(source)
+    plain = SentenceEncoder.from_pretrained(make_tiny_bert(tmp_path / "plain", pooling="mean"))
+    assert (enc.normalize, plain.normalize) == (True, False)
+    enc.save_pretrained(tmp_path / "saved")
+    plain.save_pretrained(tmp_path / "saved_plain")
+    assert declares_normalize(tmp_path / "saved")
+    assert not declares_normalize(tmp_path / "saved_plain")
+    raw = enc.encode(sentences)
+    assert not torch.allclose(raw.norm(dim=-1), torch.ones(len(sentences)))  # encode: raw
+    st = pytest.importorskip("sentence_transformers")
+    model = st.SentenceTransformer(str(tmp_path / "saved"), device="cpu")
+    ref = torch.as_tensor(model.encode(sentences, batch_size=5))
+    assert torch.allclose(ref, torch.nn.functional.normalize(raw, dim=-1), atol=1e-5)
 
 
 def test_bad_arguments(tiny_bert: Path, tmp_path: Path) -> None:

@@ -41,15 +41,6 @@ def resolve_model(path: str | os.PathLike[str]) -> Path:
     )
 
 
-def declares_normalize(root: Path) -> bool:
-    """True when the folder's ``modules.json`` lists a sentence-transformers Normalize."""
-    path = root / "modules.json"
-    if not path.is_file():
-        return False
-    modules = json.loads(path.read_text(encoding="utf-8"))
-    return any(str(m.get("type", "")).endswith("Normalize") for m in modules)
-
-
 def model_key(root: Path, settings: dict[str, object]) -> str:
     """A hash naming the model's cache folder (path, settings, weight file stats)."""
     stats = {
@@ -129,7 +120,7 @@ def encoder_embedder(
     returned in float32); it is part of the cache key, so a half-precision evaluation never
     reads float32 embeddings or the reverse.
     """
-    from ..encoder import SentenceEncoder, sentence_transformers_settings
+    from ..encoder import SentenceEncoder, declares_normalize, sentence_transformers_settings
 
     root = resolve_model(model)
     if batch_size < 1:

@@ -84,9 +84,10 @@ PAPER = {
 DIAGNOSTICS = ("pos_angle_mean", "neg_angle_mean", "hardest_share", "lemma1_ratio")
 FLAT = 0.3  # points of STS-B dev Spearman x100 between the last two evaluations
 HERE = Path(__file__).parent
-# the untrained model saved the way the runs save theirs (SentenceEncoder.save_pretrained:
-# no Normalize module, so the transfer classifiers see unnormalised embeddings as they do
-# for every run) and evaluated with the same command, for reference
+# the untrained model saved the way the runs save theirs and evaluated with the same
+# command, for reference (when the committed records were made, save_pretrained dropped
+# MiniLM's Normalize module, so the runs and this row were scored on unnormalised
+# embeddings; docs/results_sentences.md, "Limits of what was run here")
 REFERENCE = HERE / "minilm-untrained.json"
 
 
