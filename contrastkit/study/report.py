@@ -3,8 +3,10 @@ and ``differences.png`` in the study folder.
 
 Only finished runs (``final.json`` at the study's epochs) count. Per arm: the metric's
 mean and t-interval over seeds, the mean learning curve and its convergence check, the
-mean training time per run. Per judged arm: the paired difference to the arm it is compared
-with, its t-interval, the paired t-test and the verdict of :func:`~.stats.verdict`.
+mean training time per run, and the "why" numbers (:func:`_why`: the final encoder's
+alignment and uniformity, the loss's last-epoch diagnostics). Per judged arm: the paired
+difference to the arm it is compared with, its t-interval, the paired t-test and the
+verdict of :func:`~.stats.verdict`.
 """
 
 from __future__ import annotations
@@ -57,6 +59,30 @@ def _curve(runs: dict[int, RunRecord], key: str) -> tuple[list[int], list[float]
     return epochs, means, halves
 
 
+GEOMETRY = ("alignment", "uniformity")  # final.json; Wang & Isola (2020) Eqs. 4-5
+BOOKKEEPING = ("epoch", "loss", "lr", "epoch_time_s", "samples_per_s")
+
+
+def _why(runs: dict[int, RunRecord], confidence: float) -> dict[str, Any]:
+    """Interval over seeds of the final encoder's geometry (:data:`GEOMETRY`) and of every
+    diagnostic the loss logged in its last epoch (MACL's temperature and batch alignment,
+    AMCL's head temperatures, ...): the numbers that say why one arm beats another."""
+    values: dict[str, list[float]] = {}
+    for run in runs.values():
+        last = run.history[-1] if run.history else {}
+        logged = {
+            k: v
+            for k, v in last.items()
+            if k not in BOOKKEEPING and not k.startswith(("knn_accuracy", "online_probe"))
+        }
+        for key, value in {**{k: run.final.get(k) for k in GEOMETRY}, **logged}.items():
+            if isinstance(value, int | float) and math.isfinite(value):
+                values.setdefault(key, []).append(float(value))
+    return {
+        key: t_interval(v, confidence).to_dict() for key, v in values.items() if len(v) == len(runs)
+    }
+
+
 def collect(
     study: Study, runs: dict[tuple[str, int], RunRecord] | None = None
 ) -> dict[str, Any]:
@@ -86,6 +112,7 @@ def collect(
                 for key in study.also_report
                 if all(key in f for f in finals.values())
             }
+            entry["why"] = _why(arm_runs, study.confidence)
             epochs, means, halves = _curve(arm_runs, conv["metric"])
             entry["curve"] = {"epochs": epochs, "mean": means, "half_width": halves}
             entry["convergence"] = convergence(
@@ -215,7 +242,7 @@ def markdown(results: dict[str, Any], command: str, wall: dict[str, float]) -> s
         f"(paired t-test, two-sided p). Convergence: least-squares change of the mean "
         f"`{conv['metric']}` curve over the last {100 * conv['window']:g} % of epochs, "
         f"tolerance {conv['tolerance']:g}{' (relative)' if conv['relative'] else ''}.",
-        "",
+        *_why_table(results, pct),
         "![learning curves](curves.png)",
         "",
         "![paired differences](differences.png)",
@@ -228,6 +255,28 @@ def markdown(results: dict[str, Any], command: str, wall: dict[str, float]) -> s
     if results.get("notes"):
         lines += ["", results["notes"].strip()]
     return "\n".join(lines) + "\n"
+
+
+def _why_table(results: dict[str, Any], pct: str) -> list[str]:
+    """The report's "why" section: geometry and loss diagnostics per arm ([] if none)."""
+    keys = list(dict.fromkeys(k for arm in results["arms"].values() for k in arm.get("why", {})))
+    if not keys:
+        return [""]
+    lines = [
+        "",
+        f"**Why (mean [{pct} CI] over seeds).** `alignment` (lower: two views of a test "
+        "sample land closer) and `uniformity` (lower: features spread more evenly over the "
+        "sphere) of the final encoder's normalised features on two views of the test split "
+        "(Wang & Isola, 2020, Eqs. 4-5); every other column is a diagnostic the loss logged, "
+        "averaged over its last epoch.",
+        "",
+        "| arm | " + " | ".join(keys) + " |",
+        "|---|" + "---|" * len(keys),
+    ]
+    for label, arm in results["arms"].items():
+        why = arm.get("why", {})
+        lines.append(f"| {label} | " + " | ".join(_cell(why.get(k)) for k in keys) + " |")
+    return [*lines, ""]
 
 
 SHORT_METRIC = {"linear_accuracy": "linear", "knn_accuracy": "kNN"}  # README's column words

@@ -155,3 +155,34 @@ def test_readme_rows_carry_interval_seeds_epochs_and_verdict() -> None:
     assert "[MACL Table 9](docs/studies/x/REPORT.md)" in row
     assert "| linear Δ 0.0100 [-0.0020, 0.0220] |" in row and "| 3 × 30 |" in row
     assert "**not converged** (interval: within noise)" in row
+
+
+def test_why_section_gives_geometry_and_the_losses_last_epoch_diagnostics(
+    tmp_path: Path,
+) -> None:
+    from contrastkit.study.records import RunRecord
+    from contrastkit.study.report import collect, markdown
+
+    arms = [{"label": "ntxent", "loss": "ntxent"}, {"label": "macl", "loss": "macl"}]
+    study = load_study(_study(tmp_path, arms, [0, 1], metric="linear_accuracy"))
+
+    def run(seed: int, align: float, temps: tuple[float, float] | None) -> RunRecord:
+        final = {"linear_accuracy": 0.9, "train_time_s": 1.0, "alignment": align}
+        final["uniformity"] = -2.0 - seed
+        history = [{"epoch": e, "loss": 1.0, "knn_accuracy": 0.8} for e in (1, 2)]
+        if temps is not None:  # only the last epoch's diagnostics count
+            history[0]["temperature"], history[1]["temperature"] = temps
+        return RunRecord(final, history)
+
+    runs = {("ntxent", 0): run(0, 0.4, None), ("ntxent", 1): run(1, 0.6, None)}
+    runs |= {("macl", 0): run(0, 0.5, (9.0, 0.12)), ("macl", 1): run(1, 0.5, (9.0, 0.14))}
+    results = collect(study, runs)
+    ntxent, macl = results["arms"]["ntxent"]["why"], results["arms"]["macl"]["why"]
+    assert set(ntxent) == {"alignment", "uniformity"}  # no loss, epoch or kNN columns
+    assert ntxent["alignment"]["mean"] == pytest.approx(0.5)
+    assert ntxent["uniformity"]["mean"] == pytest.approx(-2.5)
+    assert macl["temperature"]["mean"] == pytest.approx(0.13)
+    assert macl["alignment"]["low"] == macl["alignment"]["high"] == pytest.approx(0.5)
+    text = markdown(results, "cmd", {})
+    assert "| arm | alignment | uniformity | temperature |" in text
+    assert "| ntxent | 0.5000 [" in text and "| 0.1300 [" in text and "| - |" in text
