@@ -11,7 +11,7 @@ import argparse
 import shlex
 import sys
 
-from ..study import load_study, run_study, write_report
+from ..study import load_study, run_study, status, write_report
 from ..study.report import finished_runs, readme_rows
 
 NAME = "study"
@@ -42,6 +42,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--readme-rows", action="store_true", help="also print the README claims-table rows"
     )
     parser.add_argument("--progress", action="store_true", help="show per-epoch progress bars")
+    parser.add_argument(
+        "--status",
+        action="store_true",
+        help="train and write nothing: print where every arm × seed stands",
+    )
 
 
 def _seeds(text: str | None, declared: list[int]) -> list[int] | None:
@@ -74,6 +79,13 @@ def run(args: argparse.Namespace) -> int:
     command = "contrastkit study " + shlex.join(
         [args.config, *(["--runs-dir", args.runs_dir] if args.runs_dir else [])]
     )
+    if args.status:
+        states = status(study)
+        for (label, seed), state in states.items():
+            print(f"{label} seed {seed}: {state}")
+        done = sum(state.startswith("finished") for state in states.values())
+        print(f"[study] {done} of {len(states)} runs finished")
+        return 0
     if not args.report_only:
         seeds = _seeds(args.seeds, study.seeds)
         arms = _arms(args.arms, [a.label for a in study.arms])

@@ -3,7 +3,7 @@ verdict rule declared before the runs (``contrastkit study CONFIG``)."""
 
 from .config import Arm, Study, load_study
 from .report import collect, write_report
-from .runner import DeadlineError, Progress, run_study
+from .runner import DeadlineError, Progress, run_study, status
 from .stats import Interval, Paired, convergence, paired, t_interval, verdict
 
 __all__ = [
@@ -18,6 +18,7 @@ __all__ = [
     "load_study",
     "paired",
     "run_study",
+    "status",
     "t_interval",
     "verdict",
     "write_report",

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..training import CHECKPOINT, FINAL, TrainConfig, Trainer
+from ..training import CHECKPOINT, FINAL, METRICS, TrainConfig, Trainer
 from ..training.label_aware import trainer_class
 from .config import Arm, Study
 from .records import IGNORED_KEYS, load_records
@@ -139,6 +139,37 @@ def release(directory: Path) -> None:
     path = claim_path(directory)
     if path.exists() and path.read_text().strip() == str(os.getpid()):
         path.unlink()
+
+
+def status(study: Study) -> dict[tuple[str, int], str]:
+    """Where every run of ``study`` stands, by (arm label, seed), without training or
+    writing anything: ``finished``, ``finished (runs.jsonl)`` (its directory is gone),
+    ``epoch N of E`` (continues from its checkpoint), ``new``, plus ``, claimed by pid P``
+    while a live process holds it; ``other config`` for a directory :func:`run_study`
+    would refuse."""
+    records = load_records(study.out)
+    out = {}
+    for arm in study.arms:
+        for seed in study.seeds:
+            directory, config = run_dir(study, arm, seed), seeded(arm, seed)
+            try:
+                state = run_state(directory, config)
+            except ValueError:
+                out[(arm.label, seed)] = "other config"
+                continue
+            record = records.get((arm.label, seed))
+            if state == "new" and record and record.matches(config):
+                state = "finished (runs.jsonl)"
+            elif state == "partial":
+                lines = (directory / METRICS).read_text().splitlines()
+                last = json.loads(lines[-1])["epoch"] if lines else 0
+                state = f"epoch {last} of {config.epochs}"
+            path = claim_path(directory)
+            holder = path.read_text().strip() if path.exists() else ""
+            if state != "finished" and holder.isdigit() and _alive(int(holder)):
+                state += f", claimed by pid {holder}"
+            out[(arm.label, seed)] = state
+    return out
 
 
 @dataclass

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -186,3 +187,26 @@ def test_why_section_gives_geometry_and_the_losses_last_epoch_diagnostics(
     text = markdown(results, "cmd", {})
     assert "| arm | alignment | uniformity | temperature |" in text
     assert "| ntxent | 0.5000 [" in text and "| 0.1300 [" in text and "| - |" in text
+
+
+def test_status_names_every_runs_state_and_trains_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    arms = [{"label": "ntxent", "loss": "ntxent"}]
+    path = _study(tmp_path, arms, [0, 1, 2])
+    study = load_study(path)
+    run_study(study, log=False, seeds=[0, 1])
+    write_report(study, "cmd")  # seeds 0 and 1 go to runs.jsonl
+    shutil.rmtree(study.runs_dir / "ntxent" / "seed1")
+    runner_module.claim_path(study.runs_dir / "ntxent" / "seed2").write_text("1")  # alive
+    assert runner_module.status(study) == {
+        ("ntxent", 0): "finished",
+        ("ntxent", 1): "finished (runs.jsonl)",
+        ("ntxent", 2): "new, claimed by pid 1",
+    }
+    assert main(["study", str(path), "--status"]) == 0
+    assert "[study] 2 of 3 runs finished" in capsys.readouterr().out
+    assert not (study.runs_dir / "ntxent" / "seed2").exists()  # nothing trained
+    longer = load_study(_study(tmp_path, arms, [0, 1, 2], base={**TINY, "epochs": 3}))
+    states = runner_module.status(longer)
+    assert states[("ntxent", 0)] == "epoch 2 of 3" and states[("ntxent", 1)] == "new"
