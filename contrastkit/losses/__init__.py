@@ -7,7 +7,8 @@ NTXent()
 
 from . import functional, views
 from .alignment import AlignUniform
-from .amcl import AMCL, AdaptiveTemperature
+from .amcl import AMCL
+from .amcl_temperature import AdaptiveTemperature
 from .cacr import CACR, CMC
 from .hparams import Param
 from .infonce import DCL, DCLW, HCL, DualTemperature, FlatNCE, InfoNCE, NTXent, TwoViewContrastive

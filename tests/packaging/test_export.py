@@ -4,15 +4,12 @@ alone, gives exactly the run's features; bad input is one line and destroys noth
 from __future__ import annotations
 
 import argparse
-import doctest
 import json
 from pathlib import Path
 
 import pytest
 import torch
 
-import contrastkit._optional
-import contrastkit.models.export
 from contrastkit.cli import main
 from contrastkit.models import ConvEncoder, load_encoder, save_encoder
 from contrastkit.models.export import SPEC, WEIGHTS, architectures
@@ -61,12 +58,6 @@ def test_mlp_encoder_round_trip(tmp_path: Path) -> None:
     x = torch.randn(5, 10)
     loaded = load_encoder(save_encoder(enc, tmp_path / "mlp"))
     assert isinstance(loaded, MLPEncoder) and torch.equal(loaded(x), enc(x))
-
-
-def test_docstring_examples_run() -> None:
-    for module in (contrastkit.models.export, contrastkit._optional):
-        result = doctest.testmod(module)
-        assert result.attempted > 0 and result.failed == 0, module.__name__
 
 
 def export_error(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
