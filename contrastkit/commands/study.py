@@ -12,6 +12,7 @@ import shlex
 import sys
 
 from ..study import load_study, run_study, status, write_report
+from ..study.probe import run_probe
 from ..study.report import finished_runs, readme_rows
 
 NAME = "study"
@@ -42,6 +43,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--readme-rows", action="store_true", help="also print the README claims-table rows"
     )
     parser.add_argument("--progress", action="store_true", help="show per-epoch progress bars")
+    parser.add_argument(
+        "--probe",
+        type=int,
+        metavar="EPOCHS",
+        help="choose the study's epochs: train its baseline arm (first seed) for up to "
+        "EPOCHS epochs (resumable, apart from the study's runs), write <out>/probe.json and "
+        "print the smallest epoch count that passes the convergence rule",
+    )
     parser.add_argument(
         "--status",
         action="store_true",
@@ -79,6 +88,18 @@ def run(args: argparse.Namespace) -> int:
     command = "contrastkit study " + shlex.join(
         [args.config, *(["--runs-dir", args.runs_dir] if args.runs_dir else [])]
     )
+    if args.probe is not None:
+        result = run_probe(study, args.probe, args.max_minutes, progress=args.progress)
+        for row in result["checks"]:
+            change = "n/a" if row["change"] is None else f"{row['change']:+.4f}"
+            mark = "flat" if row["converged"] else "moving"
+            print(f"epochs {row['epochs']}: change {change} ({mark})")
+        print(
+            f"[study] probe at epoch {result['epochs_reached']} of {args.probe}; suggested "
+            f"epochs: {result['suggested_epochs'] or 'none yet'} (config: {study.epochs}); "
+            f"{study.out / 'probe.json'}"
+        )
+        return 0
     if args.status:
         states = status(study)
         for (label, seed), state in states.items():

@@ -53,6 +53,12 @@ def _with_deadline(cls: type[Trainer], deadline: float | None) -> type[Trainer]:
     return type(f"Deadline{cls.__name__}", (cls,), {"train_epoch": train_epoch})
 
 
+def label_aware_study(study: Study) -> bool:
+    """Whether every arm trains with the label-aware trainer (its downstream head and
+    label geometry), as one label-aware arm requires of the arms it is compared with."""
+    return any(trainer_class(a.config) is not Trainer for a in study.arms)
+
+
 def run_dir(study: Study, arm: Arm, seed: int) -> Path:
     return study.runs_dir / arm.slug / f"seed{seed}"
 
@@ -196,7 +202,7 @@ def run_study(
     ``arms`` if given; see the module docstring)."""
     start = time.monotonic()
     deadline = None if max_minutes is None else start + 60.0 * max_minutes
-    label_aware = any(trainer_class(a.config) is not Trainer for a in study.arms)
+    label_aware = label_aware_study(study)
     done = Progress()
     chosen = [a for a in study.arms if arms is None or a.label in arms]
     plan = [(seed, arm) for seed in seeds or study.seeds for arm in chosen]

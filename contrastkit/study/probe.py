@@ -1,0 +1,113 @@
+"""Choosing a study's epochs: a convergence probe of its baseline arm.
+
+A study's ``epochs`` must be long enough for the baseline's curve to be flat (the report's
+convergence rule, :func:`~.stats.convergence`). :func:`run_probe` trains the baseline arm
+on the study's first seed for up to ``max_epochs`` in ``<runs_dir>/probe/<arm>/seed<k>``
+(resumable like every study run; it never touches the study's own runs), then
+:func:`suggest_epochs` applies the rule to every evaluated epoch count ``E`` as if the study
+stopped there: the change of the least-squares line through the evaluations in the last
+``window · E`` epochs. The suggestion is the smallest ``E`` that passes and after which
+every longer ``E`` passes too. A single seed's curve is noisier than the study's mean over
+seeds, so a probe that only just passes deserves a margin.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from pathlib import Path
+from typing import Any
+
+from ..rundir import atomic_write_text
+from ..training import METRICS, TrainConfig
+from ..training.label_aware import trainer_class
+from .config import Study
+from .runner import (
+    DeadlineError,
+    _with_deadline,
+    claim,
+    label_aware_study,
+    release,
+    run_state,
+    seeded,
+)
+from .stats import convergence
+
+
+def suggest_epochs(
+    epochs: list[int],
+    values: list[float],
+    window: float = 0.2,
+    tolerance: float = 0.005,
+    relative: bool = False,
+) -> tuple[list[dict[str, Any]], int | None]:
+    """The convergence check at every evaluated epoch count, and the smallest count from
+    which on every check passes (``None`` if the last one fails)."""
+    rows = []
+    for i, total in enumerate(epochs):
+        check = convergence(epochs[: i + 1], values[: i + 1], total, window, tolerance, relative)
+        change = None if math.isnan(check.change) else check.change  # NaN: < 2 evaluations
+        rows.append({"epochs": total, "change": change, "converged": check.converged})
+    suggested = None
+    for row in reversed(rows):
+        if not row["converged"]:
+            break
+        suggested = row["epochs"]
+    return rows, suggested
+
+
+def probe_dir(study: Study) -> Path:
+    arm = next(a for a in study.arms if a.label == study.baseline)
+    return study.runs_dir / "probe" / arm.slug / f"seed{study.seeds[0]}"
+
+
+def run_probe(
+    study: Study, max_epochs: int, max_minutes: float | None = None, progress: bool = False
+) -> dict[str, Any]:
+    """Train (or continue) the probe, then write and return ``<out>/probe.json``: the
+    curve, the check at every epoch count and the suggested ``epochs``."""
+    if not isinstance(max_epochs, int) or max_epochs < 2:
+        raise ValueError(f"--probe must be an integer number of epochs >= 2, got {max_epochs}")
+    deadline = None if max_minutes is None else time.monotonic() + 60.0 * max_minutes
+    arm = next(a for a in study.arms if a.label == study.baseline)
+    config = TrainConfig.from_dict({**seeded(arm, study.seeds[0]).to_dict(), "epochs": max_epochs})
+    directory = probe_dir(study)
+    state = run_state(directory, config)
+    stopped = False
+    if state != "finished":
+        if not claim(directory):
+            raise ValueError(f"{directory} is being trained by another live process")
+        try:
+            resume = state == "partial" or (directory.is_dir() and any(directory.iterdir()))
+            cls = _with_deadline(trainer_class(config, label_aware_study(study)), deadline)
+            cls(config, directory, progress=progress).fit(resume=resume)
+        except DeadlineError:
+            stopped = True
+        finally:
+            release(directory)
+    conv = study.convergence_settings()
+    metrics = directory / METRICS
+    lines = metrics.read_text().splitlines() if metrics.exists() else []
+    history = [json.loads(line) for line in lines if line.strip()]
+    curve = [(int(r["epoch"]), float(r[conv["metric"]])) for r in history if conv["metric"] in r]
+    epochs, values = [e for e, _ in curve], [v for _, v in curve]
+    rows, suggested = suggest_epochs(
+        epochs, values, conv["window"], conv["tolerance"], conv["relative"]
+    )
+    result = {
+        "study": study.name,
+        "arm": arm.label,
+        "seed": study.seeds[0],
+        "max_epochs": max_epochs,
+        "epochs_reached": int(history[-1]["epoch"]) if history else 0,
+        "stopped_by_time_limit": stopped,
+        "study_epochs": study.epochs,
+        "convergence_settings": conv,
+        "curve": curve,
+        "checks": rows,
+        "suggested_epochs": suggested,
+    }
+    study.out.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(study.out / "probe.json", json.dumps(result, indent=1) + "\n")
+    return result
