@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from ..training import CHECKPOINT, FINAL, METRICS, TrainConfig, Trainer
-from ..training.label_aware import trainer_class
+from ..training.label_aware import LabelAwareTrainer, trainer_class
 from .config import Arm, Study
 from .records import IGNORED_KEYS, load_records
 
@@ -55,8 +55,9 @@ def _with_deadline(cls: type[Trainer], deadline: float | None) -> type[Trainer]:
 
 def label_aware_study(study: Study) -> bool:
     """Whether every arm trains with the label-aware trainer (its downstream head and
-    label geometry), as one label-aware arm requires of the arms it is compared with."""
-    return any(trainer_class(a.config) is not Trainer for a in study.arms)
+    label geometry), as one label-aware arm (SupCon, LASCon, regression data) requires of
+    the arms it is compared with. Image and graph studies keep their own trainers."""
+    return any(issubclass(trainer_class(a.config), LabelAwareTrainer) for a in study.arms)
 
 
 def run_dir(study: Study, arm: Arm, seed: int) -> Path:

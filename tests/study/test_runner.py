@@ -210,3 +210,16 @@ def test_status_names_every_runs_state_and_trains_nothing(
     longer = load_study(_study(tmp_path, arms, [0, 1, 2], base={**TINY, "epochs": 3}))
     states = runner_module.status(longer)
     assert states[("ntxent", 0)] == "epoch 2 of 3" and states[("ntxent", 1)] == "new"
+
+
+def test_only_label_aware_arms_make_a_study_label_aware(tmp_path: Path) -> None:
+    from contrastkit.training.image_trainer import ImageTrainer
+    from contrastkit.training.label_aware import trainer_class
+
+    ntxent = {"label": "ntxent", "loss": "ntxent"}
+    images = load_study(_study(tmp_path / "a", [ntxent], [0], base={**TINY, "dataset": "cifar10"}))
+    assert not runner_module.label_aware_study(images)  # kept its image protocol
+    assert trainer_class(images.arms[0].config) is ImageTrainer
+    supcon = {"label": "supcon", "framework": "supervised", "loss": "supcon"}
+    mixed = load_study(_study(tmp_path / "b", [ntxent, supcon], [0]))
+    assert runner_module.label_aware_study(mixed)
