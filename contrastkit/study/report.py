@@ -17,30 +17,21 @@ from pathlib import Path
 from typing import Any
 
 from .config import Study
-from .records import RunRecord, load_records, write_records
-from .runner import STUDY_LOG, run_dir, run_state, seeded
+from .records import RunRecord, write_records
+from .runner import STUDY_LOG, survey
 from .stats import convergence, paired, t_interval, verdict
 
 
 def finished_runs(study: Study) -> dict[tuple[str, int], RunRecord]:
     """Every finished run of ``study`` by (arm label, seed): from its run directory, or
     else from the study folder's ``runs.jsonl`` (:mod:`.records`)."""
-    records = load_records(study.out)
-    out = {}
-    for arm in study.arms:
-        for seed in study.seeds:
-            directory, config = run_dir(study, arm, seed), seeded(arm, seed)
-            try:
-                state = run_state(directory, config)
-            except ValueError:
-                continue  # a run of another config: not part of this study
-            if state == "finished":
-                out[(arm.label, seed)] = RunRecord.from_directory(directory)
-            elif state == "new" and (rec := records.get((arm.label, seed))) and rec.matches(
-                config
-            ):
-                out[(arm.label, seed)] = rec
-    return out
+    return {
+        (slot.label, slot.seed): (
+            RunRecord.from_directory(slot.directory) if slot.state == "finished" else slot.record
+        )
+        for slot in survey(study)
+        if slot.state in ("finished", "recorded")
+    }
 
 
 def _curve(runs: dict[int, RunRecord], key: str) -> tuple[list[int], list[float], list[float]]:

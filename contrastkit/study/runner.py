@@ -31,7 +31,7 @@ from typing import Any
 from ..training import CHECKPOINT, FINAL, METRICS, TrainConfig, Trainer
 from ..training.label_aware import LabelAwareTrainer, trainer_class
 from .config import Arm, Study
-from .records import IGNORED_KEYS, load_records
+from .records import IGNORED_KEYS, RunRecord, load_records
 
 STUDY_LOG = "study_log.jsonl"  # one line per invocation: runs finished, wall time
 
@@ -148,34 +148,55 @@ def release(directory: Path) -> None:
         path.unlink()
 
 
-def status(study: Study) -> dict[tuple[str, int], str]:
-    """Where every run of ``study`` stands, by (arm label, seed), without training or
-    writing anything: ``finished``, ``finished (runs.jsonl)`` (its directory is gone),
-    ``epoch N of E`` (continues from its checkpoint), ``new``, plus ``, claimed by pid P``
-    while a live process holds it; ``other config`` for a directory :func:`run_study`
-    would refuse."""
+@dataclass(frozen=True)
+class Slot:
+    """One arm × seed of a study and where it stands: ``finished`` (its run directory),
+    ``recorded`` (only its line in ``runs.jsonl`` is left), ``partial``, ``new`` or
+    ``other config`` (a directory :func:`run_study` would refuse)."""
+
+    label: str
+    seed: int
+    directory: Path
+    config: TrainConfig
+    state: str
+    record: RunRecord | None
+
+
+def survey(study: Study) -> list[Slot]:
+    """Every arm × seed of ``study`` with its state, reading the run directories and the
+    study folder's ``runs.jsonl``; trains and writes nothing."""
     records = load_records(study.out)
-    out = {}
+    slots = []
     for arm in study.arms:
         for seed in study.seeds:
             directory, config = run_dir(study, arm, seed), seeded(arm, seed)
             try:
                 state = run_state(directory, config)
             except ValueError:
-                out[(arm.label, seed)] = "other config"
-                continue
+                state = "other config"
             record = records.get((arm.label, seed))
             if state == "new" and record and record.matches(config):
-                state = "finished (runs.jsonl)"
-            elif state == "partial":
-                lines = (directory / METRICS).read_text().splitlines()
-                last = json.loads(lines[-1])["epoch"] if lines else 0
-                state = f"epoch {last} of {config.epochs}"
-            path = claim_path(directory)
-            holder = path.read_text().strip() if path.exists() else ""
-            if state != "finished" and holder.isdigit() and _alive(int(holder)):
-                state += f", claimed by pid {holder}"
-            out[(arm.label, seed)] = state
+                state = "recorded"
+            slots.append(Slot(arm.label, seed, directory, config, state, record))
+    return slots
+
+
+def status(study: Study) -> dict[tuple[str, int], str]:
+    """:func:`survey` in words, by (arm label, seed): ``finished``, ``finished
+    (runs.jsonl)``, ``epoch N of E`` (continues from its checkpoint), ``new`` or ``other
+    config``, plus ``, claimed by pid P`` while a live process holds an unfinished run."""
+    out = {}
+    for slot in survey(study):
+        state = {"recorded": "finished (runs.jsonl)"}.get(slot.state, slot.state)
+        if slot.state == "partial":
+            lines = (slot.directory / METRICS).read_text().splitlines()
+            last = json.loads(lines[-1])["epoch"] if lines else 0
+            state = f"epoch {last} of {slot.config.epochs}"
+        path = claim_path(slot.directory)
+        holder = path.read_text().strip() if path.exists() else ""
+        if not state.startswith("finished") and holder.isdigit() and _alive(int(holder)):
+            state += f", claimed by pid {holder}"
+        out[(slot.label, slot.seed)] = state
     return out
 
 
