@@ -57,14 +57,17 @@ BOOKKEEPING = ("epoch", "loss", "lr", "epoch_time_s", "samples_per_s")
 def _why(runs: dict[int, RunRecord], confidence: float) -> dict[str, Any]:
     """Interval over seeds of the final encoder's geometry (:data:`GEOMETRY`) and of every
     diagnostic the loss logged in its last epoch (MACL's temperature and batch alignment,
-    AMCL's head temperatures, ...): the numbers that say why one arm beats another."""
+    AMCL's mean head temperatures, ...): the numbers that say why one arm beats another.
+    Per-head breakdowns (keys with a ``/``) stay in ``runs.jsonl``."""
     values: dict[str, list[float]] = {}
     for run in runs.values():
         last = run.history[-1] if run.history else {}
         logged = {
             k: v
             for k, v in last.items()
-            if k not in BOOKKEEPING and not k.startswith(("knn_accuracy", "online_probe"))
+            if k not in BOOKKEEPING
+            and "/" not in k
+            and not k.startswith(("knn_accuracy", "online_probe"))
         }
         for key, value in {**{k: run.final.get(k) for k in GEOMETRY}, **logged}.items():
             if isinstance(value, int | float) and math.isfinite(value):

@@ -173,6 +173,7 @@ def test_why_section_gives_geometry_and_the_losses_last_epoch_diagnostics(
         history = [{"epoch": e, "loss": 1.0, "knn_accuracy": 0.8} for e in (1, 2)]
         if temps is not None:  # only the last epoch's diagnostics count
             history[0]["temperature"], history[1]["temperature"] = temps
+            history[1]["tau_pos/head0"] = temps[1]  # a per-head breakdown: not tabulated
         return RunRecord(final, history)
 
     runs = {("ntxent", 0): run(0, 0.4, None), ("ntxent", 1): run(1, 0.6, None)}
@@ -182,7 +183,7 @@ def test_why_section_gives_geometry_and_the_losses_last_epoch_diagnostics(
     assert set(ntxent) == {"alignment", "uniformity"}  # no loss, epoch or kNN columns
     assert ntxent["alignment"]["mean"] == pytest.approx(0.5)
     assert ntxent["uniformity"]["mean"] == pytest.approx(-2.5)
-    assert macl["temperature"]["mean"] == pytest.approx(0.13)
+    assert macl["temperature"]["mean"] == pytest.approx(0.13) and "tau_pos/head0" not in macl
     assert macl["alignment"]["low"] == macl["alignment"]["high"] == pytest.approx(0.5)
     text = markdown(results, "cmd", {})
     assert "| arm | alignment | uniformity | temperature |" in text
