@@ -273,18 +273,21 @@ def _why_table(results: dict[str, Any], pct: str) -> list[str]:
     return [*lines, ""]
 
 
-SHORT_METRIC = {"linear_accuracy": "linear", "knn_accuracy": "kNN"}  # README's column words
+# the README's words for the metrics
+SHORT_METRIC = {"linear_accuracy": "linear", "knn_accuracy": "kNN", "head_mae": "MAE"}
 
 
 def readme_rows(results: dict[str, Any], folder: str) -> list[str]:
-    """One README claims-table row per comparison: study, comparison, Δ with interval,
-    seeds × epochs, verdict (read from ``results.json`` only)."""
+    """One README claims-table row per comparison with at least one paired seed: study,
+    comparison, Δ with interval, seeds × epochs, verdict (read from ``results.json``)."""
     metric = SHORT_METRIC.get(results["metric"], results["metric"])
     rows = []
     for name, comp in results["comparisons"].items():
         diff = comp["paired"]
-        n = len(diff["seeds"]) if diff else 0
-        cell = _cell(diff["difference"]) if diff else "-"
+        if not diff:
+            continue  # no seed finished by both arms yet: nothing to show
+        n = len(diff["seeds"])
+        cell = _cell(diff["difference"])
         rows.append(
             f"| [{results['paper']} {results['table']}]({folder}/REPORT.md) | {name} | "
             f"{metric} Δ {cell} | {n} × {results['epochs']} | "

@@ -149,7 +149,9 @@ def test_readme_rows_carry_interval_seeds_epochs_and_verdict() -> None:
                 },
                 "verdict": "not converged",
                 "interval_verdict": "within noise",
-            }
+            },
+            # no seed finished by both arms: no row
+            "dcl vs ntxent": {"paired": None, "verdict": "too few seeds"},
         },
     }
     (row,) = readme_rows(results, "docs/studies/x")
