@@ -1,6 +1,8 @@
-"""Slow float64 references of AMCL, written from the paper's equations (no tests here).
+"""Slow float64 references of AMCL, written from the paper's equations, and the random
+inputs the tests feed them (no tests here).
 
-Shared by ``test_amcl.py`` (functional) and ``test_amcl_module.py`` (module); pytest puts
+Shared by ``test_amcl.py`` and ``test_amcl_topk.py`` (functional) and
+``test_amcl_module.py`` (module); pytest puts
 ``tests/losses`` on ``sys.path`` (``pythonpath`` in pyproject.toml).
 
 Notation (Eq. 4, Eq. 8): ``Ω(τ) = (d'/2)·log τ + 1/τ`` and, per pair, the Gaussian
@@ -22,6 +24,39 @@ import math
 import torch
 
 from contrastkit.losses import AMCL
+
+Inputs = tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]
+
+
+def random_inputs(
+    heads: int = 2,
+    m: int = 5,
+    k: int = 7,
+    seed: int = 0,
+    absent: bool = True,
+    dtype: torch.dtype = torch.float64,
+) -> Inputs:
+    """``(pos [C, M], neg [C, M, K], tau_pos, tau_neg)``: cosines in (−1, 1), τ in (0.05, 1.5).
+
+    With ``absent``, about a third of the negatives are ``-inf``; anchor 0 keeps exactly
+    one present negative and anchor 1 two (so κ = 3 is clamped), every row at least one.
+    """
+    g = torch.Generator().manual_seed(seed)
+    pos = 2 * torch.rand(heads, m, generator=g, dtype=torch.float64) - 1
+    neg = 2 * torch.rand(heads, m, k, generator=g, dtype=torch.float64) - 1
+    tp = 0.05 + 1.45 * torch.rand(heads, m, generator=g, dtype=torch.float64)
+    tn = 0.05 + 1.45 * torch.rand(heads, m, k, generator=g, dtype=torch.float64)
+    if absent:
+        drop = torch.rand(heads, m, k, generator=g) < 0.35
+        order = torch.rand(heads, m, k, generator=g).argsort(dim=2)  # random column order
+        drop[:, 0] = True
+        drop[:, 0].scatter_(1, order[:, 0, :1], False)
+        if m > 1 and k > 1:
+            drop[:, 1] = True
+            drop[:, 1].scatter_(1, order[:, 1, :2], False)
+        drop.scatter_(2, order[..., -1:], False)  # >= 1 present in every row
+        neg = neg.masked_fill(drop, float("-inf"))
+    return pos.to(dtype), neg.to(dtype), tp.to(dtype), tn.to(dtype)
 
 
 def _unit(x: torch.Tensor) -> torch.Tensor:
