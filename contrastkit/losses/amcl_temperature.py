@@ -1,5 +1,5 @@
-"""AMCL's learned pair-wise temperature network (Eq. 3), on its own so that other
-multi-head objectives can reuse it; :class:`~contrastkit.losses.AMCL` owns one.
+"""AMCL's learned pair-wise temperature network (Eq. 3): the module
+:class:`~contrastkit.losses.AMCL` owns, one ``φ`` shared by all of its heads.
 
 Example:
     >>> import torch

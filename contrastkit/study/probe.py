@@ -22,15 +22,15 @@ from typing import Any
 from ..rundir import atomic_write_text
 from ..training import METRICS, TrainConfig
 from ..training.label_aware import trainer_class
-from .config import Study
+from .config import Arm, Study
 from .runner import (
     DeadlineError,
-    _with_deadline,
     claim,
     label_aware_study,
     release,
     run_state,
     seeded,
+    with_deadline,
 )
 from .stats import convergence
 
@@ -57,9 +57,13 @@ def suggest_epochs(
     return rows, suggested
 
 
+def _baseline(study: Study) -> Arm:
+    return next(a for a in study.arms if a.label == study.baseline)
+
+
 def probe_dir(study: Study) -> Path:
-    arm = next(a for a in study.arms if a.label == study.baseline)
-    return study.runs_dir / "probe" / arm.slug / f"seed{study.seeds[0]}"
+    """``<runs_dir>/probe/<baseline arm>/seed<first seed>``: apart from the study's runs."""
+    return study.runs_dir / "probe" / _baseline(study).slug / f"seed{study.seeds[0]}"
 
 
 def run_probe(
@@ -70,7 +74,7 @@ def run_probe(
     if not isinstance(max_epochs, int) or max_epochs < 2:
         raise ValueError(f"--probe must be an integer number of epochs >= 2, got {max_epochs}")
     deadline = None if max_minutes is None else time.monotonic() + 60.0 * max_minutes
-    arm = next(a for a in study.arms if a.label == study.baseline)
+    arm = _baseline(study)
     config = TrainConfig.from_dict({**seeded(arm, study.seeds[0]).to_dict(), "epochs": max_epochs})
     directory = probe_dir(study)
     state = run_state(directory, config)
@@ -80,7 +84,7 @@ def run_probe(
             raise ValueError(f"{directory} is being trained by another live process")
         try:
             resume = state == "partial" or (directory.is_dir() and any(directory.iterdir()))
-            cls = _with_deadline(trainer_class(config, label_aware_study(study)), deadline)
+            cls = with_deadline(trainer_class(config, label_aware_study(study)), deadline)
             cls(config, directory, progress=progress).fit(resume=resume)
         except DeadlineError:
             stopped = True

@@ -252,7 +252,8 @@ def markdown(results: dict[str, Any], command: str, wall: dict[str, float]) -> s
 
 
 def _why_table(results: dict[str, Any], pct: str) -> list[str]:
-    """The report's "why" section: geometry and loss diagnostics per arm ([] if none)."""
+    """The report's "why" section: geometry and loss diagnostics per arm (a blank line
+    when no arm has any)."""
     keys = list(dict.fromkeys(k for arm in results["arms"].values() for k in arm.get("why", {})))
     if not keys:
         return [""]

@@ -40,7 +40,7 @@ class DeadlineError(Exception):
     """Raised between epochs when the study's time budget is used up."""
 
 
-def _with_deadline(cls: type[Trainer], deadline: float | None) -> type[Trainer]:
+def with_deadline(cls: type[Trainer], deadline: float | None) -> type[Trainer]:
     """``cls`` with a check of ``deadline`` (``time.monotonic``) before every epoch."""
     if deadline is None:
         return cls
@@ -254,7 +254,7 @@ def run_study(
             # a "new" run with files in its directory was killed before its first
             # checkpoint: resuming restarts it at epoch 1 and drops the records it logged
             leftovers = directory.is_dir() and any(directory.iterdir())
-            cls = _with_deadline(trainer_class(config, label_aware), deadline)
+            cls = with_deadline(trainer_class(config, label_aware), deadline)
             trainer = cls(config, directory, progress=progress)
             trainer.fit(resume=state == "partial" or leftovers)
         except DeadlineError:
