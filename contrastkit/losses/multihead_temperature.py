@@ -61,7 +61,12 @@ _HEAD_RANGES: dict[str, Param] = {
 }
 
 
-@register("tau_uncertainty", "features", "Zhang et al., 2021 (TaU); AMCL Table 4 baseline")
+@register(
+    "tau_uncertainty",
+    "features",
+    "Zhang et al., 2021 (TaU); AMCL Table 4 baseline",
+    diagnostics=True,
+)
 class TemperatureAsUncertainty(nn.Module):
     """Multi-head NT-Xent with a per-anchor learned temperature (see the module docstring).
 
@@ -101,8 +106,17 @@ class TemperatureAsUncertainty(nn.Module):
         self.last_temperature = float(tau.detach().mean())
         return multihead_ntxent(p1[..., :-1], p2[..., :-1], tau)
 
+    def diagnostics(self) -> dict[str, float]:
+        """``temperature``: the last call's τ_i averaged over anchors and heads."""
+        return {} if self.last_temperature is None else {"temperature": self.last_temperature}
 
-@register("cosine_temperature", "features", "Kukleva et al., ICLR 2023; AMCL Table 4 (TS)")
+
+@register(
+    "cosine_temperature",
+    "features",
+    "Kukleva et al., ICLR 2023; AMCL Table 4 (TS)",
+    diagnostics=True,
+)
 class CosineTemperature(nn.Module):
     """Multi-head NT-Xent with a cosine temperature schedule (see the module docstring).
 
@@ -148,3 +162,7 @@ class CosineTemperature(nn.Module):
             self.step += 1
         self.last_temperature = tau
         return multihead_ntxent(self.projector(h1), self.projector(h2), tau)
+
+    def diagnostics(self) -> dict[str, float]:
+        """``temperature``: τ_t of the last call."""
+        return {} if self.last_temperature is None else {"temperature": self.last_temperature}

@@ -38,6 +38,9 @@ def test_tau_uncertainty_matches_the_loop_per_head() -> None:
         tau = [0.1 + 0.8 / (1 + math.exp(-x)) for x in u]
         expected += ntxent_loop(p1[c, :, :-1], p2[c, :, :-1], tau)
     assert value.item() == pytest.approx(expected, rel=1e-12)
+    u = torch.cat([p1[..., -1], p2[..., -1]], dim=1)
+    mean_tau = (0.1 + 0.8 * torch.sigmoid(u)).mean().item()
+    assert loss.diagnostics() == {"temperature": pytest.approx(mean_tau, rel=1e-12)}
 
 
 def test_cosine_schedule_values_step_counter_and_loss() -> None:
@@ -51,9 +54,9 @@ def test_cosine_schedule_values_step_counter_and_loss() -> None:
     p1, p2 = loss.projector(h1), loss.projector(h2)
     expected = sum(ntxent_loop(p1[c], p2[c], [1.0] * 8) for c in range(3))
     assert first.item() == pytest.approx(expected, rel=1e-12)
-    assert int(loss.step) == 1 and loss.last_temperature == 1.0
+    assert int(loss.step) == 1 and loss.diagnostics() == {"temperature": 1.0}
     loss(h1, h2)
-    assert loss.last_temperature == pytest.approx(0.55)
+    assert loss.diagnostics()["temperature"] == pytest.approx(0.55)
     loss.eval()
     loss(h1, h2)
     assert int(loss.step) == 2  # evaluation calls do not advance the schedule
@@ -62,8 +65,10 @@ def test_cosine_schedule_values_step_counter_and_loss() -> None:
 
 def test_float32_inputs_stay_float32_and_registry_builds_them() -> None:
     for name in ("tau_uncertainty", "cosine_temperature"):
-        assert losses.info(name).inputs == "features"
+        info = losses.info(name)
+        assert info.inputs == "features" and info.diagnostics  # their τ reaches the logs
         loss = losses.get(name, in_dim=8)
+        assert loss.diagnostics() == {}  # before the first call
         out = loss(torch.randn(6, 8), torch.randn(6, 8))
         assert out.dtype == torch.float32 and torch.isfinite(out)
     with pytest.raises(ValueError, match="period"):
