@@ -125,7 +125,8 @@ def test_capabilities_replace_probing_and_concrete_imports() -> None:
     assert not imported & {"AMCL", "CACR"}
     assert losses.info("cacr").queue_form and losses.info("amcl").queue_form
     assert not losses.info("cmc").queue_form
-    assert {n for n in losses.available() if losses.info(n).diagnostics} == {"macl", "cacr", "amcl"}
+    with_diagnostics = {n for n in losses.available() if losses.info(n).diagnostics}
+    assert with_diagnostics == {"macl", "cacr", "amcl", "tau_uncertainty", "cosine_temperature"}
     encoder = build_encoder("2d", (1, 8, 8), 16, 4)
     model = build_framework("multiview", encoder, "cacr", {}, num_views=3, proj_dim=8)
     views = [torch.randn(6, 1, 8, 8) for _ in range(3)]
