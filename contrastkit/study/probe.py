@@ -21,7 +21,6 @@ from typing import Any
 
 from ..rundir import atomic_write_text
 from ..training import METRICS, TrainConfig
-from ..training.label_aware import trainer_class
 from .config import Arm, Study
 from .runner import (
     DeadlineError,
@@ -30,7 +29,7 @@ from .runner import (
     release,
     run_state,
     seeded,
-    with_deadline,
+    train,
 )
 from .stats import convergence
 
@@ -77,15 +76,14 @@ def run_probe(
     arm = _baseline(study)
     config = TrainConfig.from_dict({**seeded(arm, study.seeds[0]).to_dict(), "epochs": max_epochs})
     directory = probe_dir(study)
-    state = run_state(directory, config)
     stopped = False
-    if state != "finished":
+    if run_state(directory, config) != "finished":
         if not claim(directory):
             raise ValueError(f"{directory} is being trained by another live process")
         try:
-            resume = state == "partial" or (directory.is_dir() and any(directory.iterdir()))
-            cls = with_deadline(trainer_class(config, label_aware_study(study)), deadline)
-            cls(config, directory, progress=progress).fit(resume=resume)
+            state = run_state(directory, config)  # again: the holder may have finished it
+            if state != "finished":
+                train(directory, config, state, label_aware_study(study), deadline, progress)
         except DeadlineError:
             stopped = True
         finally:

@@ -40,7 +40,7 @@ class DeadlineError(Exception):
     """Raised between epochs when the study's time budget is used up."""
 
 
-def with_deadline(cls: type[Trainer], deadline: float | None) -> type[Trainer]:
+def _with_deadline(cls: type[Trainer], deadline: float | None) -> type[Trainer]:
     """``cls`` with a check of ``deadline`` (``time.monotonic``) before every epoch."""
     if deadline is None:
         return cls
@@ -51,6 +51,24 @@ def with_deadline(cls: type[Trainer], deadline: float | None) -> type[Trainer]:
         return cls.train_epoch(self)
 
     return type(f"Deadline{cls.__name__}", (cls,), {"train_epoch": train_epoch})
+
+
+def train(
+    directory: Path,
+    config: TrainConfig,
+    state: str,
+    label_aware: bool,
+    deadline: float | None,
+    progress: bool,
+) -> None:
+    """Train the run in ``directory`` (claimed by the caller; ``state`` from
+    :func:`run_state`) to ``config.epochs``, continuing a partial run; raises
+    :class:`DeadlineError` between epochs once ``deadline`` has passed."""
+    # a "new" run with files in its directory was killed before its first checkpoint:
+    # resuming restarts it at epoch 1 and drops the records it logged
+    leftovers = directory.is_dir() and any(directory.iterdir())
+    cls = _with_deadline(trainer_class(config, label_aware), deadline)
+    cls(config, directory, progress=progress).fit(resume=state == "partial" or leftovers)
 
 
 def label_aware_study(study: Study) -> bool:
@@ -251,12 +269,7 @@ def run_study(
                 continue
             if log:
                 print(f"[study] {name} ({state}) -> {directory}", flush=True)
-            # a "new" run with files in its directory was killed before its first
-            # checkpoint: resuming restarts it at epoch 1 and drops the records it logged
-            leftovers = directory.is_dir() and any(directory.iterdir())
-            cls = with_deadline(trainer_class(config, label_aware), deadline)
-            trainer = cls(config, directory, progress=progress)
-            trainer.fit(resume=state == "partial" or leftovers)
+            train(directory, config, state, label_aware, deadline, progress)
         except DeadlineError:
             done.stopped = name
             done.pending.extend(f"{a.label} seed {s}" for s, a in plan[i:])
