@@ -133,7 +133,8 @@ def run_one(
 
     With ``resume``, a finished run (``final.json``) is reused only if its saved config
     equals ``config`` (``threads`` aside); one that differs only by fewer ``epochs``
-    continues from its checkpoint; any other difference raises ``ValueError``."""
+    continues from its checkpoint (the trainer refuses that under a schedule that depends
+    on the run's length); any other difference raises ``ValueError``."""
     if resume and (directory / FINAL).exists():
         final = _read_final(directory / FINAL)
         diff = config.differences(final.get("config"), ("threads",))

@@ -5,11 +5,19 @@ from .core import PRECISIONS, Engine, NonFiniteError, eval_mode
 from .device import DEVICES, device_info, rng_state, select_device, set_rng_state, to_device
 from .lars import LARS
 from .optim import OPTIMIZERS, build_optimizer, param_groups, trainable
-from .schedules import LR_SCALINGS, SCHEDULES, build_schedule, multiplier, scale_lr
+from .schedules import (
+    LENGTH_DEPENDENT,
+    LR_SCALINGS,
+    SCHEDULES,
+    build_schedule,
+    multiplier,
+    scale_lr,
+)
 
 __all__ = [
     "DEVICES",
     "LARS",
+    "LENGTH_DEPENDENT",
     "LR_SCALINGS",
     "OPTIMIZERS",
     "PRECISIONS",

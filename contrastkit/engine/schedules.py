@@ -28,6 +28,9 @@ from collections.abc import Callable, Sequence
 import torch
 
 SCHEDULES = ("constant", "warmup_cosine", "step", "linear")
+# schedules whose multiplier at step s depends on the total T: a run stopped at E epochs
+# and continued to E' != E follows neither length's schedule, so it cannot be extended
+LENGTH_DEPENDENT = ("warmup_cosine", "linear")
 LR_SCALINGS = ("linear_above_256", "linear", "sqrt", "none")
 
 

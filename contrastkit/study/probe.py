@@ -9,6 +9,10 @@ stopped there: the change of the least-squares line through the evaluations in t
 ``window · E`` epochs. The suggestion is the smallest ``E`` that passes and after which
 every longer ``E`` passes too. A single seed's curve is noisier than the study's mean over
 seeds, so a probe that only just passes deserves a margin.
+
+Under a schedule set by the run's length (``warmup_cosine``, ``linear``) the first ``E``
+epochs of a longer run are not an ``E``-epoch run, so the probe judges ``max_epochs`` only
+(and, like the study's runs, is not continued to another length).
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ..rundir import atomic_write_text
-from ..training import METRICS, TrainConfig
+from ..training import METRICS, TrainConfig, extendable
 from .config import Arm, Study
 from .runner import (
     DeadlineError,
@@ -97,6 +101,9 @@ def run_probe(
     rows, suggested = suggest_epochs(
         epochs, values, conv["window"], conv["tolerance"], conv["relative"]
     )
+    if not extendable(config):  # only the full length is a run of its schedule
+        rows = [r for r in rows if r["epochs"] == max_epochs]
+        suggested = max_epochs if rows and rows[0]["converged"] else None
     result = {
         "study": study.name,
         "arm": arm.label,

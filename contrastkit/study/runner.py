@@ -6,7 +6,9 @@ part-way has complete paired seeds. Each run lives in ``<runs_dir>/<arm>/seed<k>
 * ``final.json`` for the study's epochs and config: finished, skipped;
 * ``final.json`` or a checkpoint of fewer epochs, same config: continued from its
   checkpoint (the trainer replays the same batches and views, so a run stopped and
-  resumed trains exactly like one run straight through);
+  resumed trains exactly like one run straight through); not under a schedule that
+  depends on the run's length (``warmup_cosine``, ``linear``), whose runs only continue
+  to the epochs they were started for;
 * anything with a different config: an error naming the directory (never overwritten);
 * no run directory, but the run's line in the study folder's ``runs.jsonl`` (a run of an
   earlier session whose directory is gone; :mod:`.records`): finished, skipped.
@@ -28,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..training import CHECKPOINT, FINAL, METRICS, TrainConfig, Trainer
+from ..training import CHECKPOINT, FINAL, METRICS, TrainConfig, Trainer, extendable, length_note
 from ..training.label_aware import LabelAwareTrainer, trainer_class
 from .config import Arm, Study
 from .records import IGNORED_KEYS, RunRecord, load_records
@@ -89,11 +91,12 @@ def seeded(arm: Arm, seed: int) -> TrainConfig:
 def run_state(directory: Path, config: TrainConfig) -> str:
     """``finished``, ``partial`` (a checkpoint or a shorter final to continue) or ``new``;
     raises ``ValueError`` if the directory holds a run of another config."""
+    ignore = (*IGNORED_KEYS, "epochs") if extendable(config) else IGNORED_KEYS
     saved: dict[str, Any] | None = None
     if (directory / FINAL).exists():
         final = json.loads((directory / FINAL).read_text())
         saved = final["config"]
-        if not config.differences(saved, (*IGNORED_KEYS, "epochs")):
+        if not config.differences(saved, ignore):
             if int(final["epochs"]) == config.epochs:
                 return "finished"
             if int(final["epochs"]) > config.epochs:
@@ -106,13 +109,13 @@ def run_state(directory: Path, config: TrainConfig) -> str:
 
         state = torch.load(directory / CHECKPOINT, weights_only=True)
         saved = state["config"]
-        if not config.differences(saved, (*IGNORED_KEYS, "epochs")):
+        if not config.differences(saved, ignore):
             return "partial"
     if saved is not None:
-        diff = config.differences(saved, (*IGNORED_KEYS, "epochs"))
+        diff = config.differences(saved, ignore)
         raise ValueError(
-            f"{directory} holds a run of a different config (differs in: {', '.join(diff)}); "
-            "use another --runs-dir"
+            f"{directory} holds a run of a different config (differs in: {', '.join(diff)})"
+            f"{length_note(config, diff)}; use another --runs-dir"
         )
     return "new"
 

@@ -1,6 +1,6 @@
 """Training loop, run configuration and run files."""
 
-from .checkpoint import CHECKPOINT, METRICS
+from .checkpoint import CHECKPOINT, METRICS, extendable, length_note
 from .config import TrainConfig, load_yaml, parse_assignments, parse_value
 from .trainer import FINAL, Trainer, epoch_generator
 
@@ -11,6 +11,8 @@ __all__ = [
     "TrainConfig",
     "Trainer",
     "epoch_generator",
+    "extendable",
+    "length_note",
     "load_yaml",
     "parse_assignments",
     "parse_value",

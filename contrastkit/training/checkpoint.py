@@ -14,15 +14,34 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from .. import rundir
+from ..engine import LENGTH_DEPENDENT
 from ..engine.device import rng_state, set_rng_state
 
 if TYPE_CHECKING:
+    from .config import TrainConfig
     from .trainer import Trainer
 
 CHECKPOINT = "checkpoint.pt"
 METRICS = "metrics.jsonl"
 # config keys that may change between a checkpoint and its resumption
 RESUMABLE_CHANGES = ("epochs", "threads", "save_every", "tensorboard", "device")
+
+
+def extendable(config: TrainConfig) -> bool:
+    """Whether a run of ``config`` stopped (or finished) at fewer epochs, continued to
+    ``config.epochs``, trains exactly like one run straight through: true unless its
+    learning-rate schedule depends on the total length (``warmup_cosine``, ``linear``)."""
+    return config.schedule not in LENGTH_DEPENDENT
+
+
+def length_note(config: TrainConfig, diff: list[str]) -> str:
+    """For an error listing the differing keys ``diff``: why ``epochs`` may not differ."""
+    if "epochs" in diff and not extendable(config):
+        return (
+            f"; schedule {config.schedule!r} sets the learning rate from the run's total "
+            "length, so a run cannot be continued to another number of epochs"
+        )
+    return ""
 
 
 def save_epoch(trainer: Trainer, record: dict[str, Any]) -> None:
@@ -73,11 +92,13 @@ def restore(trainer: Trainer) -> None:
     state = rundir.load_checkpoint(path, required=keys, map_location=trainer.engine.device)
     if not isinstance(state["config"], dict):
         raise rundir.CheckpointError(f"checkpoint {str(path)!r} holds no config mapping")
-    diff = trainer.config.differences(state["config"], RESUMABLE_CHANGES)
+    config = trainer.config
+    may_change = [k for k in RESUMABLE_CHANGES if k != "epochs" or extendable(config)]
+    diff = config.differences(state["config"], may_change)
     if diff:
         raise ValueError(
             f"--resume with a different config than the checkpoint's (differs in: "
-            f"{', '.join(diff)})"
+            f"{', '.join(diff)}){length_note(config, diff)}"
         )
     try:
         trainer.model.load_state_dict(state["model"])

@@ -8,7 +8,15 @@ import pytest
 import torch
 from torch import nn
 
-from contrastkit.engine import LARS, build_optimizer, build_schedule, multiplier, scale_lr
+from contrastkit.engine import (
+    LARS,
+    LENGTH_DEPENDENT,
+    SCHEDULES,
+    build_optimizer,
+    build_schedule,
+    multiplier,
+    scale_lr,
+)
 
 
 def one_step(opt: torch.optim.Optimizer, params: list[torch.Tensor], grads: list[list]) -> None:
@@ -96,6 +104,15 @@ def test_step_and_linear_and_constant_values() -> None:
     assert multiplier("constant", 10, 4)(33) == 1.0
     with pytest.raises(ValueError, match="unknown schedule 'cyclic'"):
         multiplier("cyclic", 10, 4)
+
+
+@pytest.mark.parametrize("name", SCHEDULES)
+def test_length_dependence_is_declared_as_it_behaves(name: str) -> None:
+    # a schedule may extend a run only if its first E epochs are the same for any total
+    kw = {"warmup_epochs": 1} if name == "warmup_cosine" else {"milestones": [2]}
+    short, long = multiplier(name, 10, 3, **kw), multiplier(name, 10, 6, **kw)
+    same = all(short(s) == long(s) for s in range(30))
+    assert same == (name not in LENGTH_DEPENDENT)
 
 
 def test_schedule_drives_the_optimiser_rate_per_step() -> None:

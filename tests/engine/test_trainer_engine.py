@@ -151,6 +151,16 @@ def test_a_checkpoint_of_an_older_config_resumes(make_trainer: Callable, tmp_pat
         make_trainer(out=tmp_path, epochs=3, optimizer="sgd").fit(resume=True)
 
 
+@pytest.mark.parametrize("schedule", ["warmup_cosine", "linear"])
+def test_a_run_under_a_length_dependent_schedule_is_not_extended(
+    make_trainer: Callable, tmp_path: Path, schedule: str
+) -> None:
+    make_trainer(out=tmp_path, epochs=1, schedule=schedule).fit()
+    with pytest.raises(ValueError, match=rf"differs in: epochs\); schedule '{schedule}' sets"):
+        make_trainer(out=tmp_path, epochs=2, schedule=schedule).fit(resume=True)
+    make_trainer(out=tmp_path, epochs=1, schedule=schedule).fit(resume=True)  # same length
+
+
 def test_engine_flags_reach_the_config() -> None:
     parser = argparse.ArgumentParser()
     add_arguments(parser)

@@ -155,6 +155,15 @@ def test_compare_resume_refuses_stale_final(tmp_path: Path, capsys) -> None:
     assert "already holds files" in capsys.readouterr().err
 
 
+def test_compare_resume_does_not_extend_a_linear_decay_run(tmp_path: Path, capsys) -> None:
+    base = ["compare", "--losses", "ntxent", "--out", str(tmp_path), *TINY_FLAGS]
+    assert main([*base, "--epochs", "1", "--schedule", "linear"]) == 0
+    capsys.readouterr()
+    assert main([*base, "--epochs", "2", "--schedule", "linear", "--resume"]) == 2
+    assert "schedule 'linear' sets the learning rate" in capsys.readouterr().err
+    assert main([*base, "--epochs", "1", "--schedule", "linear", "--resume"]) == 0  # reused
+
+
 def test_train_refuses_run_dir_without_checkpoint(tmp_path: Path, capsys) -> None:
     run = tmp_path / "run"
     run.mkdir()

@@ -13,6 +13,7 @@ from contrastkit.study import load_study
 from contrastkit.study.probe import probe_dir, suggest_epochs
 
 from .test_runner import _study
+from .tiny import TINY
 
 
 def test_suggestion_is_the_first_epoch_count_from_which_every_check_passes() -> None:
@@ -54,3 +55,13 @@ def test_probe_trains_the_baseline_apart_and_resumes(
     assert main(["study", str(path), "--probe", "1"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "--probe must be an integer number of epochs >= 2" in err
+
+
+def test_a_probe_under_a_cosine_schedule_judges_its_full_length_only(tmp_path: Path) -> None:
+    base = {**TINY, "schedule": "warmup_cosine", "eval_every": 1}
+    path = _study(tmp_path, [{"label": "ntxent", "loss": "ntxent"}], [0], base=base)
+    assert main(["study", str(path), "--probe", "3"]) == 0
+    result = json.loads((tmp_path / "out" / "probe.json").read_text())
+    assert len(result["curve"]) == 3 and [r["epochs"] for r in result["checks"]] == [3]
+    assert result["suggested_epochs"] == (3 if result["checks"][0]["converged"] else None)
+    assert main(["study", str(path), "--probe", "4"]) == 2  # not continued to 4

@@ -91,6 +91,16 @@ def test_more_epochs_extend_finished_runs_and_other_configs_are_refused(tmp_path
         run_study(other, log=False)
 
 
+def test_runs_under_a_length_dependent_schedule_are_not_extended(tmp_path: Path) -> None:
+    arms = [{"label": "ntxent", "loss": "ntxent"}]
+    cosine = {**TINY, "schedule": "warmup_cosine"}
+    run_study(load_study(_study(tmp_path, arms, [0], base=cosine)), log=False)
+    longer = load_study(_study(tmp_path, arms, [0], base={**cosine, "epochs": 3}))
+    with pytest.raises(ValueError, match="cannot be continued to another number of epochs"):
+        run_study(longer, log=False)
+    assert runner_module.status(longer) == {("ntxent", 0): "other config"}
+
+
 def test_bad_study_configs_are_one_line_errors(
     tmp_path: Path, capsys: pytest.CaptureFixture
 ) -> None:
