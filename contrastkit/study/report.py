@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from .config import Study
+from .curves import gap_change, mean_curve
 from .records import RunRecord, write_records
 from .runner import STUDY_LOG, survey
 from .stats import convergence, paired, t_interval, verdict
@@ -32,22 +33,6 @@ def finished_runs(study: Study) -> dict[tuple[str, int], RunRecord]:
         for slot in survey(study)
         if slot.state in ("finished", "recorded")
     }
-
-
-def _curve(runs: dict[int, RunRecord], key: str) -> tuple[list[int], list[float], list[float]]:
-    """Epochs, mean and t-interval half-width of ``key`` over the seeds' histories."""
-    by_epoch: dict[int, list[float]] = {}
-    for run in runs.values():
-        for rec in run.history:
-            if key in rec:
-                by_epoch.setdefault(int(rec["epoch"]), []).append(float(rec[key]))
-    epochs = sorted(e for e, v in by_epoch.items() if len(v) == len(runs))
-    means, halves = [], []
-    for e in epochs:
-        interval = t_interval(by_epoch[e])
-        means.append(interval.mean)
-        halves.append(0.0 if math.isnan(interval.high) else interval.high - interval.mean)
-    return epochs, means, halves
 
 
 GEOMETRY = ("alignment", "uniformity")  # final.json; Wang & Isola (2020) Eqs. 4-5
@@ -77,17 +62,17 @@ def _why(runs: dict[int, RunRecord], confidence: float) -> dict[str, Any]:
     }
 
 
-def collect(
-    study: Study, runs: dict[tuple[str, int], RunRecord] | None = None
-) -> dict[str, Any]:
+def collect(study: Study, runs: dict[tuple[str, int], RunRecord] | None = None) -> dict[str, Any]:
     """Everything the report states, as one JSON-able mapping (from ``runs``, by default
     :func:`finished_runs`)."""
     runs = finished_runs(study) if runs is None else runs
     conv = study.convergence_settings()
     arms: dict[str, Any] = {}
     values: dict[str, dict[int, float]] = {}
+    by_arm: dict[str, dict[int, RunRecord]] = {}
     for arm in study.arms:
         arm_runs = {seed: run for (label, seed), run in runs.items() if label == arm.label}
+        by_arm[arm.label] = arm_runs
         finals = {s: run.final for s, run in arm_runs.items()}
         values[arm.label] = {s: float(f[study.metric]) for s, f in finals.items()}
         entry: dict[str, Any] = {
@@ -107,7 +92,7 @@ def collect(
                 if all(key in f for f in finals.values())
             }
             entry["why"] = _why(arm_runs, study.confidence)
-            epochs, means, halves = _curve(arm_runs, conv["metric"])
+            epochs, means, halves = mean_curve(arm_runs, conv["metric"])
             entry["curve"] = {"epochs": epochs, "mean": means, "half_width": halves}
             entry["convergence"] = convergence(
                 epochs,
@@ -135,6 +120,9 @@ def collect(
                 "verdict": verdict(result, study.better, converged, study.min_seeds),
                 # what the interval alone says, so an unconverged arm still shows its direction
                 "interval_verdict": verdict(result, study.better, True, study.min_seeds),
+                "gap_change": gap_change(
+                    by_arm[arm.label], by_arm[other], conv["metric"], arm.config.epochs, conv
+                ),
             }
     total = len(study.arms) * len(study.seeds)
     done = sum(len(a["seeds"]) for a in arms.values())
@@ -213,13 +201,15 @@ def markdown(results: dict[str, Any], command: str, wall: dict[str, float]) -> s
             f"{sum(times) / len(times):.0f}" if times else "-",
         ]
         lines.append("| " + " | ".join(cells) + " |")
+    conv = results["convergence_settings"]
     lines += [
         "",
-        f"| comparison | paired Δ [{pct} CI] | paired seeds | t | p | verdict |",
-        "|---|---|---|---|---|---|",
+        f"| comparison | paired Δ [{pct} CI] | paired seeds | t | p | verdict | "
+        f"Δ {conv['metric']} change (last window) |",
+        "|---|---|---|---|---|---|---|",
     ]
     for name, comp in results["comparisons"].items():
-        diff = comp["paired"]
+        diff, gap = comp["paired"], comp.get("gap_change")
         cells = [
             name,
             _cell(diff["difference"]) if diff else "-",
@@ -227,15 +217,18 @@ def markdown(results: dict[str, Any], command: str, wall: dict[str, float]) -> s
             _fmt(diff["t"], 2) if diff else "-",
             _fmt(diff["p"], 3) if diff else "-",
             _verdict_cell(comp),
+            "-" if gap is None else _fmt(gap),
         ]
         lines.append("| " + " | ".join(cells) + " |")
-    conv = results["convergence_settings"]
     lines += [
         "",
         f"Intervals are Student-t over seeds; Δ is paired over the seeds both arms finished "
         f"(paired t-test, two-sided p). Convergence: least-squares change of the mean "
         f"`{conv['metric']}` curve over the last {100 * conv['window']:g} % of epochs, "
-        f"tolerance {conv['tolerance']:g}{' (relative)' if conv['relative'] else ''}.",
+        f"tolerance {conv['tolerance']:g}{' (relative)' if conv['relative'] else ''}. "
+        f"The last column is that change for the mean paired gap curve (arm − compared "
+        f"arm): a small one beside **not converged** means both arms still move but their "
+        f"gap does not. It describes; the verdict rule does not use it.",
         *_why_table(results, pct),
         "![learning curves](curves.png)",
         "",
