@@ -29,21 +29,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="stop cleanly (between epochs) after this many minutes; rerun to continue",
     )
     parser.add_argument(
-        "--report-only", action="store_true", help="train nothing: report the finished runs"
-    )
-    parser.add_argument(
         "--seeds",
-        help="comma-separated subset of the study's seeds to train in this process "
-        "(e.g. two processes on disjoint seeds); the report covers every seed",
+        help="comma-separated subset of the study's seeds to train (or, with --status, to "
+        "show) in this process (e.g. two processes on disjoint seeds); the report covers "
+        "every seed",
     )
     parser.add_argument(
-        "--arms", help="comma-separated subset of the arm labels to train in this process"
+        "--arms",
+        help="comma-separated subset of the arm labels to train (or, with --status, to show)",
     )
     parser.add_argument(
         "--readme-rows", action="store_true", help="also print the README claims-table rows"
     )
     parser.add_argument("--progress", action="store_true", help="show per-epoch progress bars")
-    parser.add_argument(
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument(
+        "--report-only", action="store_true", help="train nothing: report the finished runs"
+    )
+    mode.add_argument(
         "--probe",
         type=int,
         metavar="EPOCHS",
@@ -51,7 +54,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "EPOCHS epochs (resumable, apart from the study's runs), write <out>/probe.json and "
         "print the smallest epoch count that passes the convergence rule",
     )
-    parser.add_argument(
+    mode.add_argument(
         "--status",
         action="store_true",
         help="train and write nothing: print where every arm × seed stands",
@@ -88,6 +91,13 @@ def run(args: argparse.Namespace) -> int:
     command = "contrastkit study " + shlex.join(
         [args.config, *(["--runs-dir", args.runs_dir] if args.runs_dir else [])]
     )
+    seeds = _seeds(args.seeds, study.seeds)
+    arms = _arms(args.arms, [a.label for a in study.arms])
+    if (seeds or arms) and (args.probe is not None or args.report_only):
+        raise ValueError(
+            "--seeds and --arms choose the runs to train or show (--status); --probe trains "
+            "the baseline's first seed and --report-only reports every finished run"
+        )
     if args.probe is not None:
         result = run_probe(study, args.probe, args.max_minutes, progress=args.progress)
         for row in result["checks"]:
@@ -101,15 +111,17 @@ def run(args: argparse.Namespace) -> int:
         )
         return 0
     if args.status:
-        states = status(study)
+        states = {
+            (label, seed): state
+            for (label, seed), state in status(study).items()
+            if (seeds is None or seed in seeds) and (arms is None or label in arms)
+        }
         for (label, seed), state in states.items():
             print(f"{label} seed {seed}: {state}")
         done = sum(state.startswith("finished") for state in states.values())
         print(f"[study] {done} of {len(states)} runs finished")
         return 0
     if not args.report_only:
-        seeds = _seeds(args.seeds, study.seeds)
-        arms = _arms(args.arms, [a.label for a in study.arms])
         done = run_study(study, args.max_minutes, progress=args.progress, seeds=seeds, arms=arms)
         print(
             f"[study] {len(done.finished)} runs finished now, {len(done.skipped)} already "
