@@ -28,6 +28,10 @@ def mean_curve(runs: dict[int, RunRecord], key: str) -> tuple[list[int], list[fl
     return epochs, means, halves
 
 
+def _by_epoch(run: RunRecord, key: str) -> dict[int, float]:
+    return {int(r["epoch"]): float(r[key]) for r in run.history if key in r}
+
+
 def gap_change(
     a: dict[int, RunRecord], b: dict[int, RunRecord], key: str, total: int, conv: dict[str, Any]
 ) -> float | None:
@@ -37,15 +41,8 @@ def gap_change(
     seeds = sorted(set(a) & set(b))
     if conv["relative"] or not seeds:
         return None
-    curves = [
-        {int(r["epoch"]): float(r[key]) for r in run.history if key in r}
-        for s in seeds
-        for run in (a[s], b[s])
-    ]
-    epochs = sorted(set.intersection(*(set(c) for c in curves)))
-    gaps = [
-        math.fsum(x[e] - y[e] for x, y in zip(curves[::2], curves[1::2], strict=True)) / len(seeds)
-        for e in epochs
-    ]
+    pairs = [(_by_epoch(a[s], key), _by_epoch(b[s], key)) for s in seeds]
+    epochs = sorted(set.intersection(*(set(x) & set(y) for x, y in pairs)))
+    gaps = [math.fsum(x[e] - y[e] for x, y in pairs) / len(pairs) for e in epochs]
     change = convergence(epochs, gaps, total, conv["window"], conv["tolerance"]).change
     return None if math.isnan(change) else change
