@@ -1,5 +1,7 @@
 """``contrastkit study CONFIG``: run a paper table's arms × seeds (resumably) and write its
-report (``REPORT.md``, ``results.json``, plots) into the study folder.
+report (``REPORT.md``, ``results.json``, plots) into the study folder. A suite config
+(:mod:`contrastkit.study.suite`) runs and reports each of its studies in turn, then writes
+the suite's ``REPORT.md`` with one column per study.
 
 A killed or time-limited study continues where it stopped when the same command is run
 again: finished runs are skipped, interrupted runs continue from their last epoch.
@@ -10,19 +12,30 @@ from __future__ import annotations
 import argparse
 import shlex
 import sys
+from pathlib import Path
+from time import monotonic
+from typing import Any
 
-from ..study import load_study, run_study, status, write_report
+from ..study import Study, Suite, load_config, run_study, status, write_report, write_suite_report
 from ..study.probe import run_probe
-from ..study.report import finished_runs, readme_rows
+from ..study.report import collect, finished_runs, readme_rows
 
 NAME = "study"
 HELP = "run a paper table's arms over seeds to convergence and report the claim's verdict"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("config", help="study YAML (configs/studies/*.yaml)")
-    parser.add_argument("--runs-dir", help="where the runs go (default <study folder>/runs)")
-    parser.add_argument("--out", help="study folder for the report (default: the config's out)")
+    parser.add_argument("config", help="study or suite YAML (configs/studies/*.yaml)")
+    parser.add_argument(
+        "--runs-dir",
+        help="where the runs go (default: the config's runs_dir); for a suite, the root of "
+        "one folder per study",
+    )
+    parser.add_argument(
+        "--out",
+        help="study folder for the report (default: the config's out); for a suite, the "
+        "suite's folder and the root of one folder per study",
+    )
     parser.add_argument(
         "--max-minutes",
         type=float,
@@ -84,60 +97,95 @@ def _arms(text: str | None, declared: list[str]) -> list[str] | None:
     return arms
 
 
-def run(args: argparse.Namespace) -> int:
-    if args.max_minutes is not None and not args.max_minutes > 0:
-        raise ValueError(f"--max-minutes must be > 0, got {args.max_minutes}")
-    study = load_study(args.config, runs_dir=args.runs_dir, out=args.out)
-    command = "contrastkit study " + shlex.join(
-        [args.config, *(["--runs-dir", args.runs_dir] if args.runs_dir else [])]
+def _probe(study: Study, args: argparse.Namespace) -> None:
+    result = run_probe(study, args.probe, args.max_minutes, progress=args.progress)
+    for row in result["checks"]:
+        change = "n/a" if row["change"] is None else f"{row['change']:+.4f}"
+        mark = "flat" if row["converged"] else "moving"
+        print(f"epochs {row['epochs']}: change {change} ({mark})")
+    print(
+        f"[study] probe at epoch {result['epochs_reached']} of {args.probe}; suggested "
+        f"epochs: {result['suggested_epochs'] or 'none yet'} (config: {study.epochs}); "
+        f"{study.out / 'probe.json'}"
     )
-    seeds = _seeds(args.seeds, study.seeds)
-    arms = _arms(args.arms, [a.label for a in study.arms])
-    if (seeds or arms) and (args.probe is not None or args.report_only):
-        raise ValueError(
-            "--seeds and --arms choose the runs to train or show (--status); --probe trains "
-            "the baseline's first seed and --report-only reports every finished run"
-        )
-    if args.probe is not None:
-        result = run_probe(study, args.probe, args.max_minutes, progress=args.progress)
-        for row in result["checks"]:
-            change = "n/a" if row["change"] is None else f"{row['change']:+.4f}"
-            mark = "flat" if row["converged"] else "moving"
-            print(f"epochs {row['epochs']}: change {change} ({mark})")
-        print(
-            f"[study] probe at epoch {result['epochs_reached']} of {args.probe}; suggested "
-            f"epochs: {result['suggested_epochs'] or 'none yet'} (config: {study.epochs}); "
-            f"{study.out / 'probe.json'}"
-        )
-        return 0
-    if args.status:
-        states = {
-            (label, seed): state
-            for (label, seed), state in status(study).items()
-            if (seeds is None or seed in seeds) and (arms is None or label in arms)
-        }
-        for (label, seed), state in states.items():
-            print(f"{label} seed {seed}: {state}")
-        done = sum(state.startswith("finished") for state in states.values())
-        print(f"[study] {done} of {len(states)} runs finished")
-        return 0
-    if not args.report_only:
-        done = run_study(study, args.max_minutes, progress=args.progress, seeds=seeds, arms=arms)
-        print(
-            f"[study] {len(done.finished)} runs finished now, {len(done.skipped)} already "
-            f"finished, {len(done.pending)} pending ({done.wall_time_s / 60:.1f} min)",
-            flush=True,
-        )
-        if done.pending:
-            print("[study] time limit reached; run the same command again to continue")
+
+
+def _status(study: Study, seeds: list[int] | None, arms: list[str] | None) -> None:
+    states = {
+        (label, seed): state
+        for (label, seed), state in status(study).items()
+        if (seeds is None or seed in seeds) and (arms is None or label in arms)
+    }
+    for (label, seed), state in states.items():
+        print(f"{label} seed {seed}: {state}")
+    done = sum(state.startswith("finished") for state in states.values())
+    print(f"[study] {study.name}: {done} of {len(states)} runs finished")
+
+
+def _report(study: Study, command: str, readme: bool) -> dict[str, Any]:
+    """Write ``study``'s report if it has finished runs; its :func:`collect` either way."""
     runs = finished_runs(study)
     if not runs:  # nothing to report: write no empty folder
-        print(f"[study] no finished runs under {study.runs_dir}", file=sys.stderr)
-        return 0
+        print(f"[study] {study.name}: no finished runs under {study.runs_dir}", file=sys.stderr)
+        return collect(study, runs)
     results = write_report(study, command, runs)
     for name, comp in results["comparisons"].items():
         print(f"{name}: {comp['verdict']}")
     print(f"report: {study.out / 'REPORT.md'}")
-    if args.readme_rows:
+    if readme:
         print("\n".join(readme_rows(results, str(study.out))))
+    return results
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.max_minutes is not None and not args.max_minutes > 0:
+        raise ValueError(f"--max-minutes must be > 0, got {args.max_minutes}")
+    target = load_config(args.config, runs_dir=args.runs_dir, out=args.out)
+    suite = target if isinstance(target, Suite) else None
+    parts = suite.parts if suite else [target]
+    sources = suite.sources if suite else [Path(args.config)]
+    if (args.seeds or args.arms) and (args.probe is not None or args.report_only):
+        raise ValueError(
+            "--seeds and --arms choose the runs to train or show (--status); --probe trains "
+            "the baseline's first seed and --report-only reports every finished run"
+        )
+    chosen = [
+        (_seeds(args.seeds, part.seeds), _arms(args.arms, [a.label for a in part.arms]))
+        for part in parts
+    ]
+    if args.probe is not None:
+        if suite:
+            raise ValueError(
+                f"--probe chooses one study's epochs; {args.config} is a suite: probe one of "
+                f"its parts ({', '.join(str(s) for s in sources)})"
+            )
+        _probe(target, args)
+        return 0
+    if args.status:
+        for part, (seeds, arms) in zip(parts, chosen, strict=True):
+            _status(part, seeds, arms)
+        return 0
+    start = monotonic()
+    results = []
+    for part, source, (seeds, arms) in zip(parts, sources, chosen, strict=True):
+        if not args.report_only:
+            left = None
+            if args.max_minutes is not None:
+                left = max(args.max_minutes - (monotonic() - start) / 60, 0.0)
+            done = run_study(part, left, progress=args.progress, seeds=seeds, arms=arms)
+            print(
+                f"[study] {part.name}: {len(done.finished)} runs finished now, "
+                f"{len(done.skipped)} already finished, {len(done.pending)} pending "
+                f"({done.wall_time_s / 60:.1f} min)",
+                flush=True,
+            )
+            if done.pending:
+                print("[study] time limit reached; run the same command again to continue")
+        flags = ["--runs-dir", str(part.runs_dir)] if args.runs_dir else []
+        command = "contrastkit study " + shlex.join([str(source), *flags])
+        results.append(_report(part, command, args.readme_rows))
+    if suite and any(r["runs_finished"] for r in results):
+        flags = ["--runs-dir", args.runs_dir] if args.runs_dir else []
+        write_suite_report(suite, results, "contrastkit study " + shlex.join([args.config, *flags]))
+        print(f"suite report: {suite.out / 'REPORT.md'}")
     return 0

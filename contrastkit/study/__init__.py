@@ -1,10 +1,12 @@
 """Studies: a paper table's claim measured over arms × seeds to convergence, with a
-verdict rule declared before the runs (``contrastkit study CONFIG``)."""
+verdict rule declared before the runs (``contrastkit study CONFIG``); a suite gathers
+several studies as the columns of one table (:mod:`.suite`)."""
 
 from .config import Arm, Study, load_study
 from .report import collect, write_report
 from .runner import DeadlineError, Progress, run_study, status
 from .stats import Interval, Paired, convergence, paired, t_interval, verdict
+from .suite import Suite, load_config, write_suite_report
 
 __all__ = [
     "Arm",
@@ -13,8 +15,10 @@ __all__ = [
     "Paired",
     "Progress",
     "Study",
+    "Suite",
     "collect",
     "convergence",
+    "load_config",
     "load_study",
     "paired",
     "run_study",
@@ -22,4 +26,5 @@ __all__ = [
     "t_interval",
     "verdict",
     "write_report",
+    "write_suite_report",
 ]

@@ -152,7 +152,8 @@ def _fmt(x: float, digits: int = 4) -> str:
     return "n/a" if x is None or math.isnan(x) else f"{x:.{digits}f}"
 
 
-def _cell(interval: dict[str, Any] | None) -> str:
+def interval_cell(interval: dict[str, Any] | None) -> str:
+    """A table cell for a :class:`~.stats.Interval` dict: ``mean [low, high]``."""
     if not interval:
         return "-"
     if interval["n"] < 2:
@@ -160,7 +161,8 @@ def _cell(interval: dict[str, Any] | None) -> str:
     return f"{_fmt(interval['mean'])} [{_fmt(interval['low'])}, {_fmt(interval['high'])}]"
 
 
-def _verdict_cell(comp: dict[str, Any] | None) -> str:
+def verdict_cell(comp: dict[str, Any] | None) -> str:
+    """A comparison's verdict in bold, with the interval's own verdict when they differ."""
     if not comp:
         return "-"
     if comp["verdict"] == comp["interval_verdict"]:
@@ -193,8 +195,8 @@ def markdown(results: dict[str, Any], command: str, wall: dict[str, float]) -> s
         times = arm["train_time_s"]
         cells = [
             label,
-            _cell(arm.get("interval")),
-            *(_cell(arm.get("also", {}).get(k)) for k in results["also_report"]),
+            interval_cell(arm.get("interval")),
+            *(interval_cell(arm.get("also", {}).get(k)) for k in results["also_report"]),
             str(len(arm["seeds"])),
             _fmt(conv["change"]) if conv else "-",
             ("yes" if conv["converged"] else "**no**") if conv else "-",
@@ -212,11 +214,11 @@ def markdown(results: dict[str, Any], command: str, wall: dict[str, float]) -> s
         diff, gap = comp["paired"], comp.get("gap_change")
         cells = [
             name,
-            _cell(diff["difference"]) if diff else "-",
+            interval_cell(diff["difference"]) if diff else "-",
             str(len(diff["seeds"])) if diff else "0",
             _fmt(diff["t"], 2) if diff else "-",
             _fmt(diff["p"], 3) if diff else "-",
-            _verdict_cell(comp),
+            verdict_cell(comp),
             "-" if gap is None else _fmt(gap),
         ]
         lines.append("| " + " | ".join(cells) + " |")
@@ -263,7 +265,7 @@ def _why_table(results: dict[str, Any], pct: str) -> list[str]:
     ]
     for label, arm in results["arms"].items():
         why = arm.get("why", {})
-        lines.append(f"| {label} | " + " | ".join(_cell(why.get(k)) for k in keys) + " |")
+        lines.append(f"| {label} | " + " | ".join(interval_cell(why.get(k)) for k in keys) + " |")
     return [*lines, ""]
 
 
@@ -281,11 +283,11 @@ def readme_rows(results: dict[str, Any], folder: str) -> list[str]:
         if not diff:
             continue  # no seed finished by both arms yet: nothing to show
         n = len(diff["seeds"])
-        cell = _cell(diff["difference"])
+        cell = interval_cell(diff["difference"])
         rows.append(
             f"| [{results['paper']} {results['table']}]({folder}/REPORT.md) | {name} | "
             f"{metric} Δ {cell} | {n} × {results['epochs']} | "
-            f"{_verdict_cell(comp)} |"
+            f"{verdict_cell(comp)} |"
         )
     return rows
 
@@ -333,14 +335,14 @@ def plots(results: dict[str, Any], out: Path) -> list[str]:
     return [str(out / "curves.png"), str(out / "differences.png")]
 
 
-def _finite(obj: Any) -> Any:
+def json_safe(obj: Any) -> Any:
     """``obj`` with NaN/Inf floats as ``None`` (strict JSON)."""
     if isinstance(obj, float):
         return obj if math.isfinite(obj) else None
     if isinstance(obj, dict):
-        return {k: _finite(v) for k, v in obj.items()}
+        return {k: json_safe(v) for k, v in obj.items()}
     if isinstance(obj, list | tuple):
-        return [_finite(v) for v in obj]
+        return [json_safe(v) for v in obj]
     return obj
 
 
@@ -363,7 +365,7 @@ def write_report(
     results["wall_time"] = wall
     results["plots"] = plots(results, study.out)
     results["command"] = command
-    text = json.dumps(_finite(results), indent=2, allow_nan=False)
+    text = json.dumps(json_safe(results), indent=2, allow_nan=False)
     (study.out / "results.json").write_text(text + "\n")
     (study.out / "REPORT.md").write_text(markdown(results, command, wall))
     return results

@@ -17,7 +17,7 @@ import argparse
 import json
 from pathlib import Path
 
-from contrastkit.study import load_study
+from contrastkit.study import Suite, load_config
 from contrastkit.study.report import readme_rows
 
 HERE = Path(__file__).resolve().parent
@@ -57,7 +57,9 @@ def _state(folder: Path) -> str | None:
 def pending() -> list[str]:
     rows = []
     for config in sorted((ROOT / "configs" / "studies").glob("*.yaml")):
-        study = load_study(config)
+        study = load_config(config)
+        if isinstance(study, Suite):  # its parts are rows of their own
+            continue
         state = _state(ROOT / study.out)
         if state is not None:
             command = f"`contrastkit study {config.relative_to(ROOT).as_posix()}`"

@@ -1,5 +1,6 @@
-"""Every shipped study config loads, and arms shared between studies (same runs directory
-and label) have identical run configs, so a shared run means the same thing in each."""
+"""Every shipped study config loads, arms shared between studies (same runs directory and
+label) have identical run configs, so a shared run means the same thing in each, and every
+suite gathers shipped studies."""
 
 from __future__ import annotations
 
@@ -7,9 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from contrastkit.study import load_study
+from contrastkit.study import Suite, load_config, load_study
 
-CONFIGS = sorted((Path(__file__).parents[2] / "configs" / "studies").glob("*.yaml"))
+ALL = sorted((Path(__file__).parents[2] / "configs" / "studies").glob("*.yaml"))
+SUITES = [p for p in ALL if isinstance(load_config(p), Suite)]
+CONFIGS = [p for p in ALL if p not in SUITES]
 
 
 @pytest.mark.parametrize("path", CONFIGS, ids=lambda p: p.stem)
@@ -17,6 +20,13 @@ def test_study_config_loads_with_a_claim_and_a_judged_arm(path: Path) -> None:
     study = load_study(path)
     assert study.claim and len(study.seeds) >= 3
     assert any(arm.judged for arm in study.arms)
+
+
+def test_macl_table9_is_a_suite_of_the_three_batch_sizes() -> None:
+    suite = load_config(ALL[0].parent / "macl_table9.yaml")
+    assert isinstance(suite, Suite) and suite.claim
+    assert [p.arms[0].config.batch_size for p in suite.parts] == [64, 256, 1024]
+    assert all(source in CONFIGS for source in suite.sources)
 
 
 def test_shared_arms_have_identical_configs() -> None:

@@ -218,10 +218,10 @@ def test_status_names_every_runs_state_and_trains_nothing(
         ("ntxent", 2): "new, claimed by pid 1",
     }
     assert main(["study", str(path), "--status"]) == 0
-    assert "[study] 2 of 3 runs finished" in capsys.readouterr().out
+    assert "[study] tiny: 2 of 3 runs finished" in capsys.readouterr().out
     assert main(["study", str(path), "--status", "--seeds", "1,2"]) == 0
     out = capsys.readouterr().out
-    assert "seed 0" not in out and "[study] 1 of 2 runs finished" in out
+    assert "seed 0" not in out and "[study] tiny: 1 of 2 runs finished" in out
     assert main(["study", str(path), "--status", "--arms", "dcl"]) == 2  # not an arm
     assert main(["study", str(path), "--report-only", "--seeds", "1"]) == 2
     assert "--seeds and --arms choose the runs" in capsys.readouterr().err

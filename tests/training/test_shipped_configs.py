@@ -11,7 +11,7 @@ import pytest
 from contrastkit.cli import build_parser
 from contrastkit.commands.compare import plan
 from contrastkit.commands.train import check_config
-from contrastkit.study import load_study
+from contrastkit.study import Suite, load_config
 from contrastkit.training import TrainConfig, load_yaml
 
 ROOT = Path(__file__).parents[2] / "configs"
@@ -21,7 +21,9 @@ CONFIGS = sorted(ROOT.rglob("*.yaml"))
 def _configs(path: Path) -> list[TrainConfig]:
     """The run configs ``path`` declares, validated as its command would."""
     if path.relative_to(ROOT).parts[0] == "studies":
-        return [arm.config for arm in load_study(path).arms]
+        target = load_config(path)
+        studies = target.parts if isinstance(target, Suite) else [target]
+        return [arm.config for study in studies for arm in study.arms]
     values = load_yaml(path)
     if "runs" in values or "losses" in values:
         runs, seeds, _ = plan(build_parser().parse_args(["compare", "--config", str(path)]))
