@@ -7,16 +7,18 @@ is. :func:`write_records` copies what the report needs of every finished run int
     {"arm": "<label>", "seed": 0, "final": {...final.json...},
      "history": [{"epoch": 1, "loss": ..., "knn_accuracy": ...}, ...]}
 
-``history`` keeps the scalar fields of each ``metrics.jsonl`` record (per-step traces are
-dropped). A run whose line is there, with the study's config and epochs, counts as
-finished even when its run directory is gone (:meth:`RunRecord.matches`): the runner skips it and
-the report reads it from the line. Raising a study's epochs needs the checkpoint, so a
-run that exists only as a line is trained again from the start.
+``history`` keeps the scalar fields of each ``metrics.jsonl`` record; per-step traces are
+dropped, their spread kept (:func:`_scalars`). A run whose line is there, with the study's
+config and epochs, counts as finished even when its run directory is gone
+(:meth:`RunRecord.matches`): the runner skips it and the report reads it from the line.
+Raising a study's epochs needs the checkpoint, so a run that exists only as a line is
+trained again from the start.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -49,8 +51,20 @@ class RunRecord:
         )
 
 
+STEPS = "_steps"  # suffix of a per-step trace in metrics.jsonl (``training.trainer.TRACED``)
+
+
 def _scalars(record: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in record.items() if isinstance(v, int | float | str | None)}
+    """The scalar fields of one ``metrics.jsonl`` record, plus the spread of each per-step
+    trace as ``<name>_step_sd`` (population standard deviation over the epoch's steps):
+    how much, e.g., MACL's temperature moves from batch to batch, which its epoch mean hides."""
+    out = {k: v for k, v in record.items() if isinstance(v, int | float | str | None)}
+    for key, trace in record.items():
+        if key.endswith(STEPS) and isinstance(trace, list) and len(trace) > 1:
+            mean = sum(trace) / len(trace)
+            sd = math.sqrt(sum((t - mean) ** 2 for t in trace) / len(trace))
+            out[f"{key.removesuffix(STEPS)}_step_sd"] = sd
+    return out
 
 
 def load_records(folder: Path) -> dict[tuple[str, int], RunRecord]:

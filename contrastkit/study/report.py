@@ -258,7 +258,8 @@ def _why_table(results: dict[str, Any], pct: str) -> list[str]:
         "sample land closer) and `uniformity` (lower: features spread more evenly over the "
         "sphere) of the final encoder's normalised features on two views of the test split "
         "(Wang & Isola, 2020, Eqs. 4-5); every other column is a diagnostic the loss logged, "
-        "averaged over its last epoch.",
+        "averaged over its last epoch; a `_step_sd` column is its standard deviation over "
+        "that epoch's steps (how much it moves from batch to batch).",
         "",
         "| arm | " + " | ".join(keys) + " |",
         "|---|" + "---|" * len(keys),

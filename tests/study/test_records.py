@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from contrastkit.study import load_study, run_study, write_report
-from contrastkit.study.records import RECORDS, load_records
+from contrastkit.study.records import RECORDS, RunRecord, load_records
 
 from .tiny import TINY
 
@@ -73,3 +73,12 @@ def test_a_damaged_records_file_is_one_error_naming_its_line(tmp_path: Path) -> 
     (study.out / RECORDS).write_text('{"arm": "ntxent", "seed": 0}\n')
     with pytest.raises(ValueError, match=r"runs\.jsonl:1: not a run record"):
         run_study(study, log=False)
+
+
+def test_per_step_traces_are_kept_as_their_spread(tmp_path: Path) -> None:
+    (tmp_path / "final.json").write_text(json.dumps({"epochs": 1, "config": {}}))
+    line = {"epoch": 1, "temperature": 0.2, "temperature_steps": [0.1, 0.2, 0.3], "a_steps": [5]}
+    (tmp_path / "metrics.jsonl").write_text(json.dumps(line) + "\n")
+    (record,) = RunRecord.from_directory(tmp_path).history
+    assert set(record) == {"epoch", "temperature", "temperature_step_sd"}
+    assert record["temperature_step_sd"] == pytest.approx((2 / 3) ** 0.5 * 0.1)
