@@ -18,7 +18,7 @@ trained again from the start.
 from __future__ import annotations
 
 import json
-import math
+import statistics
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -61,9 +61,7 @@ def _scalars(record: dict[str, Any]) -> dict[str, Any]:
     out = {k: v for k, v in record.items() if isinstance(v, int | float | str | None)}
     for key, trace in record.items():
         if key.endswith(STEPS) and isinstance(trace, list) and len(trace) > 1:
-            mean = sum(trace) / len(trace)
-            sd = math.sqrt(sum((t - mean) ** 2 for t in trace) / len(trace))
-            out[f"{key.removesuffix(STEPS)}_step_sd"] = sd
+            out[f"{key.removesuffix(STEPS)}_step_sd"] = statistics.pstdev(trace)
     return out
 
 
