@@ -12,7 +12,7 @@ Keys:
 The parts keep everything of their own (runs, ``runs.jsonl``, reports, verdict rules), so
 ``contrastkit study PART`` and the suite train and report the same runs. The suite adds no
 statistics: each cell is copied from its part's :func:`~.report.collect`. Parts must share
-``metric`` and ``better`` so that a row reads across.
+``metric``, ``better`` and ``confidence`` so that a row reads across.
 """
 
 from __future__ import annotations
@@ -80,7 +80,7 @@ def load_config(
         parts.append(dataclasses.replace(part, **moved))
     if len({p.name for p in parts}) != len(parts):
         raise ValueError(f"suite config {str(path)!r}: parts must have distinct names")
-    for key in ("metric", "better"):
+    for key in ("metric", "better", "confidence"):
         if len({getattr(p, key) for p in parts}) > 1:
             raise ValueError(f"suite config {str(path)!r}: parts must share {key!r}")
     return Suite(

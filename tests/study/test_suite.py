@@ -83,11 +83,13 @@ def test_the_time_limit_spans_the_parts(tmp_path: Path, monkeypatch: pytest.Monk
 def test_bad_suites_are_one_line_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     part = _part(tmp_path, "a", 64)
     other = _part(tmp_path, "b", 64, metric="linear_accuracy")
+    wider = _part(tmp_path, "c", 64, confidence=0.9)
     (tmp_path / "n").mkdir()
     _suite(tmp_path / "n", [f"../{part}"])
     cases = {
         "does not exist": [part, "missing.yaml"],
         "must share 'metric'": [part, other],
+        "must share 'confidence'": [part, wider],
         "distinct names": [part, part],
         "is a suite": ["n/suite.yaml"],
         "parts must be a list": [],
