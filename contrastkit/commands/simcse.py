@@ -1,6 +1,6 @@
-"""``contrastkit simcse``: SimCSE fine-tuning with any two-view loss; ``--task sst5``: LASCon's
-text task (supervised contrastive fine-tuning on SST-5 with EDA views, then a prediction
-head; :mod:`contrastkit.text.sst5`), in the same training loop."""
+"""``contrastkit simcse``: unsupervised SimCSE fine-tuning with any two-view loss. (LASCon's
+supervised text task on SST-5 is a dataset of the shared loop: ``contrastkit train
+--dataset sst5``, :mod:`contrastkit.text.trainer`.)"""
 
 from __future__ import annotations
 
@@ -13,7 +13,6 @@ from .. import losses
 from ..rundir import prepare_run_dir
 from ..text.data import STS_FORMATS, read_sentences, read_sts
 from ..text.diagnostics import plot_diagnostics
-from ..text.eda import DEFAULT_ALPHA, OPERATIONS
 from ..text.encoder import POOLINGS, SentenceEncoder, default_model_path
 from ..text.presets import BUILTIN, PRESETS, resolve_options
 from ..text.simcse import SimCSEConfig, build_loss, loss_hyperparameters, train_simcse
@@ -23,10 +22,8 @@ NAME = "simcse"
 HELP = (
     "Unsupervised SimCSE: two dropout passes of each sentence are the two views of any "
     "two-view contrastkit loss; STS dev evaluation and best-checkpoint saving. "
-    "--task sst5: supervised contrastive fine-tuning on SST-5 (SimCLR, SupCon, LASCon) "
-    "with EDA views, scored by a prediction head."
+    "(SST-5 with SimCLR, SupCon or LASCon: contrastkit train --dataset sst5.)"
 )
-TASKS = ("simcse", "sst5")
 
 
 def parse_loss_args(items: list[str]) -> dict[str, object]:
@@ -54,28 +51,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="NAME=VALUE",
         help="loss hyper-parameter (repeatable); overrides the sentence defaults",
     )
-    parser.add_argument(
-        "--task",
-        choices=TASKS,
-        default="simcse",
-        help="simcse (dropout views of --train-file) or sst5 (LASCon's text task on --data)",
-    )
-    parser.add_argument("--train-file", help="one sentence per line (--task simcse)")
-    parser.add_argument("--data", help="--task sst5: SentEval's SST/fine folder")
-    parser.add_argument("--augment", choices=OPERATIONS, default="swap", help="sst5: EDA view")
-    parser.add_argument(
-        "--aug-alpha", type=float, default=DEFAULT_ALPHA, help="sst5: EDA alpha / p (0.1)"
-    )
-    parser.add_argument("--train-size", type=int, help="sst5: training sentences (default all)")
-    parser.add_argument(
-        "--head-train-size", type=int, default=2000, help="sst5: sentences the heads train on"
-    )
-    parser.add_argument(
-        "--binarize-threshold", type=float, help="sst5: the loss sees 1[label >= T] (SupCon: 3)"
-    )
-    parser.add_argument(
-        "--zero-shot", action="store_true", help="sst5: no fine-tuning, only the heads"
-    )
+    parser.add_argument("--train-file", help="one sentence per line (required)")
     parser.add_argument("--threads", type=int, help="torch CPU threads (default: torch's)")
     parser.add_argument("--sts-dev", help="STS dev pairs for evaluation and model selection")
     parser.add_argument("--sts-format", choices=STS_FORMATS, default="stsb")
@@ -118,10 +94,8 @@ def run(args: argparse.Namespace) -> int:
     if args.max_steps is not None and args.max_steps < 1:
         raise ValueError(f"--max-steps must be a positive integer, got {args.max_steps}")
     apply_threads(args.threads)
-    if args.task == "sst5":
-        return run_sst5_task(args, preset_loss_args)
     if args.train_file is None:
-        raise ValueError("--train-file is required (one sentence per line) for --task simcse")
+        raise ValueError("--train-file is required (one sentence per line)")
     loss_args = {**preset_loss_args, **parse_loss_args(args.loss_arg)}
     losses.check_args(args.loss, loss_args, provided=("in_dim",))  # before loading anything
     out = prepare_run_dir(args.out, overwrite=args.overwrite)
@@ -167,47 +141,3 @@ def config_from_args(args: argparse.Namespace) -> SimCSEConfig:
         precision=args.precision,
         grad_accum=args.grad_accum,
     )
-
-
-def run_sst5_task(args: argparse.Namespace, preset_loss_args: dict[str, object]) -> int:
-    """``--task sst5``: fine-tune on SST-5 (or not, with ``--zero-shot``), then the heads."""
-    # imported here: the task's SentEval readers pull scipy, which the parser must not need
-    from ..text.sst5 import SST5Config, load_sst5, run_sst5
-
-    if args.data is None:
-        raise ValueError("--task sst5 needs --data (SentEval's SST/fine folder)")
-    if args.train_file is not None or args.sts_dev is not None:
-        raise ValueError("--train-file and --sts-dev apply to --task simcse, not sst5")
-    load_sst5(args.data)  # a wrong folder fails here, naming the files, before any loading
-    task = SST5Config(
-        data=args.data,
-        train_size=args.train_size,
-        head_train_size=args.head_train_size,
-        augment=args.augment,
-        alpha=args.aug_alpha,
-        binarize_threshold=args.binarize_threshold,
-        zero_shot=args.zero_shot,
-    )
-    loss_args = {**preset_loss_args, **parse_loss_args(args.loss_arg)}
-    if not args.zero_shot:
-        losses.check_args(args.loss, loss_args, provided=("in_dim",))
-    cfg = config_from_args(args)
-    out = prepare_run_dir(args.out, overwrite=args.overwrite)
-    encoder = SentenceEncoder.from_pretrained(
-        args.model or default_model_path(),
-        pooling=args.pooling,
-        mlp_head=args.mlp_head,
-        dropout=args.dropout,
-    )
-    loss = None
-    if not args.zero_shot:
-        loss = build_loss(args.loss, loss_args, dim=encoder.dim, labeled=True)
-        print(f"loss {args.loss}: {json.dumps(loss_hyperparameters(loss))}; EDA {args.augment}")
-    result = run_sst5(encoder, loss, args.loss, cfg, task, out, progress=not args.no_progress)
-    m = result["test"]
-    print(
-        f"SST-5 test ({result['test_sentences']} sentences): accuracy {100 * m['accuracy']:.2f}, "
-        f"MAE {m['mae']:.4f}, Pearson {m['pearson']:.4f}; {result['steps']} steps, "
-        f"{result['seconds']:.0f} s; wrote {out}/sst5.json"
-    )
-    return 0

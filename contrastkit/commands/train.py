@@ -32,7 +32,7 @@ FLAGS: dict[str, tuple[str, type, str]] = {
     "--modality": (
         "modality",
         str,
-        "image, signal, tabular or graph; checked against the dataset's (default: inferred)",
+        "image, signal, tabular, graph or text; checked against the dataset's (default: inferred)",
     ),
     "--num-samples": ("num_samples", int, "mnist1d: samples; images: train subset; davis: pairs"),
     "--data-root": ("data_root", str, "datasets read by path: the folder or archive to read"),
@@ -43,6 +43,8 @@ FLAGS: dict[str, tuple[str, type, str]] = {
     "--imbalance": ("imbalance", str, "class-imbalanced training set: linear or exponential"),
     "--imbalance-ratio": ("imbalance_ratio", float, "imbalance n_max/n_min (C or 100)"),
     "--backbone": ("backbone", str, "conv (small CNN), resnet18, resnet34, resnet50"),
+    "--text-model": ("text_model", str, "text data: local model folder (default: MiniLM)"),
+    "--max-length": ("max_length", int, "text data: truncation length in tokens (64)"),
     "--stem": ("stem", str, "resnet stem: cifar (3x3, no pool) or imagenet (7x7 + pool)"),
     "--crop-scale": ("crop_scale", float, "image views: minimum crop area (0.2 / 0.08)"),
     "--jitter": ("jitter", str, "image views: jitter strengths b,c,s,hue (0.4,0.4,0.4,0.1)"),

@@ -2,14 +2,14 @@
 
 Importing this package registers every built-in dataset: ``digits``, ``mnist1d``
 (:mod:`.datasets`), ``digits_rotation``, ``diabetes`` (:mod:`.regression`), ``cifar10``,
-``cifar100``, ``stl10``, ``mnist``, ``fashion_mnist`` (:mod:`.images`) and
-``imagefolder`` (:mod:`.imagefolder`), and the graph sets ``tu:NAME`` and ``davis``
-(:mod:`contrastkit.graphs`).
+``cifar100``, ``stl10``, ``mnist``, ``fashion_mnist`` (:mod:`.images`),
+``imagefolder`` (:mod:`.imagefolder`), ``sst5`` (:mod:`.sentences`) and the graph sets
+``tu:NAME`` and ``davis`` (:mod:`contrastkit.graphs`).
 """
 
 from collections.abc import Sequence
 
-from . import datasets, imagefolder, images, regression  # noqa: F401  (registration)
+from . import datasets, imagefolder, images, regression, sentences  # noqa: F401  (registration)
 from .augment import TYPES, TYPES_1D, TYPES_2D, Augment
 from .datasets import load_digits, load_mnist1d
 from .image_augment import AUG_RECIPES, TYPES_IMAGE, ImageAugment, check_jitter, view_augments

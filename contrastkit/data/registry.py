@@ -72,6 +72,7 @@ KIND_MODALITY = {
     "tabular": "tabular",  # feature vectors [N, F]
     "graph": "graph",  # TU graph sets (GraphSet)
     "dta": "graph",  # drug graph + protein sequence pairs (Davis)
+    "text": "text",  # sentences (data.sentences.Sentences), a pretrained transformer
 }
 MODALITIES = tuple(sorted(set(KIND_MODALITY.values())))
 
@@ -89,7 +90,7 @@ class DatasetInfo:
 
     @property
     def modality(self) -> str:
-        """``image``, ``signal``, ``tabular`` or ``graph`` (:data:`KIND_MODALITY`)."""
+        """``image``, ``signal``, ``tabular``, ``graph`` or ``text`` (:data:`KIND_MODALITY`)."""
         return KIND_MODALITY[self.kind]
 
     def accepts(self, option: str) -> bool:

@@ -107,23 +107,37 @@ def random_deletion(
 
 
 class EDAAugment:
-    """A batch augmentation ``(sentences, generator) -> sentences`` for the sentence loop.
+    """A batch augmentation ``(sentences, generator) -> sentences`` for the training loop.
 
     Args:
-        operation: ``"swap"`` (random swap) or ``"delete"`` (random deletion).
-        alpha: α of random swap or p of random deletion (EDA's default 0.1).
+        operation: ``"swap"`` (random swap), ``"delete"`` (random deletion), or a sequence
+            of them: each sentence then gets one operation drawn uniformly from the
+            sequence (as each of EDA's augmented sentences comes from one operation).
+        alpha: α of random swap and p of random deletion (EDA's default 0.1).
+
+    >>> aug = EDAAugment(("swap", "delete"))
+    >>> len(aug(["a b c d", "e f"], torch.Generator().manual_seed(0)))
+    2
     """
 
-    def __init__(self, operation: str = "swap", alpha: float = DEFAULT_ALPHA) -> None:
-        if operation not in OPERATIONS:
-            raise ValueError(f"operation must be one of {', '.join(OPERATIONS)}, got {operation!r}")
-        self.operation = operation
+    def __init__(self, operation: str | Sequence[str] = "swap", alpha: float = DEFAULT_ALPHA):
+        ops = (operation,) if isinstance(operation, str) else tuple(operation)
+        if not ops or any(op not in OPERATIONS for op in ops):
+            raise ValueError(f"operation must be among {', '.join(OPERATIONS)}, got {operation!r}")
+        self.operations = ops
         self.alpha = _check(alpha, "alpha")
 
     def __call__(self, sentences: Sequence[str], generator: torch.Generator) -> list[str]:
-        if self.operation == "swap":
-            return random_swap(sentences, generator, self.alpha)
-        return random_deletion(sentences, generator, self.alpha)
+        views = [
+            random_swap(sentences, generator, self.alpha)
+            if op == "swap"
+            else random_deletion(sentences, generator, self.alpha)
+            for op in self.operations
+        ]
+        if len(views) == 1:
+            return views[0]
+        pick = torch.randint(len(views), (len(sentences),), generator=generator).tolist()
+        return [views[k][i] for i, k in enumerate(pick)]
 
     def __repr__(self) -> str:
-        return f"EDAAugment({self.operation!r}, alpha={self.alpha})"
+        return f"EDAAugment({self.operations!r}, alpha={self.alpha})"

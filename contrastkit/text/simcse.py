@@ -12,10 +12,9 @@ How a loss is applied to them (:func:`two_view_loss`):
 * any other loss is called as ``loss(h1, h2)``: "pair", "query_key" (cross-view InfoNCE
   with in-batch negatives) and "features" losses (built with ``in_dim``).
 
-The same loop serves supervised text tasks (:mod:`contrastkit.text.sst5`, LASCon's text
-task): a batch augmentation makes the two views (EDA, :mod:`contrastkit.text.eda`), a
-"labeled" loss gets each batch's labels, and ``layout="simclr"`` gives unlabelled losses
-SimCLR's 2N-view form.
+Supervised text tasks (LASCon's SST-5 task) train on the shared epoch loop instead
+(:mod:`contrastkit.text.trainer`, ``contrastkit train --dataset sst5``); this step-based
+loop with STS-dev model selection is unsupervised SimCSE's only.
 
 Training follows SimCSE's unsupervised recipe unless told otherwise: AdamW, linear decay
 of the learning rate to 0 without warm-up, gradient norm clipped at 1.0 (the defaults of
@@ -48,7 +47,6 @@ from .encoder import SentenceEncoder
 from .evaluate import sts_spearman
 
 TWO_VIEW_KINDS = ("pair", "query_key", "features")
-LAYOUTS = ("simcse", "simclr")
 
 # Hyper-parameters of the sentence setting of each paper, used unless overridden.
 SENTENCE_DEFAULTS: dict[str, dict[str, object]] = {
@@ -65,24 +63,18 @@ def sentence_losses() -> list[str]:
 
 
 def build_loss(
-    name: str,
-    overrides: dict[str, object] | None = None,
-    dim: int | None = None,
-    labeled: bool = False,
+    name: str, overrides: dict[str, object] | None = None, dim: int | None = None
 ) -> nn.Module:
     """The registry loss ``name`` with :data:`SENTENCE_DEFAULTS` updated by ``overrides``.
 
     "features" losses get ``in_dim=dim``. Losses that do not take two views raise
-    ``ValueError`` listing the usable ones; ``labeled`` (a task with labels, SST-5) also
-    accepts the "labeled" losses (SupCon, LASCon).
+    ``ValueError`` listing the usable ones.
     """
     info = losses.info(name)
-    kinds = (*TWO_VIEW_KINDS, "labeled") if labeled else TWO_VIEW_KINDS
-    if info.inputs not in kinds:
-        usable = sentence_losses() + (sorted(losses.available(inputs="labeled")) if labeled else [])
+    if info.inputs not in TWO_VIEW_KINDS:
         raise ValueError(
             f"loss {name!r} takes {info.inputs!r} inputs, not two views; use one of: "
-            + ", ".join(usable)
+            + ", ".join(sentence_losses())
         )
     kwargs = {**SENTENCE_DEFAULTS.get(name, {}), **(overrides or {})}
     if info.inputs == "features":
@@ -102,21 +94,10 @@ def loss_hyperparameters(loss: nn.Module) -> dict[str, object]:
     }
 
 
-def two_view_loss(
-    loss: nn.Module, h1: Tensor, h2: Tensor, labels: Tensor | None = None, layout: str = "simcse"
-) -> Tensor:
-    """Apply ``loss`` to two views ``h1, h2 [N, d]`` of the same sentences (module doc).
-
-    ``labels [N]`` go to a "labeled" loss (SupCon, LASCon: ``loss(h1, h2, labels)``).
-    ``layout="simclr"`` calls every unlabelled loss as ``loss(h1, h2)``, so NT-Xent is
-    SimCLR's 2N-view form (LASCon Eq. 1), the layout SupCon and LASCon use too;
-    ``"simcse"`` gives the similarity-level losses SimCSE's cross-view layout.
-    """
-    if layout not in LAYOUTS:
-        raise ValueError(f"layout must be one of {', '.join(LAYOUTS)}, got {layout!r}")
-    if labels is not None:
-        return loss(h1, h2, labels)
-    if layout == "simcse" and hasattr(loss, "similarity_loss"):
+def two_view_loss(loss: nn.Module, h1: Tensor, h2: Tensor) -> Tensor:
+    """Apply ``loss`` to two views ``h1, h2 [N, d]`` of the same sentences (module doc):
+    SimCSE's cross-view layout for the similarity-level losses, ``loss(h1, h2)`` else."""
+    if hasattr(loss, "similarity_loss"):
         pos, neg = cross_view_similarities(h1, h2)
         return loss.similarity_loss(pos, neg)
     return loss(h1, h2)
@@ -202,18 +183,9 @@ def train_simcse(
     out_dir: str | Path | None = None,
     progress: bool = True,
     log: Callable[[str], None] = print,
-    *,
-    labels: Tensor | None = None,
-    augment: Callable[[list[str], torch.Generator], list[str]] | None = None,
-    layout: str = "simcse",
 ) -> SimCSEHistory:
-    """Train ``encoder`` in place with ``loss`` on two views of ``sentences``.
-
-    The views are two dropout passes of each sentence, or, with ``augment``, two dropout
-    passes of two augmented copies ``augment(batch, generator)`` drawn from the loop's
-    generator (seeded with ``cfg.seed``; :class:`~contrastkit.text.eda.EDAAugment`).
-    ``labels [len(sentences)]`` are given, batch by batch, to a labelled loss; ``layout``
-    as in :func:`two_view_loss`.
+    """Train ``encoder`` in place with ``loss`` on two views of ``sentences``: two dropout
+    passes of each sentence.
 
     With ``dev`` given, STS Spearman is measured before training, every ``eval_every``
     steps and after the last step; the best model is saved to ``out_dir/best`` (with
@@ -224,11 +196,6 @@ def train_simcse(
         raise ValueError(
             f"need at least batch_size = {cfg.batch_size} sentences, got {len(sentences)}"
         )
-    if labels is not None and labels.shape[:1] != (len(sentences),):
-        raise ValueError(
-            f"labels must have one entry per sentence ({len(sentences)}), got {tuple(labels.shape)}"
-        )
-    aug_gen = torch.Generator().manual_seed(cfg.seed)
     engine = Engine(
         cfg.device,
         cfg.precision,
@@ -266,11 +233,9 @@ def train_simcse(
     bar = tqdm(batches, desc="simcse", disable=not progress, mininterval=5.0)
     for step, idx in enumerate(bar, start=1):
         batch = [sentences[i] for i in idx.tolist()]
-        views = batch + batch if augment is None else augment(batch + batch, aug_gen)
         with engine.autocast():  # the encoder; the loss below runs in float32
-            emb = encoder.embed(views, max_length=cfg.max_length).float()
-        y = None if labels is None else engine.to_device(labels[idx])
-        value = two_view_loss(loss, emb[: len(batch)], emb[len(batch) :], y, layout)
+            emb = encoder.embed(batch + batch, max_length=cfg.max_length).float()
+        value = two_view_loss(loss, emb[: len(batch)], emb[len(batch) :])
         diagnostics.record(history.diagnostics, emb[: len(batch)], emb[len(batch) :], loss)
         engine.backward_step(
             value,

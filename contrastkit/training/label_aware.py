@@ -61,11 +61,15 @@ class MLPEncoder(nn.Module):
 def trainer_class(config: TrainConfig, label_aware: bool = False) -> type[Trainer]:
     """:class:`LabelAwareTrainer` for label-aware runs, regression data or when
     ``label_aware`` is set (a SimCLR baseline compared with SupCon), the graph trainers for
-    graph datasets (``tu:NAME``, ``davis``), else
+    graph datasets (``tu:NAME``, ``davis``), the sentence trainer for text datasets, else
     :class:`~contrastkit.training.image_trainer.ImageTrainer` for datasets of kind
     ``"image"`` and :class:`Trainer` for the rest."""
     if is_graph_dataset(config.dataset):
         return trainer_for(config.dataset)
+    if dataset_info(config.dataset).modality == "text":
+        from ..text.trainer import SentenceTrainer  # transformers: the text extra
+
+        return SentenceTrainer
     label_aware = (
         label_aware
         or config.framework == "supervised"
@@ -80,6 +84,8 @@ def trainer_class(config: TrainConfig, label_aware: bool = False) -> type[Traine
 class LabelAwareTrainer(Trainer):
     """A :class:`Trainer` that also handles continuous labels (see the module docstring)."""
 
+    fixed_views: bool = True  # a regression set's views keep its label: aug_types refused
+
     def __init__(
         self, config: TrainConfig, out: str | Path | None = None, progress: bool = True
     ) -> None:
@@ -91,12 +97,14 @@ class LabelAwareTrainer(Trainer):
                 "binarize_threshold applies to the supervised framework on a regression "
                 f"dataset, got framework {config.framework!r} on {config.dataset!r}"
             )
-        if self.regression and config.aug_types is not None:
+        if self.regression and self.fixed_views and config.aug_types is not None:
             raise ValueError(
                 f"aug_types does not apply to the regression dataset {config.dataset!r} "
                 "(its augmentations are fixed so that they keep the label)"
             )
         super().__init__(config, out, progress)
+        # continuous labels: no kNN, so no features to compute after each epoch
+        self.epoch_features = not self.regression
 
     def load_data(self) -> Split:
         """The task with continuous labels in :attr:`task`; what the loss trains on (the

@@ -176,6 +176,7 @@ class Trainer:
         self.history: list[dict[str, Any]] = []
         self.train_time = 0.0
         self._tensorboard: Any = None
+        self.epoch_features = True  # frozen features after evaluated epochs (kNN, probe)
 
     def load_data(self) -> Split:
         """The dataset the loss trains on."""
@@ -332,7 +333,7 @@ class Trainer:
             record = self.train_epoch()
             self.epoch += 1
             evaluate = self.epoch % self.config.eval_every == 0 or self.epoch == self.config.epochs
-            if evaluate and self.rank == 0:
+            if evaluate and self.rank == 0 and self.epoch_features:
                 train_feats, test_feats = self.features()
                 record.update(self.knn(train_feats, test_feats))
                 if self.probe is not None:

@@ -60,7 +60,8 @@ def test_a_modality_mismatch_is_refused() -> None:
     with pytest.raises(ValueError, match="modality 'image' does not match dataset 'tu:MUTAG'"):
         TrainConfig(dataset="tu:MUTAG", modality="image")
     with pytest.raises(ValueError, match="modality must be one of graph, image, signal"):
-        check_modality("digits", "text")
+        check_modality("digits", "audio")
+    assert check_modality("sst5", "text") == "text"
     with pytest.raises(ValueError, match="dataset kind must be one of"):
         register_dataset("toy_unknown_kind", _toy, "voxels")
 

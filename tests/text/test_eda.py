@@ -102,9 +102,25 @@ def test_same_seed_same_views_other_seed_other_views(operation: str) -> None:
     assert first != second  # the generator advances: two views differ
 
 
+def test_mixed_operations_give_each_sentence_one_of_them() -> None:
+    batch = ["w0 w1 w2 w3 w4 w5 w6 w7 w8 w9"] * 400
+    views = EDAAugment(("swap", "delete"), 0.3)(batch, gen(3))
+    words = batch[0].split()
+    swapped = [v for v in views if sorted(v.split()) == sorted(words) and v != batch[0]]
+    deleted = [v for v in views if len(v.split()) < len(words)]
+    kept_order = all([w for w in words if w in v.split()] == v.split() for v in deleted)
+    # 3 swaps of 10 words never leave the sentence unchanged... unless they undo each
+    # other; a deletion of p = 0.3 keeps all 10 words with probability 0.7^10 = 2.8 %
+    assert len(swapped) + len(deleted) >= 0.97 * len(batch) and kept_order
+    assert 150 < len(swapped) < 250 and 150 < len(deleted) < 250  # drawn 1:1 per sentence
+    assert EDAAugment(("swap",), 0.3)(batch, gen(3)) == EDAAugment("swap", 0.3)(batch, gen(3))
+
+
 def test_bad_arguments() -> None:
-    with pytest.raises(ValueError, match="operation must be one of swap, delete"):
+    with pytest.raises(ValueError, match="operation must be among swap, delete"):
         EDAAugment("synonym")
+    with pytest.raises(ValueError, match="operation must be among"):
+        EDAAugment(())
     with pytest.raises(ValueError, match=r"alpha must be a number in \[0, 1\)"):
         EDAAugment("swap", 1.5)
     with pytest.raises(ValueError, match="p must be"):

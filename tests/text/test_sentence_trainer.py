@@ -1,0 +1,115 @@
+"""The text modality on the shared loop: the SST-5 dataset, the sentence trainer (EDA views,
+a transformer encoder, LASCon's downstream head) and ``contrastkit train --dataset sst5``,
+on a tiny BERT and an SST/fine folder written here."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from contrastkit.cli import main
+from contrastkit.data import load_dataset
+from contrastkit.data.sentences import Sentences
+from contrastkit.text.trainer import SentenceFeatures, SentenceTrainer
+from contrastkit.training import TrainConfig
+from contrastkit.training.label_aware import trainer_class
+
+from .conftest import SENTENCES
+
+
+def write_sst5(root: Path, n_train: int = 24) -> Path:
+    """SentEval's SST/fine layout: ``LABEL sentence`` lines, labels 0-4."""
+    root.mkdir(parents=True, exist_ok=True)
+    for split, n in (("train", n_train), ("dev", 6), ("test", 12)):
+        lines = [f"{i % 5} {SENTENCES[i % len(SENTENCES)]}" for i in range(n)]
+        (root / f"sentiment-{split}").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return root
+
+
+def test_sentences_index_like_a_tensor_of_samples() -> None:
+    x = Sentences(["a", "b", "c", "d"])
+    assert len(x) == 4 and x[2] == "c" and x[1:3] == ["b", "c"]
+    assert x[torch.tensor([3, 0, 3])] == ["d", "a", "d"]
+
+
+def test_sst5_split_labels_and_seeded_subset(tmp_path: Path) -> None:
+    root = write_sst5(tmp_path / "fine")
+    full = load_dataset("sst5", data_root=str(root))
+    assert (full.kind, len(full.x_train), len(full.x_test)) == ("text", 24, 12)
+    assert full.y_train.dtype == torch.float32 and full.y_train[:6].tolist() == [0, 1, 2, 3, 4, 0]
+    part = load_dataset("sst5", 10, str(root))
+    again = load_dataset("sst5", 10, str(root))
+    assert list(part.x_train) == list(again.x_train) and len(part.x_train) == 10
+    assert list(load_dataset("sst5", 11, str(root)).x_train)[:10] != list(part.x_train)
+    expected = {(s, i % 5) for i, s in enumerate(full.x_train)}  # labels follow sentences
+    pairs = {(s, int(y)) for s, y in zip(part.x_train, part.y_train.tolist(), strict=True)}
+    assert len(pairs) == 10 and pairs <= expected
+
+
+def test_sst5_names_the_files_it_expects(tmp_path: Path) -> None:
+    root = write_sst5(tmp_path / "fine")
+    (root / "sentiment-test").unlink()
+    with pytest.raises(FileNotFoundError, match=r"sst5 expects .*missing: sentiment-test$"):
+        load_dataset("sst5", data_root=str(root))
+    with pytest.raises(ValueError, match="set data_root to SentEval's SST/fine folder"):
+        load_dataset("sst5")
+
+
+def test_text_datasets_get_the_sentence_trainer(tmp_path: Path, tiny_bert: Path) -> None:
+    config = TrainConfig(dataset="sst5", framework="supervised", loss="lascon")
+    assert trainer_class(config) is SentenceTrainer
+    with pytest.raises(ValueError, match="text_model applies to text datasets"):
+        TrainConfig(dataset="digits", text_model=str(tiny_bert))
+    root = str(write_sst5(tmp_path / "fine"))
+    base = {"dataset": "sst5", "data_root": root, "text_model": str(tiny_bert), "device": "cpu"}
+    with pytest.raises(ValueError, match="aug_types must be 1-2 for text"):
+        SentenceTrainer(TrainConfig(**base, aug_types=3), progress=False)
+    with pytest.raises(ValueError, match="joint_views does not apply to text"):
+        SentenceTrainer(TrainConfig(**base, joint_views=True), progress=False)
+
+
+def test_supcon_sees_binarised_labels_and_eda_views(tmp_path: Path, tiny_bert: Path) -> None:
+    root = str(write_sst5(tmp_path / "fine"))
+    config = TrainConfig(
+        dataset="sst5", data_root=root, text_model=str(tiny_bert), device="cpu",
+        framework="supervised", loss="supcon", binarize_threshold=3, aug_types=1,
+        epochs=1, batch_size=8, max_length=16,
+    )  # fmt: skip
+    trainer = SentenceTrainer(config, progress=False)
+    assert trainer.train_y.tolist() == [float(i % 5 >= 3) for i in range(24)]
+    assert isinstance(trainer.model.encoder, SentenceFeatures)
+    seen: list[list[str]] = []
+    forward = trainer.model.encoder.forward
+    trainer.model.encoder.forward = lambda s: seen.append(list(s)) or forward(s)  # type: ignore
+    trainer.train_epoch()
+    assert len(seen) == 2 * 3  # two views per batch, 24 // 8 batches
+    words = {tuple(sorted(s.split())) for s in SENTENCES}
+    assert all(tuple(sorted(v.split())) in words for batch in seen for v in batch)  # swaps
+    assert any(v not in SENTENCES for batch in seen for v in batch)  # ... that moved words
+
+
+def test_train_command_on_sst5_and_resume(
+    tmp_path: Path, tiny_bert: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = str(write_sst5(tmp_path / "fine"))
+    out = tmp_path / "run"
+    argv = ["train", "--dataset", "sst5", "--data-root", root, "--text-model", str(tiny_bert),
+            "--framework", "supervised", "--loss", "lascon", "--batch-size", "8", "--max-length",
+            "16", "--device", "cpu", "--no-progress", "--out", str(out)]  # fmt: skip
+    assert main([*argv, "--epochs", "2"]) == 0
+    final = json.loads((out / "final.json").read_text())
+    assert final["task"] == "regression" and final["epochs"] == 2
+    for key in ("head_mae", "head_pearson", "label_alignment", "alignment", "uniformity"):
+        assert torch.isfinite(torch.tensor(final[key])), key
+    records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    assert [r["epoch"] for r in records] == [1, 2] and "knn_accuracy" not in records[0]
+    assert main([*argv, "--epochs", "3", "--resume"]) == 0  # continues from the checkpoint
+    assert json.loads((out / "final.json").read_text())["epochs"] == 3
+    capsys.readouterr()
+    bad = [*argv[:4], str(tmp_path), *argv[5:-1], str(tmp_path / "x"), "--epochs", "1"]
+    assert main(bad) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "sst5 expects" in err[0] and "sentiment-train" in err[0]
