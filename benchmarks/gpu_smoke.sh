@@ -11,7 +11,8 @@
 #
 # With the text extra installed, it then runs 16 SimCSE steps (batch 64) of the default
 # MiniLM on generated sentences with MACL and with mMHE under the same device and precision,
-# and SentEval-style encoding of them, printing steps/s and sentences/s.
+# two epochs of LASCon on them through the shared loop (`train --dataset sst5`, random
+# labels), and SentEval-style encoding of them, printing steps/s and sentences/s.
 # Each run goes to $OUT/<framework>-<loss> (default: a fresh temporary directory).
 set -euo pipefail
 DEVICE=${DEVICE:-cuda}
@@ -19,6 +20,7 @@ PRECISION=${PRECISION:-bf16}
 COMPILE=${COMPILE:---compile}
 PYTHON=${PYTHON:-python}
 OUT=${OUT:-$(mktemp -d -t contrastkit-gpu-smoke-XXXXXX)}
+mkdir -p "$OUT"
 THREADS=${THREADS:-4}
 PAIRS=${PAIRS:-"simclr:ntxent simclr:macl simclr:amcl moco:infonce moco:macl simsiam:simsiam
 barlow_twins:barlow_twins multiview:cacr supervised:supcon"}
@@ -75,6 +77,22 @@ h = json.loads((Path(sys.argv[1]) / "history.json").read_text())
 print(f"simcse/{sys.argv[2]:<19} {h['steps'] / h['seconds']:9.2f} steps/s  loss {h['train_loss'][-1]:.4f}")
 PY
   done
+  mkdir -p "$OUT/sst"  # SST/fine layout, random labels 0-4: the shared loop on sentences
+  for split in train dev test; do
+    awk -v s="$split" 'BEGIN{srand(s=="train"?1:s=="dev"?2:3)} {print int(rand()*5), $0}' \
+      "$OUT/sentences.txt" > "$OUT/sst/sentiment-$split"
+  done
+  run="$OUT/sst5-lascon"
+  "$PYTHON" -m contrastkit.cli train --dataset sst5 --data-root "$OUT/sst" --num-samples 512 \
+    --epochs 2 --batch-size 64 --framework supervised --loss lascon --aug-types 1 \
+    --device "$DEVICE" --precision "$PRECISION" $COMPILE --threads "$THREADS" \
+    --out "$run" --no-progress > "$run.log" 2>&1 || { echo "sst5/lascon FAILED: see $run.log"; exit 1; }
+  "$PYTHON" - "$run" <<'PY'
+import json, sys
+from pathlib import Path
+record = json.loads((Path(sys.argv[1]) / "metrics.jsonl").read_text().splitlines()[-1])
+print(f"train sst5/lascon         {record['samples_per_s']:9.0f} sentences/s  loss {record['loss']:.4f}")
+PY
   "$PYTHON" - "$OUT/sentences.txt" "$DEVICE" "$PRECISION" <<'PY'
 import sys, time
 from contrastkit.text.senteval import encoder_embedder

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ..rundir import atomic_write_text
-from ..training import FINAL, METRICS, TrainConfig
+from ..training import FINAL, METRICS, TRACE_SUFFIX, TrainConfig
 
 RECORDS = "runs.jsonl"
 IGNORED_KEYS = ("threads", "modality")  # differences that do not change what a run computes
@@ -51,17 +51,14 @@ class RunRecord:
         )
 
 
-STEPS = "_steps"  # suffix of a per-step trace in metrics.jsonl (``training.trainer.TRACED``)
-
-
 def _scalars(record: dict[str, Any]) -> dict[str, Any]:
     """The scalar fields of one ``metrics.jsonl`` record, plus the spread of each per-step
     trace as ``<name>_step_sd`` (population standard deviation over the epoch's steps):
     how much, e.g., MACL's temperature moves from batch to batch, which its epoch mean hides."""
     out = {k: v for k, v in record.items() if isinstance(v, int | float | str | None)}
     for key, trace in record.items():
-        if key.endswith(STEPS) and isinstance(trace, list) and len(trace) > 1:
-            out[f"{key.removesuffix(STEPS)}_step_sd"] = statistics.pstdev(trace)
+        if key.endswith(TRACE_SUFFIX) and isinstance(trace, list) and len(trace) > 1:
+            out[f"{key.removesuffix(TRACE_SUFFIX)}_step_sd"] = statistics.pstdev(trace)
     return out
 
 

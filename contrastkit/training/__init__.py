@@ -2,12 +2,13 @@
 
 from .checkpoint import CHECKPOINT, METRICS, extendable, length_note
 from .config import TrainConfig, load_yaml, parse_assignments, parse_value
-from .trainer import FINAL, Trainer, epoch_generator
+from .trainer import FINAL, TRACE_SUFFIX, Trainer, epoch_generator
 
 __all__ = [
     "CHECKPOINT",
     "FINAL",
     "METRICS",
+    "TRACE_SUFFIX",
     "TrainConfig",
     "Trainer",
     "epoch_generator",

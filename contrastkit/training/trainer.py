@@ -69,8 +69,9 @@ from .config import TrainConfig
 from .probe import OnlineProbe, TensorBoardLog
 
 FINAL = "final.json"
-# per-step values kept in full, not only averaged
+# per-step values kept in full (as ``<name>_steps``), not only averaged
 TRACED = ("temperature", "alignment_A", "tau_pos_mean", "tau_neg_mean")
+TRACE_SUFFIX = "_steps"
 
 
 def epoch_generator(seed: int, epoch: int) -> torch.Generator:
@@ -284,7 +285,7 @@ class Trainer:
         if cfg.schedule != "constant":
             record["lr"] = lr
         record.update({k: sum(v) / len(v) for k, v in logs.items()})
-        record.update({f"{k}_steps": logs[k] for k in TRACED if k in logs})
+        record.update({k + TRACE_SUFFIX: logs[k] for k in TRACED if k in logs})
         if self.probe is not None:
             record.update(self.probe.epoch_logs())
         return record

@@ -3,6 +3,8 @@
 # time, one thread, nice 5. Resumable: a run whose sst5.json exists is skipped.
 #   bash docs/results/sst5/run_sst5.sh [RUNS_DIR]   (default /work/runs/sentences/sst5)
 # Then: python docs/results/sst5/summarize.py RUNS_DIR
+# Historical: `contrastkit simcse --task sst5` exists up to commit 7a7cfdb; SST-5 now trains
+# on the shared loop (contrastkit train --dataset sst5; configs/studies/lascon_sst5.yaml).
 set -u
 RUNS=${1:-/work/runs/sentences/sst5}
 DATA=${SST5_DATA:-/work/shared/data/senteval/SST/fine}
