@@ -52,6 +52,19 @@ def test_supcon_sees_binarised_labels_and_evaluation_the_continuous_ones() -> No
     assert final["head_mae"] > 1.0  # in the labels' units (25-346), so not a class error
 
 
+@pytest.mark.parametrize("dataset", ["diabetes", "digits"])
+def test_features_after_epochs_only_where_an_epoch_metric_uses_them(dataset: str) -> None:
+    cfg = TrainConfig(framework="supervised", loss="lascon", dataset=dataset, epochs=3,
+                      batch_size=64, feature_dim=8, width=8, proj_dim=8, knn_k=5)  # fmt: skip
+    trainer = LabelAwareTrainer(cfg)
+    calls = []
+    features = trainer.features
+    trainer.features = lambda: calls.append(trainer.epoch) or features()  # type: ignore
+    trainer.fit()
+    # continuous labels: no kNN per epoch, so only the final evaluation encodes the data
+    assert calls == ([3] if dataset == "diabetes" else [1, 2, 3, 3])
+
+
 def test_trainer_selection_and_classification_runs(tmp_path: Path) -> None:
     assert trainer_class(TrainConfig()) is Trainer
     assert trainer_class(TrainConfig(), label_aware=True) is LabelAwareTrainer
