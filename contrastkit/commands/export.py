@@ -5,7 +5,11 @@ only), rebuilds the run's framework from the config saved in it, loads the weigh
 writes the encoder alone to ``DIR`` as ``encoder.safetensors`` + ``encoder.json`` (see
 :mod:`contrastkit.models.export`). Load it back with
 ``contrastkit.models.load_encoder(DIR)``; projection heads, momentum encoders, queues and
-optimiser state stay behind.
+optimiser state stay behind. A run on text data (the registry's ``text`` modality) is
+written as a ``transformers`` / sentence-transformers model folder instead
+(:meth:`~contrastkit.text.encoder.SentenceEncoder.save_pretrained`), which
+``SentenceTransformer(DIR)``, ``contrastkit senteval --model DIR`` and ``--text-model DIR``
+read.
 """
 
 from __future__ import annotations
@@ -17,7 +21,9 @@ from typing import Any
 import torch
 from torch import nn
 
+from ..data import dataset_info
 from ..models.export import read_spec, save_encoder
+from ..rundir import atomic_dir
 from ..training import CHECKPOINT, TrainConfig
 from ..training.label_aware import trainer_class
 
@@ -85,6 +91,11 @@ def run(args: argparse.Namespace) -> int:
         "epoch": int(state.get("epoch", 0)),
         "config": state["config"],
     }
+    if dataset_info(state["config"]["dataset"]).modality == "text":
+        with atomic_dir(out) as tmp:
+            encoder.encoder.save_pretrained(tmp)
+        print(f"exported the transformer of {run_dir} (epoch {source['epoch']}) to {out}")
+        return 0
     save_encoder(encoder, out, source)
     spec = read_spec(out)
     print(

@@ -26,9 +26,6 @@ from __future__ import annotations
 
 import importlib
 import json
-import os
-import shutil
-import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,6 +35,7 @@ import torch
 from torch import nn
 
 from .._optional import require
+from ..rundir import atomic_dir
 
 WEIGHTS = "encoder.safetensors"
 SPEC = "encoder.json"
@@ -194,17 +192,9 @@ def save_encoder(
         "torch_version": torch.__version__.split("+")[0],
     }
     tensors = {k: v.detach().cpu().contiguous() for k, v in encoder.state_dict().items()}
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
-    try:
+    with atomic_dir(out) as tmp:
         st.save_file(tensors, str(tmp / WEIGHTS), metadata={"format": FORMAT})
         (tmp / SPEC).write_text(json.dumps(spec, indent=2) + "\n")
-        if out.exists():
-            out.rmdir()
-        os.replace(tmp, out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return out
 
 

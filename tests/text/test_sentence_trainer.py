@@ -13,6 +13,7 @@ import torch
 from contrastkit.cli import main
 from contrastkit.data import load_dataset
 from contrastkit.data.sentences import Sentences
+from contrastkit.text.encoder import SentenceEncoder
 from contrastkit.text.trainer import SentenceFeatures, SentenceTrainer
 from contrastkit.training import TrainConfig
 from contrastkit.training.label_aware import trainer_class
@@ -108,6 +109,12 @@ def test_train_command_on_sst5_and_resume(
     assert [r["epoch"] for r in records] == [1, 2] and "knn_accuracy" not in records[0]
     assert main([*argv, "--epochs", "3", "--resume"]) == 0  # continues from the checkpoint
     assert json.loads((out / "final.json").read_text())["epochs"] == 3
+    assert main(["export", str(out), "--out", str(tmp_path / "model")]) == 0
+    exported = SentenceEncoder.from_pretrained(tmp_path / "model").model.state_dict()
+    trained = torch.load(out / "checkpoint.pt", weights_only=True)["model"]
+    prefix = "encoder.encoder.model."
+    assert {prefix + k for k in exported} == {k for k in trained if k.startswith(prefix)}
+    assert all(torch.equal(v, trained[prefix + k]) for k, v in exported.items())
     capsys.readouterr()
     bad = [*argv[:4], str(tmp_path), *argv[5:-1], str(tmp_path / "x"), "--epochs", "1"]
     assert main(bad) == 2
