@@ -18,15 +18,15 @@ label-aware alignment and uniformity; SupCon sees ``1[y >= binarize_threshold]``
 
 Epochs, optimiser, schedule, checkpoints, ``metrics.jsonl`` and ``final.json`` are the base
 loop's, so a text run is one more arm of ``contrastkit study``. The two views go through the
-encoder one after the other (``joint_views`` false: lists of sentences are not
-concatenated; a transformer has no batch statistics, so this changes nothing computed).
+encoder one after the other (``joint_views`` is false for text datasets, the config's
+default: lists of sentences are not concatenated; a transformer has no batch statistics,
+so this changes nothing computed).
 The SimCLR framework's projector sits on top as for every other modality; the heads and
 the geometry use the encoder's pooled features.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -72,7 +72,7 @@ class SentenceTrainer(LabelAwareTrainer):
             )
         if config.joint_views:
             raise ValueError("joint_views does not apply to text: leave it unset or false")
-        super().__init__(dataclasses.replace(config, joint_views=False), out, progress)
+        super().__init__(config, out, progress)  # joint_views: false (TrainConfig's default)
 
     def build_encoder(self) -> nn.Module:
         path = self.config.text_model or default_model_path()

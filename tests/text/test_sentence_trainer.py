@@ -9,10 +9,12 @@ from pathlib import Path
 
 import pytest
 import torch
+import yaml
 
 from contrastkit.cli import main
 from contrastkit.data import load_dataset
 from contrastkit.data.sentences import Sentences
+from contrastkit.study import load_study, run_study
 from contrastkit.text.encoder import SentenceEncoder
 from contrastkit.text.trainer import SentenceFeatures, SentenceTrainer
 from contrastkit.training import TrainConfig
@@ -80,6 +82,7 @@ def test_supcon_sees_binarised_labels_and_eda_views(tmp_path: Path, tiny_bert: P
         epochs=1, batch_size=8, max_length=16,
     )  # fmt: skip
     trainer = SentenceTrainer(config, progress=False)
+    assert trainer.config == config and config.joint_views is False  # recorded as given
     assert trainer.train_y.tolist() == [float(i % 5 >= 3) for i in range(24)]
     assert isinstance(trainer.model.encoder, SentenceFeatures)
     seen: list[list[str]] = []
@@ -120,3 +123,18 @@ def test_train_command_on_sst5_and_resume(
     assert main(bad) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "sst5 expects" in err[0] and "sentiment-train" in err[0]
+
+
+def test_a_text_study_skips_its_finished_runs(tmp_path: Path, tiny_bert: Path) -> None:
+    base = {"dataset": "sst5", "data_root": str(write_sst5(tmp_path / "fine")), "epochs": 1,
+            "text_model": str(tiny_bert), "batch_size": 8, "max_length": 16}  # fmt: skip
+    spec = {"name": "t", "paper": "P", "table": "T", "claim": "c", "out": str(tmp_path / "o"),
+            "runs_dir": str(tmp_path / "runs"), "base": base, "baseline": "lascon",
+            "seeds": [0], "min_seeds": 1, "metric": "head_mae", "better": "lower",
+            "arms": [{"label": "lascon", "framework": "supervised", "loss": "lascon"},
+                     {"label": "simclr", "loss": "ntxent"}]}  # fmt: skip
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump(spec))
+    study = load_study(tmp_path / "s.yaml")
+    assert sorted(run_study(study, log=False).finished) == ["lascon seed 0", "simclr seed 0"]
+    # the configs recorded by the runs are the study's own: a second pass finds them done
+    assert sorted(run_study(study, log=False).skipped) == ["lascon seed 0", "simclr seed 0"]
