@@ -35,7 +35,8 @@ def finished_runs(study: Study) -> dict[tuple[str, int], RunRecord]:
     }
 
 
-GEOMETRY = ("alignment", "uniformity")  # final.json; Wang & Isola (2020) Eqs. 4-5
+# final.json: Wang & Isola (2020) Eqs. 4-5; label-aware runs add LASCon §4.2's versions
+GEOMETRY = ("alignment", "uniformity", "label_alignment", "label_uniformity")
 BOOKKEEPING = ("epoch", "loss", "lr", "epoch_time_s", "samples_per_s")
 
 
@@ -257,7 +258,10 @@ def _why_table(results: dict[str, Any], pct: str) -> list[str]:
         f"**Why (mean [{pct} CI] over seeds).** `alignment` (lower: two views of a test "
         "sample land closer) and `uniformity` (lower: features spread more evenly over the "
         "sphere) of the final encoder's normalised features on two views of the test split "
-        "(Wang & Isola, 2020, Eqs. 4-5); every other column is a diagnostic the loss logged, "
+        "(Wang & Isola, 2020, Eqs. 4-5); `label_alignment` (lower: samples with similar "
+        "labels land closer) and `label_uniformity` (lower: more spread), LASCon §4.2's "
+        "label-aware versions, for runs with labels; every other column is a diagnostic the "
+        "loss logged, "
         "averaged over its last epoch; a `_step_sd` column is its standard deviation over "
         "that epoch's steps (how much it moves from batch to batch).",
         "",

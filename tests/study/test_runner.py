@@ -190,7 +190,11 @@ def test_why_section_gives_geometry_and_the_losses_last_epoch_diagnostics(
 
     runs = {("ntxent", 0): run(0, 0.4, None), ("ntxent", 1): run(1, 0.6, None)}
     runs |= {("macl", 0): run(0, 0.5, (9.0, 0.12)), ("macl", 1): run(1, 0.5, (9.0, 0.14))}
+    for seed, run_record in enumerate((runs["macl", 0], runs["macl", 1], runs["ntxent", 0])):
+        run_record.final["label_alignment"] = 1.0 + seed  # LASCon §4.2, label-aware runs
     results = collect(study, runs)
+    assert results["arms"]["macl"]["why"]["label_alignment"]["mean"] == pytest.approx(1.5)
+    assert "label_alignment" not in results["arms"]["ntxent"]["why"]  # not every seed has it
     ntxent, macl = results["arms"]["ntxent"]["why"], results["arms"]["macl"]["why"]
     assert set(ntxent) == {"alignment", "uniformity"}  # no loss, epoch or kNN columns
     assert ntxent["alignment"]["mean"] == pytest.approx(0.5)
@@ -198,7 +202,7 @@ def test_why_section_gives_geometry_and_the_losses_last_epoch_diagnostics(
     assert macl["temperature"]["mean"] == pytest.approx(0.13) and "tau_pos/head0" not in macl
     assert macl["alignment"]["low"] == macl["alignment"]["high"] == pytest.approx(0.5)
     text = markdown(results, "cmd", {})
-    assert "| arm | alignment | uniformity | temperature |" in text
+    assert "| arm | alignment | uniformity | label_alignment | temperature |" in text
     assert "| ntxent | 0.5000 [" in text and "| 0.1300 [" in text and "| - |" in text
 
 
