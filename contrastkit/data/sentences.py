@@ -42,7 +42,10 @@ class Sentences(Sequence[str]):
     def __len__(self) -> int:
         return len(self._items)
 
-    def __getitem__(self, rows):  # type: ignore[no-untyped-def, override]
+    def __getitem__(  # type: ignore[override]
+        self, rows: int | slice | torch.Tensor | Sequence[int]
+    ) -> str | list[str]:
+        """One sentence for an ``int``; a list of them for a slice or row indices."""
         if isinstance(rows, int):
             return self._items[rows]
         if isinstance(rows, slice):
@@ -76,13 +79,15 @@ def load_sst5(num_samples: int | None = None, data_root: str | None = None) -> S
     keep = torch.arange(len(train.x))
     if num_samples is not None:
         if not 2 <= num_samples <= len(train.x):
-            raise ValueError(f"num_samples must be in [2, {len(train.x)}] for sst5")
+            raise ValueError(
+                f"num_samples must be in [2, {len(train.x)}] for sst5, got {num_samples}"
+            )
         gen = torch.Generator().manual_seed(SUBSET_SEED)
         keep = torch.randperm(len(train.x), generator=gen)[:num_samples].sort().values
     return Split(
         "sst5",
         "text",
-        Sentences(Sentences(train.x)[keep]),
+        Sentences([train.x[i] for i in keep.tolist()]),
         torch.tensor(train.y, dtype=torch.float32)[keep],
         Sentences(test.x),
         torch.tensor(test.y, dtype=torch.float32),
