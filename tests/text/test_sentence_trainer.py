@@ -46,7 +46,8 @@ def test_sst5_split_labels_and_seeded_subset(tmp_path: Path) -> None:
     part = load_dataset("sst5", 10, str(root))
     again = load_dataset("sst5", 10, str(root))
     assert list(part.x_train) == list(again.x_train) and len(part.x_train) == 10
-    assert list(load_dataset("sst5", 11, str(root)).x_train)[:10] != list(part.x_train)
+    with pytest.raises(ValueError, match=r"num_samples must be in \[2, 24\] for sst5, got 25"):
+        load_dataset("sst5", 25, str(root))
     expected = {(s, i % 5) for i, s in enumerate(full.x_train)}  # labels follow sentences
     pairs = {(s, int(y)) for s, y in zip(part.x_train, part.y_train.tolist(), strict=True)}
     assert len(pairs) == 10 and pairs <= expected
