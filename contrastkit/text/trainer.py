@@ -58,8 +58,6 @@ class SentenceFeatures(nn.Module):
 class SentenceTrainer(LabelAwareTrainer):
     """A :class:`LabelAwareTrainer` for text datasets (see the module docstring)."""
 
-    fixed_views = False  # EDA's operations are chosen with aug_types
-
     def __init__(
         self, config: TrainConfig, out: str | Path | None = None, progress: bool = True
     ) -> None:

@@ -84,8 +84,6 @@ def trainer_class(config: TrainConfig, label_aware: bool = False) -> type[Traine
 class LabelAwareTrainer(Trainer):
     """A :class:`Trainer` that also handles continuous labels (see the module docstring)."""
 
-    fixed_views: bool = True  # a regression set's views keep its label: aug_types refused
-
     def __init__(
         self, config: TrainConfig, out: str | Path | None = None, progress: bool = True
     ) -> None:
@@ -97,14 +95,12 @@ class LabelAwareTrainer(Trainer):
                 "binarize_threshold applies to the supervised framework on a regression "
                 f"dataset, got framework {config.framework!r} on {config.dataset!r}"
             )
-        if self.regression and self.fixed_views and config.aug_types is not None:
-            raise ValueError(
-                f"aug_types does not apply to the regression dataset {config.dataset!r} "
-                "(its augmentations are fixed so that they keep the label)"
-            )
         super().__init__(config, out, progress)
-        # continuous labels: no kNN, so no features to compute after each epoch
-        self.epoch_features = not self.regression
+
+    @property
+    def epoch_features(self) -> bool:
+        """Continuous labels: no kNN, so no features to compute after each epoch."""
+        return not self.regression
 
     def load_data(self) -> Split:
         """The task with continuous labels in :attr:`task`; what the loss trains on (the
@@ -134,6 +130,13 @@ class LabelAwareTrainer(Trainer):
         return super().build_encoder()
 
     def build_augment(self) -> Any:
+        """A regression set's fixed, label-keeping views (``aug_types`` refused), else the
+        data kind's."""
+        if self.regression and self.config.aug_types is not None:
+            raise ValueError(
+                f"aug_types does not apply to the regression dataset {self.config.dataset!r} "
+                "(its augmentations are fixed so that they keep the label)"
+            )
         if self.task.kind == "tabular":
             return TabularAugment()
         types = AUGMENT_TYPES.get(self.config.dataset)

@@ -88,6 +88,8 @@ class Trainer:
         progress: show a tqdm progress bar on stderr.
     """
 
+    epoch_features = True  # evaluated epochs compute frozen features (kNN, online probe)
+
     def __init__(
         self, config: TrainConfig, out: str | Path | None = None, progress: bool = True
     ) -> None:
@@ -177,7 +179,6 @@ class Trainer:
         self.history: list[dict[str, Any]] = []
         self.train_time = 0.0
         self._tensorboard: Any = None
-        self.epoch_features = True  # frozen features after evaluated epochs (kNN, probe)
 
     def load_data(self) -> Split:
         """The dataset the loss trains on."""
