@@ -31,6 +31,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import torch
 from torch import Tensor, nn
 
 from ..data import dataset_info
@@ -43,16 +44,32 @@ from .encoder import SentenceEncoder, default_model_path
 class SentenceFeatures(nn.Module):
     """``forward(sentences) -> [B, d]``: tokenise (truncating to ``max_length``), encode and
     pool with ``encoder`` (:class:`~contrastkit.text.encoder.SentenceEncoder`);
-    ``feature_dim`` is its hidden size."""
+    ``feature_dim`` is its hidden size.
 
-    def __init__(self, encoder: SentenceEncoder, max_length: int) -> None:
+    Without gradients (the loop's frozen features: kNN, heads, geometry) the sentences go
+    through in length-sorted groups of ``eval_batch`` (128), each padded to its own
+    longest sentence rather than all to the longest of the whole chunk; the rows come
+    back in input order. Padding is masked out of attention and pooling, so the result is
+    the one-batch result up to float rounding. A training batch is encoded as one batch.
+    """
+
+    def __init__(self, encoder: SentenceEncoder, max_length: int, eval_batch: int = 128) -> None:
         super().__init__()
         self.encoder = encoder
         self.max_length = max_length
+        self.eval_batch = eval_batch
         self.feature_dim = encoder.dim
 
     def forward(self, sentences: Sequence[str]) -> Tensor:
-        return self.encoder.embed(list(sentences), self.max_length)
+        sentences = list(sentences)
+        if torch.is_grad_enabled() or len(sentences) <= self.eval_batch:
+            return self.encoder.embed(sentences, self.max_length)
+        order = sorted(range(len(sentences)), key=lambda i: len(sentences[i]))
+        groups = [order[a : a + self.eval_batch] for a in range(0, len(order), self.eval_batch)]
+        parts = [self.encoder.embed([sentences[i] for i in g], self.max_length) for g in groups]
+        emb = torch.cat(parts)
+        rows = torch.tensor(order, device=emb.device)
+        return emb.new_empty(emb.shape).index_copy_(0, rows, emb)
 
 
 class SentenceTrainer(LabelAwareTrainer):

@@ -62,6 +62,17 @@ def test_sst5_names_the_files_it_expects(tmp_path: Path) -> None:
         load_dataset("sst5")
 
 
+def test_frozen_features_in_length_groups_keep_the_input_order(tiny_bert: Path) -> None:
+    encoder = SentenceEncoder.from_pretrained(tiny_bert, pooling="mean").eval()
+    features = SentenceFeatures(encoder, max_length=32, eval_batch=3)
+    sentences = [" ".join(SENTENCES[: 1 + i % 5]) for i in range(11)]  # lengths interleaved
+    with torch.no_grad():
+        grouped = features(sentences)
+        one_batch = encoder.embed(sentences, 32)
+    torch.testing.assert_close(grouped, one_batch, rtol=1e-5, atol=1e-5)
+    assert features(sentences).requires_grad  # training batches: one batch, with gradients
+
+
 def test_text_datasets_get_the_sentence_trainer(tmp_path: Path, tiny_bert: Path) -> None:
     config = TrainConfig(dataset="sst5", framework="supervised", loss="lascon")
     assert trainer_class(config) is SentenceTrainer
