@@ -7,8 +7,6 @@ from __future__ import annotations
 import argparse
 import json
 
-import yaml
-
 from .. import losses
 from ..rundir import prepare_run_dir
 from ..text.data import STS_FORMATS, read_sentences, read_sts
@@ -16,6 +14,7 @@ from ..text.diagnostics import plot_diagnostics
 from ..text.encoder import POOLINGS, SentenceEncoder, default_model_path
 from ..text.presets import BUILTIN, PRESETS, resolve_options
 from ..text.simcse import SimCSEConfig, build_loss, loss_hyperparameters, train_simcse
+from ..training.config_io import parse_assignments
 from . import apply_threads
 
 NAME = "simcse"
@@ -24,17 +23,6 @@ HELP = (
     "two-view contrastkit loss; STS dev evaluation and best-checkpoint saving. "
     "(SST-5 with SimCLR, SupCon or LASCon: contrastkit train --dataset sst5.)"
 )
-
-
-def parse_loss_args(items: list[str]) -> dict[str, object]:
-    """``["alpha=2", "reweight=false"]`` -> ``{"alpha": 2, "reweight": False}`` (YAML values)."""
-    out: dict[str, object] = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise ValueError(f"--loss-arg must look like NAME=VALUE, got {item!r}")
-        out[key.strip()] = yaml.safe_load(value)
-    return out
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -96,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
     apply_threads(args.threads)
     if args.train_file is None:
         raise ValueError("--train-file is required (one sentence per line)")
-    loss_args = {**preset_loss_args, **parse_loss_args(args.loss_arg)}
+    loss_args = {**preset_loss_args, **parse_assignments(args.loss_arg)}
     losses.check_args(args.loss, loss_args, provided=("in_dim",))  # before loading anything
     out = prepare_run_dir(args.out, overwrite=args.overwrite)
     cfg = config_from_args(args)

@@ -1,7 +1,8 @@
 """Training loop, run configuration and run files."""
 
 from .checkpoint import CHECKPOINT, METRICS, extendable, length_note
-from .config import TrainConfig, load_yaml, parse_assignments, parse_value
+from .config import TrainConfig
+from .config_io import load_yaml, parse_assignments, parse_value
 from .trainer import FINAL, TRACE_SUFFIX, Trainer, epoch_generator
 
 __all__ = [

@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 
 from contrastkit.cli import main
-from contrastkit.commands.simcse import parse_loss_args
 from contrastkit.text import SentenceEncoder, read_sts, sts_spearman
 
 
@@ -102,16 +101,6 @@ def test_simcse_engine_flags_reach_the_run(
         main([*argv[:-4], "--precision", "fp8"])
 
 
-def test_parse_loss_args() -> None:
-    assert parse_loss_args(["alpha=2", "reweight=false", "name=x"]) == {
-        "alpha": 2,
-        "reweight": False,
-        "name": "x",
-    }
-    with pytest.raises(ValueError, match="NAME=VALUE"):
-        parse_loss_args(["alpha"])
-
-
 def test_simcse_rejects_losses_without_two_views(
     tmp_path: Path, tiny_bert: Path, sentences: list[str], capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -128,3 +117,5 @@ def test_simcse_rejects_losses_without_two_views(
     ]
     assert main([*argv, "--loss", "supcon"]) == 2
     assert "not two views" in capsys.readouterr().err
+    assert main([*argv, "--loss-arg", "alpha"]) == 2  # the parser of train's --loss-arg
+    assert "--loss-arg expects key=value, got 'alpha'" in capsys.readouterr().err
