@@ -102,10 +102,10 @@ def test_load_encoder_errors(tmp_path: Path) -> None:
         load_encoder(out)
     (out / SPEC).write_text(json.dumps({**spec, "architecture": "vit"}))
     with pytest.raises(
-        ValueError, match="unknown architecture 'vit'; registered: conv, image, mlp, resnet"
+        ValueError, match="unknown architecture .vit.; registered: conv, gin, graph_dta, image, mlp, resnet"
     ):
         load_encoder(out)
-    assert architectures() == ["conv", "image", "mlp", "resnet"]
+    assert architectures() == ["conv", "gin", "graph_dta", "image", "mlp", "resnet"]
     with pytest.raises(ValueError, match="not empty"):
         save_encoder(enc, out)
 
