@@ -36,6 +36,7 @@ from .registry import (
     check_args,
     get,
     info,
+    info_of,
     register,
     set_check_finite,
 )
@@ -83,6 +84,7 @@ __all__ = [
     "functional",
     "get",
     "info",
+    "info_of",
     "register",
     "set_check_finite",
     "views",

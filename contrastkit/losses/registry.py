@@ -226,6 +226,13 @@ def info(name: str) -> LossInfo:
         raise ValueError(f"unknown loss {name!r}; available: {', '.join(available())}") from None
 
 
+def info_of(loss: nn.Module) -> LossInfo | None:
+    """The :class:`LossInfo` of ``loss``'s class or, for a subclass, of its nearest
+    registered base class; ``None`` for a module the registry does not know."""
+    by_class = {i.cls: i for i in _REGISTRY.values()}
+    return next((by_class[c] for c in type(loss).__mro__ if c in by_class), None)
+
+
 def get(name: str, **kwargs: object) -> nn.Module:
     """A new instance of the loss ``name`` built with ``kwargs`` (unknown or out-of-range
     arguments raise a one-line ``ValueError``, see :func:`check_args`)."""

@@ -96,8 +96,10 @@ def loss_hyperparameters(loss: nn.Module) -> dict[str, object]:
 
 def two_view_loss(loss: nn.Module, h1: Tensor, h2: Tensor) -> Tensor:
     """Apply ``loss`` to two views ``h1, h2 [N, d]`` of the same sentences (module doc):
-    SimCSE's cross-view layout for the similarity-level losses, ``loss(h1, h2)`` else."""
-    if hasattr(loss, "similarity_loss"):
+    SimCSE's cross-view layout for the losses the registry declares similarity-level,
+    ``loss(h1, h2)`` else (every other loss, and modules the registry does not know)."""
+    entry = losses.info_of(loss)
+    if entry is not None and entry.similarity_level:
         pos, neg = cross_view_similarities(h1, h2)
         return loss.similarity_loss(pos, neg)
     return loss(h1, h2)
@@ -146,7 +148,8 @@ class SimCSEConfig:
 @dataclass
 class SimCSEHistory:
     """What a run did: dev scores per evaluated step, the training loss per step, MACL's
-    adaptive temperature per step (``last_temperature`` of the loss, if it has one), timing."""
+    adaptive temperature per step (the ``temperature`` of the loss's registered diagnostics,
+    if it has one), timing."""
 
     evals: list[dict[str, float]] = field(default_factory=list)
     train_loss: list[float] = field(default_factory=list)
@@ -212,6 +215,8 @@ def train_simcse(
     # linear decay to 0 over the optimiser steps (SimCSE, via the Hugging Face Trainer)
     scheduler = build_schedule("linear", optimizer, -(-len(batches) // cfg.grad_accum), 1)
     history = SimCSEHistory()
+    entry = losses.info_of(loss)
+    reports = entry is not None and entry.diagnostics  # the registry's diagnostics capability
     start = time.perf_counter()
 
     def evaluate(step: int) -> None:
@@ -247,7 +252,7 @@ def train_simcse(
         )
         history.train_loss.append(value.item())
         history.steps = step
-        tau = getattr(loss, "last_temperature", None)
+        tau = loss.diagnostics().get("temperature") if reports else None
         if tau is not None:
             history.temperature.append(tau)
         bar.set_postfix(

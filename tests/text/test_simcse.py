@@ -13,6 +13,7 @@ import torch
 from torch import Tensor, nn
 
 from contrastkit import losses
+from contrastkit.losses import InfoNCE
 from contrastkit.text import (
     SimCSEConfig,
     StsPairs,
@@ -104,6 +105,18 @@ def test_losses_without_similarity_level_get_both_views() -> None:
     h1, h2 = unit_views()
     assert float(two_view_loss(Recorder(), h1, h2)) == pytest.approx(float((h1 - 2 * h2).sum()))
     assert calls[0][0] is h1 and calls[0][1] is h2
+
+
+def test_the_layout_is_the_registrys_similarity_level() -> None:
+    class Sharper(InfoNCE):  # a user's subclass keeps its registered base's layout
+        pass
+
+    assert losses.info_of(Sharper()) is losses.info("infonce")
+    assert losses.info_of(InfoNCE()).similarity_level and not losses.info("mmhe").similarity_level
+    assert losses.info_of(nn.Linear(2, 2)) is None
+    h1, h2 = unit_views()
+    value = two_view_loss(Sharper(temperature=0.05), h1, h2)
+    assert float(value) == pytest.approx(simcse_infonce_loop(h1, h2, 0.05), rel=1e-10)
 
 
 def test_build_loss_defaults_overrides_and_errors() -> None:
