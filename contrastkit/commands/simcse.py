@@ -7,13 +7,14 @@ from __future__ import annotations
 import argparse
 import json
 
-from .. import losses
+from ..frameworks import check_run
 from ..rundir import prepare_run_dir
-from ..text.data import STS_FORMATS, read_sentences, read_sts
+from ..text.data import STS_FORMATS
 from ..text.diagnostics import plot_diagnostics
-from ..text.encoder import POOLINGS, SentenceEncoder, default_model_path
+from ..text.encoder import POOLINGS
 from ..text.presets import BUILTIN, PRESETS, resolve_options
-from ..text.simcse import SimCSEConfig, build_loss, loss_hyperparameters, train_simcse
+from ..text.simcse import BEST, HISTORY, SENTENCE_DEFAULTS, SimCSETrainer, loss_hyperparameters
+from ..training import TrainConfig
 from ..training.config_io import parse_assignments
 from . import apply_threads
 
@@ -43,7 +44,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--threads", type=int, help="torch CPU threads (default: torch's)")
     parser.add_argument("--sts-dev", help="STS dev pairs for evaluation and model selection")
     parser.add_argument("--sts-format", choices=STS_FORMATS, default="stsb")
-    parser.add_argument("--out", required=True, help="run folder: best/ model, history.json")
+    parser.add_argument(
+        "--out", required=True, help="run folder: best/ model, history.json, final.json"
+    )
     parser.add_argument("--model", help="local model folder (default: the MiniLM wheel)")
     parser.add_argument("--pooling", choices=POOLINGS, help="default: the model's own, else cls")
     parser.add_argument("--mlp-head", action="store_true", help="SimCSE's training-only MLP head")
@@ -52,7 +55,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--lr", type=float, help="default 3e-5")
     parser.add_argument("--max-length", type=int, help="training truncation length (32)")
     parser.add_argument("--epochs", type=int, help="default 1")
-    parser.add_argument("--max-steps", type=int, help="stop after this many steps")
+    parser.add_argument(
+        "--max-steps", type=int, help="stop the (one-epoch) run after this many steps"
+    )
     parser.add_argument("--eval-every", type=int, help="default 125")
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--device", default="auto", help="auto (cuda, mps, cpu), cpu, cuda:N, mps")
@@ -67,6 +72,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--overwrite", action="store_true", help="empty a non-empty --out and start afresh"
     )
+    parser.add_argument(
+        "--resume", action="store_true", help="continue the run in --out from its checkpoint"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -75,57 +83,73 @@ def run(args: argparse.Namespace) -> int:
     if preset is not None:
         print(preset.describe())
     args.__dict__.update(options)
-    for flag in ("epochs", "batch_size", "max_length", "eval_every"):
-        if getattr(args, flag) < 1:
+    for flag in ("epochs", "batch_size", "max_length", "eval_every", "max_steps"):
+        value = getattr(args, flag)
+        if value is not None and value < 1:
             name = "--" + flag.replace("_", "-")
-            raise ValueError(f"{name} must be a positive integer, got {getattr(args, flag)}")
-    if args.max_steps is not None and args.max_steps < 1:
-        raise ValueError(f"--max-steps must be a positive integer, got {args.max_steps}")
-    apply_threads(args.threads)
+            raise ValueError(f"{name} must be a positive integer, got {value}")
     if args.train_file is None:
         raise ValueError("--train-file is required (one sentence per line)")
-    loss_args = {**preset_loss_args, **parse_assignments(args.loss_arg)}
-    losses.check_args(args.loss, loss_args, provided=("in_dim",))  # before loading anything
-    out = prepare_run_dir(args.out, overwrite=args.overwrite)
-    cfg = config_from_args(args)
-    sentences = read_sentences(args.train_file)
-    dev = read_sts(args.sts_dev, args.sts_format) if args.sts_dev else None
-    encoder = SentenceEncoder.from_pretrained(
-        args.model or default_model_path(),
-        pooling=args.pooling,
-        mlp_head=args.mlp_head,
-        dropout=args.dropout,
-    )
-    loss = build_loss(args.loss, loss_args, dim=encoder.dim)
+    if args.max_steps is not None and args.epochs != 1:
+        raise ValueError("--max-steps caps a one-epoch run; leave it out with --epochs > 1")
+    apply_threads(args.threads)
+    loss_args = {
+        **SENTENCE_DEFAULTS.get(args.loss, {}),
+        **preset_loss_args,
+        **parse_assignments(args.loss_arg),
+    }
+    check_run("simcse", args.loss, loss_args, {})  # the loss and its arguments, up front
+    config = config_from_args(args, loss_args)  # every value checked before --out is touched
+    out = prepare_run_dir(args.out, overwrite=args.overwrite, resume=args.resume)
+    trainer = SimCSETrainer(config, out, progress=not args.no_progress)
+    encoder = trainer.model.encoder.encoder
     print(
-        f"loss {args.loss}: {json.dumps(loss_hyperparameters(loss))}; "
-        f"{encoder.pooling} pooling, dropout {args.dropout}, {len(sentences)} sentences"
+        f"loss {args.loss}: {json.dumps(loss_hyperparameters(trainer.model.loss))}; "
+        f"{encoder.pooling} pooling, dropout {args.dropout}, {len(trainer.train_x)} sentences"
     )
-    history = train_simcse(
-        encoder, loss, sentences, dev, cfg, out_dir=out, progress=not args.no_progress
-    )
-    if dev is not None:
-        first, last = history.evals[0]["spearman"], history.evals[-1]["spearman"]
+    final = trainer.fit(resume=args.resume)
+    if "sts_dev_spearman_best" in final:
+        first, last = final["sts_dev_spearman_before"], final["sts_dev_spearman_last"]
         print(
             f"STS dev Spearman x100: before {100 * first:.2f}, after {100 * last:.2f} "
-            f"(change {100 * (last - first):+.2f}), best {100 * history.best_spearman:.2f} "
-            f"at step {history.best_step}; {history.steps} steps in {history.seconds:.0f} s"
+            f"(change {100 * (last - first):+.2f}), best "
+            f"{100 * final['sts_dev_spearman_best']:.2f} at step {final['best_step']}; "
+            f"{final['steps']} steps in {final['train_time_s']:.0f} s"
         )
-    plot_diagnostics(out / "history.json", out / "diagnostics.png")
-    print(f"saved {out}/best, {out}/history.json and {out}/diagnostics.png")
+    plot_diagnostics(out / HISTORY, out / "diagnostics.png")
+    print(f"saved {out}/{BEST}, {out}/{HISTORY}, {out}/final.json and {out}/diagnostics.png")
     return 0
 
 
-def config_from_args(args: argparse.Namespace) -> SimCSEConfig:
-    return SimCSEConfig(
-        batch_size=args.batch_size,
-        lr=args.lr,
+def config_from_args(args: argparse.Namespace, loss_args: dict[str, object]) -> TrainConfig:
+    """SimCSE's unsupervised recipe (module docstring of :mod:`contrastkit.text.simcse`)
+    as a run of the shared loop, with the command's options."""
+    return TrainConfig(
+        framework="simcse",
+        loss=args.loss,
+        loss_args=loss_args,
+        dataset="sentences",
+        data_root=args.train_file,
+        text_model=args.model,
+        pooling=args.pooling,
+        mlp_head=args.mlp_head,
+        dropout=args.dropout,
         max_length=args.max_length,
+        sts_dev=args.sts_dev,
+        sts_format=args.sts_format,
+        eval_steps=args.eval_every if args.sts_dev else None,
+        batch_size=args.batch_size,
         epochs=args.epochs,
-        max_steps=args.max_steps,
-        eval_every=args.eval_every,
+        epoch_steps=args.max_steps,
+        lr=args.lr,
+        lr_scaling="none",
+        optimizer="adamw",
+        weight_decay=0.0,
+        schedule="linear",  # to 0 over the optimiser steps, no warm-up (Hugging Face Trainer)
+        clip_grad=1.0,
         seed=args.seed,
         device=args.device,
         precision=args.precision,
         grad_accum=args.grad_accum,
+        threads=args.threads,
     )

@@ -25,7 +25,7 @@ FLAGS: dict[str, tuple[str, type, str]] = {
     "--framework": (
         "framework",
         str,
-        "simclr, moco, simsiam, barlow_twins, multiview, supervised, nnclr",
+        "simclr, moco, simsiam, barlow_twins, multiview, supervised, nnclr, simcse",
     ),
     "--loss": ("loss", str, "registered loss name (see `contrastkit.losses.available()`)"),
     "--dataset": ("dataset", str, "registered dataset: digits, cifar10, imagefolder, tu:NAME, ..."),
@@ -45,6 +45,12 @@ FLAGS: dict[str, tuple[str, type, str]] = {
     "--backbone": ("backbone", str, "conv (small CNN), resnet18, resnet34, resnet50"),
     "--text-model": ("text_model", str, "text data: local model folder (default: MiniLM)"),
     "--max-length": ("max_length", int, "text data: truncation length in tokens (64)"),
+    "--pooling": ("pooling", str, "text data: cls or mean (default: the model's own, else cls)"),
+    "--dropout": ("dropout", float, "text data: the model's dropout rates (default: its own)"),
+    "--sts-dev": ("sts_dev", str, "simcse framework: STS pairs for evaluation and selection"),
+    "--sts-format": ("sts_format", str, "stsb (STS Benchmark columns, default) or tsv"),
+    "--eval-steps": ("eval_steps", int, "simcse framework: score --sts-dev every K batches"),
+    "--epoch-steps": ("epoch_steps", int, "batches per epoch (default: every full batch)"),
     "--stem": ("stem", str, "resnet stem: cifar (3x3, no pool) or imagenet (7x7 + pool)"),
     "--crop-scale": ("crop_scale", float, "image views: minimum crop area (0.2 / 0.08)"),
     "--jitter": ("jitter", str, "image views: jitter strengths b,c,s,hue (0.4,0.4,0.4,0.1)"),
@@ -110,6 +116,7 @@ BOOLEAN_FLAGS: dict[str, str] = {
     "--online-probe": "train a linear probe on detached features alongside (per-epoch logs)",
     "--stream": "imagefolder: decode per batch in DataLoader workers (default: above 4 GiB)",
     "--unlabeled": "pre-train on train + unlabelled images (STL-10; default: when present)",
+    "--mlp-head": "text data: SimCSE's training-only MLP head on the pooled output",
 }
 
 

@@ -1,5 +1,5 @@
 """Sentence datasets for the shared training loop: SST-5 with its 0–4 labels as regression
-targets (LASCon's text task).
+targets (LASCon's text task) and unlabelled sentences for SimCSE.
 
 A sentence set is a :class:`Sentences` sequence, which the loop indexes like a tensor of
 samples: ``len(x)``, ``x[idx]`` for a tensor of row indices and ``x[a:b]`` give lists of
@@ -14,6 +14,10 @@ head's MAE is the metric; SupCon sees ``1[y >= 3]`` with ``binarize_threshold``)
 ``num_samples`` keeps a seeded subset of the training split (seed :data:`SUBSET_SEED`, the
 same for every run, so the runs of a study are paired). The dev
 split is read (the reader checks the folder whole) but not used: nothing is selected on it.
+
+``sentences`` reads one sentence per line from the file ``data_root`` (SimCSE's Wikipedia
+sample); its labels are zeros and its test split is empty: the ``simcse`` framework's runs
+are scored on STS pairs (:mod:`contrastkit.text.simcse`).
 
 >>> x = Sentences(["a b", "c", "d e f"])
 >>> x[1:], x[torch.tensor([2, 0])]
@@ -57,6 +61,16 @@ class Sentences(Sequence[str]):
         return f"Sentences({len(self)} sentences)"
 
 
+def subset(n: int, num_samples: int | None, name: str) -> torch.Tensor:
+    """Sorted rows of the seeded subset of ``num_samples`` of ``n`` (all rows for ``None``)."""
+    if num_samples is None:
+        return torch.arange(n)
+    if not 2 <= num_samples <= n:
+        raise ValueError(f"num_samples must be in [2, {n}] for {name}, got {num_samples}")
+    gen = torch.Generator().manual_seed(SUBSET_SEED)
+    return torch.randperm(n, generator=gen)[:num_samples].sort().values
+
+
 def load_sst5(num_samples: int | None = None, data_root: str | None = None) -> Split:
     """SST-5 train and test as sentences with float labels 0–4 (module docstring)."""
     from ..text.senteval.readers import MissingTaskFilesError, read_sst_fine
@@ -76,14 +90,7 @@ def load_sst5(num_samples: int | None = None, data_root: str | None = None) -> S
             f"{', '.join(SST5_FILES)} ('LABEL sentence' lines); missing: {missing}"
         ) from None
     train, test = splits["train"], splits["test"]
-    keep = torch.arange(len(train.x))
-    if num_samples is not None:
-        if not 2 <= num_samples <= len(train.x):
-            raise ValueError(
-                f"num_samples must be in [2, {len(train.x)}] for sst5, got {num_samples}"
-            )
-        gen = torch.Generator().manual_seed(SUBSET_SEED)
-        keep = torch.randperm(len(train.x), generator=gen)[:num_samples].sort().values
+    keep = subset(len(train.x), num_samples, "sst5")
     return Split(
         "sst5",
         "text",
@@ -96,4 +103,31 @@ def load_sst5(num_samples: int | None = None, data_root: str | None = None) -> S
 
 register_dataset(
     "sst5", load_sst5, kind="text", regression=True, description="SST-5 sentences, labels 0-4"
+)
+
+
+def load_sentences(num_samples: int | None = None, data_root: str | None = None) -> Split:
+    """Unlabelled sentences, one per line of the file ``data_root`` (SimCSE's Wikipedia
+    sample); labels are zeros and the test split is empty: the ``simcse`` framework's
+    runs are evaluated on STS pairs (``sts_dev``)."""
+    from ..text.data import read_sentences
+
+    if data_root is None:
+        raise ValueError(
+            "sentences is read from a path: set data_root to a file of one sentence per line"
+        )
+    lines = read_sentences(data_root)
+    keep = subset(len(lines), num_samples, "sentences")
+    return Split(
+        "sentences",
+        "text",
+        Sentences([lines[i] for i in keep.tolist()]),
+        torch.zeros(len(keep)),
+        Sentences([]),
+        torch.zeros(0),
+    )
+
+
+register_dataset(
+    "sentences", load_sentences, kind="text", description="unlabelled sentences, one per line"
 )

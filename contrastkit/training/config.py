@@ -83,6 +83,15 @@ class TrainConfig:
     binarize_threshold: float | None = None  # SupCon on regression data: 1[y >= t]
     text_model: str | None = None  # text data: a local transformers folder (None: MiniLM)
     max_length: int = 64  # text data: truncation in tokens (SST sentences: ~19 words)
+    pooling: str | None = None  # text data: cls | mean (None: the model's own, else cls)
+    mlp_head: bool = False  # text data: SimCSE's training-only MLP head on the pooled output
+    dropout: float | None = None  # text data: every dropout rate of the model (None: its own)
+    # unlabelled sentences (simcse framework): STS pairs scored every eval_steps batches,
+    # the best model kept (SimCSE, Gao et al., 2021: STS-B dev every 125 steps)
+    sts_dev: str | None = None
+    sts_format: str = "stsb"  # stsb (STS Benchmark columns) | tsv (s1<TAB>s2<TAB>score)
+    eval_steps: int | None = None
+    epoch_steps: int | None = None  # batches per epoch (None: every full batch)
     # davis: epochs of end-to-end fine-tuning of encoder + GraphDTA head after pre-training
     # (LASCon App. D.4: 200); None: only the head on frozen embeddings
     finetune_epochs: int | None = None
@@ -199,8 +208,7 @@ class TrainConfig:
                     f"finetune_epochs applies to drug-target data (davis), not {self.dataset!r}"
                 )
         self._validate_linear_eval()
-        if self.text_model is not None and dataset_info(self.dataset).modality != "text":
-            raise ValueError(f"text_model applies to text datasets (sst5), not {self.dataset!r}")
+        self._validate_text()
         thr = self.binarize_threshold
         if thr is not None and (
             not isinstance(thr, int | float) or isinstance(thr, bool) or not math.isfinite(thr)
@@ -213,6 +221,7 @@ class TrainConfig:
             "nesterov",
             "tensorboard",
             "online_probe",
+            "mlp_head",
         ):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be true or false, got {getattr(self, name)!r}")
@@ -325,6 +334,30 @@ class TrainConfig:
         except (TypeError, ValueError):
             return sorted(k for k in current if k not in skip)
         return sorted(k for k in current if k not in skip and filled[k] != current[k])
+
+    def _validate_text(self) -> None:
+        text = dataset_info(self.dataset).modality == "text"
+        for name in ("text_model", "pooling", "mlp_head", "dropout", "sts_dev", "eval_steps"):
+            if getattr(self, name) not in (None, False) and not text:
+                raise ValueError(
+                    f"{name} applies to text datasets (sst5, sentences), not {self.dataset!r}"
+                )
+        if self.pooling not in (None, "cls", "mean"):
+            raise ValueError(f"pooling must be cls, mean or null, got {self.pooling!r}")
+        if self.dropout is not None and not (
+            isinstance(self.dropout, int | float) and 0 <= self.dropout < 1
+        ):
+            raise ValueError(f"dropout must be a number in [0, 1) or null, got {self.dropout!r}")
+        if self.sts_format not in ("stsb", "tsv"):
+            raise ValueError(f"sts_format must be stsb or tsv, got {self.sts_format!r}")
+        if self.eval_steps is not None and self.sts_dev is None:
+            raise ValueError("eval_steps needs sts_dev (the STS pairs to evaluate)")
+        for name in ("eval_steps", "epoch_steps"):
+            value = getattr(self, name)
+            if value is not None and (
+                not isinstance(value, int) or isinstance(value, bool) or value < 1
+            ):
+                raise ValueError(f"{name} must be a positive integer or null, got {value!r}")
 
     def _validate_linear_eval(self) -> None:
         keys = ("linear_epochs", "linear_lr", "linear_optimizer")

@@ -61,15 +61,17 @@ class MLPEncoder(nn.Module):
 def trainer_class(config: TrainConfig, label_aware: bool = False) -> type[Trainer]:
     """:class:`LabelAwareTrainer` for label-aware runs, regression data or when
     ``label_aware`` is set (a SimCLR baseline compared with SupCon), the graph trainers for
-    graph datasets (``tu:NAME``, ``davis``), the sentence trainer for text datasets, else
+    graph datasets (``tu:NAME``, ``davis``), the sentence trainers for text datasets
+    (:class:`~contrastkit.text.simcse.SimCSETrainer` for the simcse framework), else
     :class:`~contrastkit.training.image_trainer.ImageTrainer` for datasets of kind
     ``"image"`` and :class:`Trainer` for the rest."""
     if is_graph_dataset(config.dataset):
         return trainer_for(config.dataset)
     if dataset_info(config.dataset).modality == "text":
-        from ..text.trainer import SentenceTrainer  # transformers: the text extra
+        from ..text.simcse import SimCSETrainer  # transformers: the text extra
+        from ..text.trainer import SentenceTrainer
 
-        return SentenceTrainer
+        return SimCSETrainer if config.framework == "simcse" else SentenceTrainer
     label_aware = (
         label_aware
         or config.framework == "supervised"

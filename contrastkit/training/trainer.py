@@ -157,6 +157,13 @@ class Trainer:
         self.augment = self.build_augment()
         self.view_augments = self.build_view_augments()
         self.steps_per_epoch = n_train // config.batch_size
+        if config.epoch_steps is not None:
+            if config.epoch_steps > self.steps_per_epoch:
+                raise ValueError(
+                    f"epoch_steps {config.epoch_steps} exceeds the {self.steps_per_epoch} "
+                    f"full batches of {n_train} samples"
+                )
+            self.steps_per_epoch = config.epoch_steps
         self.optimizer = build_optimizer(
             config.optimizer,
             self.model.parameters(),
@@ -268,6 +275,7 @@ class Trainer:
             )
             if self.probe is not None:
                 self.probe.step(labels)
+            self.after_batch(self.epoch * steps + i + 1, loss)
             total += loss.detach()
             for key, value in model.step_logs().items():
                 logs[key].append(value)
@@ -290,6 +298,10 @@ class Trainer:
         if self.probe is not None:
             record.update(self.probe.epoch_logs())
         return record
+
+    def after_batch(self, step: int, loss: torch.Tensor) -> None:
+        """Called after batch ``step`` (counted from 1 over the run) with its loss; a
+        trainer that evaluates within epochs overrides it (SimCSE's dev evaluation)."""
 
     def _capture(self) -> Any:
         return self.probe.capture(self.model.encoder) if self.probe else contextlib.nullcontext()

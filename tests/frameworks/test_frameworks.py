@@ -38,6 +38,7 @@ CASES = [
     ("multiview", "cmc", {"num_views": 3}),
     ("supervised", "supcon", {}),
     ("nnclr", "macl", {"queue_size": 64}),
+    ("simcse", "infonce", {}),
 ]
 
 
@@ -64,6 +65,25 @@ def test_training_steps_give_finite_decreasing_loss(
     assert all(torch.isfinite(torch.tensor(values)))
     # from step 2 on, MoCo's queue (64 = one batch) holds real keys instead of its random init
     assert sum(values[-6:]) / 6 < sum(values[2:8]) / 6, values
+
+
+def test_simcse_encodes_the_repeated_batch_once_in_the_cross_view_layout(
+    digits_batch: torch.Tensor,
+) -> None:
+    enc = encoder()
+    rows: list[int] = []
+    enc.register_forward_hook(lambda module, inputs, output: rows.append(len(inputs[0])))
+    model = build_framework("simcse", enc, "infonce", {"temperature": 0.05})
+    x = digits_batch[:16]
+    value = model([x, x])
+    assert rows == [32]  # one pass over [batch; batch]: the views differ by dropout only
+    assert model.last_views is not None
+    h1, h2 = model.last_views
+    expected = losses.get("infonce", temperature=0.05).similarity_loss(
+        *cross_view_similarities(h1, h2)
+    )
+    assert float(value) == pytest.approx(float(expected), rel=1e-6)
+    assert not hasattr(model, "projector")
 
 
 def test_compatibility_follows_input_kinds() -> None:

@@ -116,6 +116,28 @@ def test_simcse_rejects_losses_without_two_views(
         str(tmp_path / "r"),
     ]
     assert main([*argv, "--loss", "supcon"]) == 2
-    assert "not two views" in capsys.readouterr().err
+    assert "framework 'simcse' cannot train with loss 'supcon'" in capsys.readouterr().err
     assert main([*argv, "--loss-arg", "alpha"]) == 2  # the parser of train's --loss-arg
     assert "--loss-arg expects key=value, got 'alpha'" in capsys.readouterr().err
+
+
+def test_train_command_runs_simcse_on_the_shared_loop(
+    tmp_path: Path, tiny_bert: Path, sentences: list[str]
+) -> None:
+    train = tmp_path / "train.txt"
+    train.write_text("\n".join(sentences) + "\n")
+    dev = write_pairs(tmp_path / "dev.tsv", sentences)
+    out = tmp_path / "run"
+    argv = ["train", "--dataset", "sentences", "--data-root", str(train), "--framework"]
+    argv += ["simcse", "--loss", "mmhe", "--text-model", str(tiny_bert), "--sts-dev", str(dev)]
+    argv += ["--sts-format", "tsv", "--eval-steps", "2", "--batch-size", "4", "--epochs", "1"]
+    argv += ["--pooling", "mean", "--mlp-head", "--out", str(out), "--no-progress"]
+    assert main(argv) == 0
+    final = json.loads((out / "final.json").read_text())
+    assert final["steps"] == 3 and final["config"]["framework"] == "simcse"
+    history = json.loads((out / "history.json").read_text())
+    assert [e["step"] for e in history["evals"]] == [0, 2, 3]
+    assert final["sts_dev_spearman_best"] == max(e["spearman"] for e in history["evals"])
+    assert SentenceEncoder.from_pretrained(out / "best").pooling == "mean"
+    assert main(["export", str(out), "--out", str(tmp_path / "exported")]) == 0
+    assert (tmp_path / "exported" / "config.json").is_file()  # the trained transformer

@@ -53,6 +53,20 @@ def test_sst5_split_labels_and_seeded_subset(tmp_path: Path) -> None:
     assert len(pairs) == 10 and pairs <= expected
 
 
+def test_sentences_read_a_file_of_one_sentence_per_line(tmp_path: Path) -> None:
+    path = tmp_path / "wiki.txt"
+    path.write_text("\n".join(SENTENCES) + "\n\n", encoding="utf-8")  # blank lines skipped
+    split = load_dataset("sentences", data_root=str(path))
+    assert split.x_train[:] == SENTENCES and len(split.x_test) == 0
+    assert split.y_train.shape == (len(SENTENCES),)
+    subset = load_dataset("sentences", data_root=str(path), num_samples=5).x_train[:]
+    assert len(subset) == 5 and set(subset) <= set(SENTENCES)
+    with pytest.raises(FileNotFoundError, match=r"missing\.txt"):
+        load_dataset("sentences", data_root=str(tmp_path / "missing.txt"))
+    with pytest.raises(ValueError, match="set data_root to a file of one sentence per line"):
+        load_dataset("sentences")
+
+
 def test_sst5_names_the_files_it_expects(tmp_path: Path) -> None:
     root = write_sst5(tmp_path / "fine")
     (root / "sentiment-test").unlink()

@@ -15,16 +15,15 @@ from torch import Tensor, nn
 from contrastkit import losses
 from contrastkit.losses import InfoNCE
 from contrastkit.text import (
-    SimCSEConfig,
-    StsPairs,
+    SimCSETrainer,
     build_loss,
     sentence_losses,
     sts_spearman,
-    train_simcse,
     two_view_loss,
 )
 from contrastkit.text.encoder import SentenceEncoder
-from contrastkit.text.simcse import _batches
+from contrastkit.training import TrainConfig
+from contrastkit.training.label_aware import trainer_class
 
 
 def unit_views(n: int = 6, d: int = 5, seed: int = 0) -> tuple[Tensor, Tensor]:
@@ -124,7 +123,7 @@ def test_build_loss_defaults_overrides_and_errors() -> None:
     assert build_loss("ntxent").temperature == losses.get("ntxent").temperature
     assert "infonce" in sentence_losses() and "macl" in sentence_losses()
     assert "supcon" not in sentence_losses()
-    with pytest.raises(ValueError, match="not two views"):
+    with pytest.raises(ValueError, match="framework 'simcse' cannot train with loss 'supcon'"):
         build_loss("supcon")
     with pytest.raises(ValueError, match="unknown loss"):
         build_loss("nope")
@@ -132,45 +131,103 @@ def test_build_loss_defaults_overrides_and_errors() -> None:
         build_loss("macl", {"gamma": 1})
 
 
-def test_batches_are_full_disjoint_and_capped() -> None:
-    batches = _batches(10, SimCSEConfig(batch_size=3, epochs=2, seed=1))
-    assert len(batches) == 6 and all(len(b) == 3 for b in batches)
-    first_epoch = torch.cat(batches[:3])
-    assert len(set(first_epoch.tolist())) == 9
-    assert len(_batches(10, SimCSEConfig(batch_size=3, epochs=2, max_steps=4))) == 4
+def simcse_config(
+    tmp_path: Path, tiny_bert: Path, sentences: list[str], **kw: object
+) -> TrainConfig:
+    """A SimCSE run of the shared loop on the fixture sentences, STS pairs made of them."""
+    train = tmp_path / "train.txt"
+    train.write_text("\n".join(sentences) + "\n")
+    dev = tmp_path / "dev.tsv"
+    scores = [5.0, 1.0, 4.0, 0.5, 3.0, 2.0]
+    rows = [
+        f"{a}\t{b}\t{y}" for a, b, y in zip(sentences[0::2], sentences[1::2], scores, strict=True)
+    ]
+    dev.write_text("\n".join(rows) + "\n")
+    values: dict[str, object] = dict(
+        framework="simcse", loss="macl", dataset="sentences", data_root=str(train),
+        text_model=str(tiny_bert), pooling="cls", mlp_head=True, dropout=0.1, max_length=12,
+        sts_dev=str(dev), sts_format="tsv", eval_steps=2, batch_size=4, epochs=2,
+        epoch_steps=2, lr=1e-3, optimizer="adamw", schedule="linear", clip_grad=1.0,
+        device="cpu",
+    )  # fmt: skip
+    return TrainConfig(**{**values, **kw})
+
+
+def test_simcse_trains_on_the_shared_loop(
+    tmp_path: Path, tiny_bert: Path, sentences: list[str]
+) -> None:
+    config = simcse_config(tmp_path, tiny_bert, sentences)
+    assert trainer_class(config) is SimCSETrainer
+    trainer = SimCSETrainer(config, tmp_path / "run", progress=False)
+    before = {k: v.clone() for k, v in trainer.model.encoder.state_dict().items()}
+    final = trainer.fit()
+    history = trainer.log
+    # epoch_steps caps each epoch: 2 epochs of 2 batches; dev before, every 2 steps, last
+    assert [e["step"] for e in history.evals] == [0, 2, 4]
+    assert history.steps == 4 and len(history.train_loss) == len(history.temperature) == 4
+    assert all(math.isfinite(v) for v in history.train_loss)
+    after = trainer.model.encoder.state_dict()
+    assert any(not torch.equal(before[k], v) for k, v in after.items())
+    assert history.best_spearman == max(e["spearman"] for e in history.evals)
+    assert final["sts_dev_spearman_best"] == history.best_spearman and final["steps"] == 4
+    # the saved best model reproduces its recorded score, without the training-only head
+    best = SentenceEncoder.from_pretrained(tmp_path / "run" / "best")
+    assert best.pooling == "cls" and best.head is None
+    dev = trainer.dev
+    assert sts_spearman(best, dev)["spearman"] == pytest.approx(history.best_spearman, abs=1e-6)
+    saved = json.loads((tmp_path / "run" / "history.json").read_text())
+    assert saved["best_step"] == history.best_step and saved["config"]["batch_size"] == 4
+    assert len(saved["diagnostics"]["hardest_share"]) == 4
+
+
+def test_a_resumed_simcse_run_replays_the_uninterrupted_one(
+    tmp_path: Path, tiny_bert: Path, sentences: list[str]
+) -> None:
+    # a constant rate: a linear decay is set by the run's length, so it cannot be extended
+    two = simcse_config(tmp_path, tiny_bert, sentences, schedule="constant")
+    whole = SimCSETrainer(two, tmp_path / "a", progress=False)
+    whole.fit()
+    one = simcse_config(tmp_path, tiny_bert, sentences, schedule="constant", epochs=1)
+    SimCSETrainer(one, tmp_path / "b", progress=False).fit()
+    # killed after the history of epoch 2 was written but before its checkpoint: the
+    # resumed run cuts the history back to the checkpoint's epoch and replays epoch 2
+    (tmp_path / "b" / "history.json").write_text((tmp_path / "a" / "history.json").read_text())
+    resumed = SimCSETrainer(two, tmp_path / "b", progress=False)
+    resumed.fit(resume=True)
+    assert resumed.log.train_loss == pytest.approx(whole.log.train_loss, rel=1e-5)
+    assert [e["step"] for e in resumed.log.evals] == [0, 2, 4]
+    assert len(resumed.log.diagnostics["pos_cos"]) == len(resumed.log.temperature) == 4
 
 
 @pytest.mark.parametrize(
     ("kwargs", "message"),
-    [({"batch_size": 1}, "batch_size"), ({"max_steps": 0}, "max_steps"), ({"lr": 0.0}, "lr")],
+    [
+        ({"epoch_steps": 4}, "epoch_steps 4 exceeds the 3 full batches"),
+        ({"aug_types": 1}, "aug_types does not apply to simcse"),
+        ({"framework": "simclr", "loss": "ntxent"}, "sentences has no labelled test split"),
+    ],
 )
-def test_config_validation(kwargs: dict[str, float], message: str) -> None:
+def test_simcse_run_errors(
+    tmp_path: Path, tiny_bert: Path, sentences: list[str], kwargs: dict, message: str
+) -> None:
+    config = simcse_config(tmp_path, tiny_bert, sentences, **kwargs)
     with pytest.raises(ValueError, match=message):
-        SimCSEConfig(**kwargs)  # type: ignore[arg-type]
+        trainer_class(config)(config, None, progress=False)
 
 
-def test_train_simcse_end_to_end(tmp_path: Path, tiny_bert: Path, sentences: list[str]) -> None:
-    enc = SentenceEncoder.from_pretrained(tiny_bert, pooling="cls", mlp_head=True, dropout=0.1)
-    dev = StsPairs(sentences[0::2], sentences[1::2], [5.0, 1.0, 4.0, 0.5, 3.0, 2.0])
-    before = {k: v.clone() for k, v in enc.model.state_dict().items()}
-    cfg = SimCSEConfig(batch_size=4, lr=1e-3, max_length=12, epochs=2, max_steps=4, eval_every=2)
-    history = train_simcse(
-        enc, build_loss("macl"), sentences, dev, cfg, tmp_path / "run", progress=False
-    )
-    assert [e["step"] for e in history.evals] == [0, 2, 4]
-    assert history.steps == 4 and len(history.train_loss) == len(history.temperature) == 4
-    assert all(math.isfinite(v) for v in history.train_loss)
-    assert any(not torch.equal(before[k], v) for k, v in enc.model.state_dict().items())
-    assert history.best_spearman == max(e["spearman"] for e in history.evals)
-    # the saved best checkpoint reproduces its recorded score
-    best = SentenceEncoder.from_pretrained(tmp_path / "run" / "best")
-    assert best.pooling == "cls" and best.head is None
-    assert sts_spearman(best, dev)["spearman"] == pytest.approx(history.best_spearman, abs=1e-6)
-    saved = json.loads((tmp_path / "run" / "history.json").read_text())
-    assert saved["best_step"] == history.best_step and saved["config"]["batch_size"] == 4
-
-
-def test_train_simcse_needs_a_full_batch(tiny_bert: Path, sentences: list[str]) -> None:
-    enc = SentenceEncoder.from_pretrained(tiny_bert)
-    with pytest.raises(ValueError, match="at least batch_size"):
-        train_simcse(enc, build_loss("infonce"), sentences[:3], None, SimCSEConfig(batch_size=4))
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"dataset": "digits", "data_root": None, "text_model": None}, "pooling applies to text"),
+        ({"pooling": "max"}, "pooling must be cls, mean"),
+        ({"dropout": 1.0}, "dropout must be a number in"),
+        ({"sts_dev": None}, "eval_steps needs sts_dev"),
+        ({"sts_format": "csv"}, "sts_format must be stsb or tsv"),
+        ({"epoch_steps": 0}, "epoch_steps must be a positive integer"),
+    ],
+)
+def test_text_config_validation(
+    tmp_path: Path, tiny_bert: Path, sentences: list[str], kwargs: dict, message: str
+) -> None:
+    with pytest.raises(ValueError, match=message):
+        simcse_config(tmp_path, tiny_bert, sentences, **kwargs)

@@ -89,3 +89,18 @@ def test_run_directory_guards(tmp_path: Path) -> None:
 def test_batch_larger_than_dataset_is_refused() -> None:
     with pytest.raises(ValueError, match="exceeds the 1437 training samples"):
         Trainer(tiny(batch_size=5000), None, False)
+
+
+def test_epoch_steps_trains_the_first_batches_of_each_epoch() -> None:
+    steps: list[int] = []
+
+    class Counting(Trainer):
+        def after_batch(self, step: int, loss: torch.Tensor) -> None:
+            steps.append(step)
+
+    trainer = Counting(tiny(epochs=2, epoch_steps=3, schedule="linear"), None, False)
+    trainer.fit()
+    assert steps == [1, 2, 3, 4, 5, 6]  # counted over the run; 11 full batches per epoch
+    assert trainer.scheduler.get_last_lr() == [0.0]  # the linear decay ends at step 6
+    with pytest.raises(ValueError, match="epoch_steps 12 exceeds the 11 full batches"):
+        Trainer(tiny(epoch_steps=12), None, False)

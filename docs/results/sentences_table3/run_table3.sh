@@ -6,6 +6,8 @@
 # STS12-16 and six transfer tasks (SST-2 left out for time; STS-B/SICK-R test are absent
 # here). Sized on 2026-11-25 so 30 runs fit one session in two processes (README of the
 # results). Resumable: a finished step is skipped; a half-written run starts afresh.
+# The runs were made with the former SimCSE step loop (code up to 7512f2c); `simcse` now runs
+# on the shared loop, which also keeps a checkpoint.pt per run (~259 MB for MiniLM + AdamW).
 #   bash docs/results/sentences_table3/run_table3.sh RUNS_DIR [SEEDS] [ARMS]
 set -euo pipefail
 RUNS=${1:?usage: run_table3.sh RUNS_DIR [SEEDS] [ARMS]}
