@@ -9,8 +9,9 @@
 #   PAIRS="simclr:macl moco:infonce" bash benchmarks/gpu_smoke.sh          # a subset
 #   TEXT=0 bash benchmarks/gpu_smoke.sh          # skip the sentence part (needs the text extra)
 #
-# With the text extra installed, it then runs 16 SimCSE steps (batch 64) of the default
-# MiniLM on generated sentences with MACL and with mMHE under the same device and precision,
+# With the text extra installed, it then runs 16 SimCSE steps (batch 64, the simcse framework
+# of the shared loop) of the default MiniLM on generated sentences with MACL and with mMHE
+# under the same device and precision,
 # two epochs of LASCon on them through the shared loop (`train --dataset sst5`, random
 # labels), and SentEval-style encoding of them, printing steps/s and sentences/s.
 # Each run goes to $OUT/<framework>-<loss> (default: a fresh temporary directory).

@@ -1,10 +1,22 @@
 """The files of a run across epochs: the record and checkpoint written after every epoch,
 and the ``--resume`` that restores them (atomic, checksummed writes: :mod:`contrastkit.rundir`).
 
-A checkpoint holds state dicts only (model, optimiser, schedule, engine, the online probe,
-the CPU's and the device's RNG), the epoch, the training time and the config; it loads with
-``torch.load(weights_only=True)``. The functions take the :class:`~.trainer.Trainer` whose
-state they write or restore.
+A run directory holds:
+
+* ``metrics.jsonl``: one JSON record per epoch (mean loss, learning rate, kNN accuracies,
+  the loss's diagnostics averaged over the epoch, MACL's / AMCL's per-step temperature
+  trace, the online probe's numbers when it is on);
+* ``checkpoint.pt``: state dicts only (model, optimiser, schedule, engine, the online
+  probe, the CPU's and the device's RNG), the epoch, the training time, the config and the
+  SHA-256 of that content, written atomically and verified on load, loaded with
+  ``torch.load(weights_only=True)``; with ``save_every`` also ``checkpoint_epochNNNN.pt``
+  every that many epochs;
+* ``final.json`` (written by the trainer's ``finish``): kNN (k = 200 and small k),
+  linear-probe accuracy, alignment, uniformity, timing, device, GPU name, precision,
+  compile, torch version, peak device memory, the full config and the seed;
+* with ``tensorboard``, TensorBoard event files of the per-epoch scalars.
+
+The functions take the :class:`~.trainer.Trainer` whose state they write or restore.
 """
 
 from __future__ import annotations

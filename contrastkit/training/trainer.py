@@ -12,20 +12,9 @@ the CPU explicitly. The pre-training set may add STL-10's unlabelled images
 (:func:`~contrastkit.data.sources.pretraining_set`); view ``v`` comes from
 ``view_augments[v mod len]``.
 
-A run directory holds:
-
-* ``metrics.jsonl``: one JSON record per epoch (mean loss, learning rate, kNN accuracies,
-  the loss's diagnostics averaged over the epoch, MACL's / AMCL's per-step temperature
-  trace, the online probe's numbers when it is on);
-* ``checkpoint.pt`` (:mod:`.checkpoint`): state dicts only (model, optimiser, schedule,
-  engine, RNG of the CPU and of the device), the epoch, the config and the SHA-256 of that
-  content, written atomically and verified on load (:mod:`contrastkit.rundir`), loaded
-  with ``torch.load(weights_only=True)``; with ``save_every`` also
-  ``checkpoint_epochNNNN.pt`` every that many epochs;
-* ``final.json``: kNN (k = 200 and small k), linear-probe accuracy, alignment,
-  uniformity, timing, device, GPU name, precision, compile, torch version, peak device
-  memory, the full config and the seed;
-* with ``tensorboard``, TensorBoard event files of the per-epoch scalars.
+A run directory holds ``metrics.jsonl`` (one record per epoch), ``checkpoint.pt`` and
+``final.json`` (kNN, linear probe, alignment, uniformity, timing, hardware, config, seed):
+:mod:`.checkpoint` describes each.
 
 Shuffling and augmentation draw from a generator seeded by ``(seed, epoch)``, so
 ``epochs=2`` + ``resume`` to 4 replays exactly the batches and views of a 4-epoch run.
