@@ -10,10 +10,12 @@ from pathlib import Path
 
 import pytest
 import torch
+import yaml
 from torch import Tensor, nn
 
 from contrastkit import losses
 from contrastkit.losses import InfoNCE
+from contrastkit.study import load_study, run_study, write_report
 from contrastkit.text import (
     SimCSETrainer,
     build_loss,
@@ -231,3 +233,24 @@ def test_text_config_validation(
 ) -> None:
     with pytest.raises(ValueError, match=message):
         simcse_config(tmp_path, tiny_bert, sentences, **kwargs)
+
+
+def test_simcse_arms_are_a_study(tmp_path: Path, tiny_bert: Path, sentences: list[str]) -> None:
+    config = simcse_config(tmp_path, tiny_bert, sentences, mlp_head=False)
+    base = {k: config.to_dict()[k] for k in ("framework", "dataset", "data_root", "text_model",
+            "sts_dev", "sts_format", "eval_steps", "batch_size", "epochs", "epoch_steps",
+            "max_length", "optimizer", "device")}  # fmt: skip
+    spec = {"name": "t", "paper": "P", "table": "T", "claim": "c", "out": str(tmp_path / "o"),
+            "runs_dir": str(tmp_path / "runs"), "base": base, "baseline": "infonce",
+            "seeds": [0, 1], "min_seeds": 2, "metric": "sts_dev_spearman_best",
+            "better": "higher", "convergence": {"metric": "loss", "relative": True},
+            "arms": [{"label": "infonce", "loss": "infonce"},
+                     {"label": "macl", "loss": "macl", "vs": ["infonce"]}]}  # fmt: skip
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump(spec))
+    study = load_study(tmp_path / "s.yaml")
+    assert len(run_study(study, log=False).finished) == 4
+    results = write_report(study, "test")
+    assert results["arms"]["macl"]["seeds"] == [0, 1]  # metric: final.json's best dev score
+    # two epochs leave the convergence window without a slope: the rule says so
+    assert results["comparisons"]["macl vs infonce"]["verdict"] == "not converged"
+    assert (tmp_path / "runs" / "macl" / "seed1" / "best" / "config.json").is_file()
