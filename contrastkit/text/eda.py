@@ -128,16 +128,22 @@ class EDAAugment:
         self.alpha = _check(alpha, "alpha")
 
     def __call__(self, sentences: Sequence[str], generator: torch.Generator) -> list[str]:
-        views = [
-            random_swap(sentences, generator, self.alpha)
-            if op == "swap"
-            else random_deletion(sentences, generator, self.alpha)
-            for op in self.operations
-        ]
-        if len(views) == 1:
-            return views[0]
-        pick = torch.randint(len(views), (len(sentences),), generator=generator).tolist()
-        return [views[k][i] for i, k in enumerate(pick)]
+        if len(self.operations) == 1:
+            return self._apply(self.operations[0], sentences, generator)
+        pick = torch.randint(len(self.operations), (len(sentences),), generator=generator)
+        out = list(sentences)
+        for k, op in enumerate(self.operations):  # each operation on its own sentences only
+            rows = (pick == k).nonzero().flatten().tolist()
+            if rows:
+                changed = self._apply(op, [sentences[i] for i in rows], generator)
+                for i, sentence in zip(rows, changed, strict=True):
+                    out[i] = sentence
+        return out
+
+    def _apply(self, op: str, sentences: Sequence[str], generator: torch.Generator) -> list[str]:
+        if op == "swap":
+            return random_swap(sentences, generator, self.alpha)
+        return random_deletion(sentences, generator, self.alpha)
 
     def __repr__(self) -> str:
         return f"EDAAugment({self.operations!r}, alpha={self.alpha})"
