@@ -17,6 +17,7 @@ import torch.multiprocessing as mp
 
 from contrastkit import losses
 from contrastkit.distributed import accepts_gather, convert_sync_batchnorm, shutdown
+from contrastkit.frameworks import two_view_loss
 
 WORLD, LOCAL, IN_DIM, OUT_DIM = 2, 4, 6, 5
 CASES = {
@@ -50,6 +51,9 @@ CASES = {
     "mvicreg": {},
     "amcl": {"in_dim": OUT_DIM, "heads": 2, "out_dim": 4, "hidden": 6},
     "amcl_bt": {"in_dim": OUT_DIM, "heads": 2, "out_dim": 4, "base": "barlow_twins"},
+    # SimCSE's cross-view layout (frameworks.simcse.two_view_loss): every rank's keys
+    "macl_simcse": {"alpha": 0.8, "a0": 0.1},
+    "infonce_simcse": {},
 }
 
 
@@ -92,10 +96,12 @@ def loss_of(
     """The loss value and the loss module (AMCL's heads and φ have parameters too)."""
     v, n, _ = x.shape
     z = model(x.reshape(v * n, IN_DIM)).reshape(v, n, OUT_DIM)
-    registered = name.removesuffix("_bt")
+    registered = name.removesuffix("_bt").removesuffix("_simcse")
     torch.manual_seed(3)
     loss = losses.get(registered, gather_distributed=gather, **CASES[name]).double()
     kind = losses.info(registered).inputs
+    if name.endswith("_simcse"):
+        return two_view_loss(loss, z[0], z[1], gather), loss
     if kind == "views":
         return loss(z), loss
     if kind == "labeled":
@@ -157,4 +163,4 @@ def test_every_loss_but_simsiam_takes_the_option_and_is_checked_above() -> None:
     # SimSiam's loss is per sample; the AMCL Table 4 baselines (TaU, TS) have no
     # distributed form yet
     assert takes == set(losses.available()) - {"simsiam", "tau_uncertainty", "cosine_temperature"}
-    assert takes <= {name.removesuffix("_bt") for name in CASES}
+    assert takes <= {name.removesuffix("_bt").removesuffix("_simcse") for name in CASES}

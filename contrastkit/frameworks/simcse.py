@@ -26,23 +26,27 @@ import torch
 from torch import Tensor, nn
 
 from .. import losses
-from ..losses.views import cross_view_similarities
+from ..losses.views import cross_view_negatives
 from .base import Framework
 
 
-def two_view_loss(loss: nn.Module, h1: Tensor, h2: Tensor) -> Tensor:
+def two_view_loss(
+    loss: nn.Module, h1: Tensor, h2: Tensor, gather_distributed: bool = False
+) -> Tensor:
     """Apply ``loss`` to two views ``h1, h2 [N, d]`` of the same samples.
 
     A loss the registry declares similarity-level (the InfoNCE family, MACL) gets SimCSE's
-    cross-view layout from :func:`~contrastkit.losses.views.cross_view_similarities`:
-    anchor ``h1_i``, positive ``h2_i``, negatives ``h2_j, j ≠ i`` — SimCSE's loss, the
-    gradient-paradigm paper's InfoNCE (§2.2), and the loss MACL's sentence experiments
-    modify (§6.2, App. B.4), not NT-Xent's 2N layout. Every other loss, and a module the
-    registry does not know, is called as ``loss(h1, h2)``.
+    cross-view layout: anchor ``h1_i``, positive ``h2_i``, negatives ``h2_j, j ≠ i`` —
+    SimCSE's loss, the gradient-paradigm paper's InfoNCE (§2.2), and the loss MACL's
+    sentence experiments modify (§6.2, App. B.4), not NT-Xent's 2N layout. The negatives
+    come from :func:`~contrastkit.losses.views.cross_view_negatives` (the fused row
+    log-sum-exp, no ``[N, N]`` tensor through autograd; with ``gather_distributed`` every
+    rank's ``h2`` rows are negatives). Every other loss, and a module the registry does not
+    know, is called as ``loss(h1, h2)``.
     """
     entry = losses.info_of(loss)
     if entry is not None and entry.similarity_level:
-        pos, neg = cross_view_similarities(h1, h2)
+        pos, neg = cross_view_negatives(h1, h2, gather_distributed=gather_distributed)
         return loss.similarity_loss(pos, neg)
     return loss(h1, h2)
 
@@ -71,6 +75,8 @@ class SimCSE(Framework):
         loss_kwargs: Mapping[str, object] | None = None,
     ) -> None:
         super().__init__(encoder, self.default_loss if loss is None else loss, loss_kwargs)
+        # set by the trainer under torchrun for losses that take it: every rank's negatives
+        self.gather_distributed = bool((loss_kwargs or {}).get("gather_distributed", False))
         self.last_views: tuple[Tensor, Tensor] | None = None
 
     def forward(self, views: Sequence[Any], labels: Tensor | None = None) -> Tensor:
@@ -81,4 +87,4 @@ class SimCSE(Framework):
         h = self.encoder(joint).float()  # the loss computes in float32 (autocast: encoder)
         h1, h2 = h[:n], h[n:]
         self.last_views = (h1.detach(), h2.detach())
-        return two_view_loss(self.loss, h1, h2)
+        return two_view_loss(self.loss, h1, h2, self.gather_distributed)
