@@ -39,6 +39,9 @@ LABEL_COLUMNS = (
     "svm_accuracy",
     "dta_mse",
     "dta_ci",
+    # SimCSE runs (text/simcse.py): STS dev Spearman before training and of the best model
+    "sts_dev_spearman_before",
+    "sts_dev_spearman_best",
 )
 HEADERS = {
     "knn_accuracy": "kNN k=200",
@@ -50,6 +53,8 @@ HEADERS = {
     "head_accuracy": "head acc",
     "label_alignment": "label align",
     "label_uniformity": "label unif",
+    "sts_dev_spearman_before": "STS dev before",
+    "sts_dev_spearman_best": "STS dev best",
 }
 
 

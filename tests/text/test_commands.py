@@ -141,3 +141,19 @@ def test_train_command_runs_simcse_on_the_shared_loop(
     assert SentenceEncoder.from_pretrained(out / "best").pooling == "mean"
     assert main(["export", str(out), "--out", str(tmp_path / "exported")]) == 0
     assert (tmp_path / "exported" / "config.json").is_file()  # the trained transformer
+
+
+def test_compare_tabulates_the_sts_dev_scores_of_simcse_runs(
+    tmp_path: Path, tiny_bert: Path, sentences: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    train = tmp_path / "train.txt"
+    train.write_text("\n".join(sentences) + "\n")
+    dev = write_pairs(tmp_path / "dev.tsv", sentences)
+    argv = ["compare", "--dataset", "sentences", "--data-root", str(train), "--framework"]
+    argv += ["simcse", "--losses", "infonce,mmhe", "--text-model", str(tiny_bert), "--sts-dev"]
+    argv += [str(dev), "--sts-format", "tsv", "--batch-size", "4", "--epochs", "1"]
+    assert main([*argv, "--out", str(tmp_path / "cmp"), "--no-progress"]) == 0
+    table = capsys.readouterr().out
+    assert "| run | STS dev before | STS dev best |" in table
+    best = json.loads((tmp_path / "cmp" / "mmhe" / "seed0" / "final.json").read_text())
+    assert f"| mmhe | {best['sts_dev_spearman_before']:.4f}" in table
