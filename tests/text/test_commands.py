@@ -18,6 +18,13 @@ def write_pairs(path: Path, sentences: list[str]) -> Path:
     return path
 
 
+def write_corpus(tmp_path: Path, sentences: list[str]) -> tuple[Path, Path]:
+    """A one-sentence-per-line training file and STS pairs made of the same sentences."""
+    train = tmp_path / "train.txt"
+    train.write_text("\n".join(sentences) + "\n")
+    return train, write_pairs(tmp_path / "dev.tsv", sentences)
+
+
 def test_sts_eval_prints_and_writes_json(
     tmp_path: Path, tiny_st_bert: Path, sentences: list[str], capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -58,9 +65,7 @@ def test_sts_eval_user_errors_are_one_line(
 def test_simcse_command_trains_and_saves(
     tmp_path: Path, tiny_bert: Path, sentences: list[str], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    train = tmp_path / "train.txt"
-    train.write_text("\n".join(sentences) + "\n")
-    dev = write_pairs(tmp_path / "dev.tsv", sentences)
+    train, dev = write_corpus(tmp_path, sentences)
     out = tmp_path / "run"
     argv = ["simcse", "--model", str(tiny_bert), "--train-file", str(train), "--sts-dev", str(dev)]
     argv += ["--sts-format", "tsv", "--out", str(out), "--batch-size", "4", "--max-steps", "2"]
@@ -86,8 +91,7 @@ def test_simcse_engine_flags_reach_the_run(
 ) -> None:
     """--device/--precision/--grad-accum go to the engine: 2 batches, 2 per optimiser
     step, under bf16 autocast on the CPU, and the config records them."""
-    train = tmp_path / "train.txt"
-    train.write_text("\n".join(sentences) + "\n")
+    train, _ = write_corpus(tmp_path, sentences)
     out = tmp_path / "run"
     argv = ["simcse", "--model", str(tiny_bert), "--train-file", str(train), "--out", str(out)]
     argv += ["--batch-size", "4", "--max-steps", "2", "--no-progress", "--device", "cpu"]
@@ -104,8 +108,7 @@ def test_simcse_engine_flags_reach_the_run(
 def test_simcse_rejects_losses_without_two_views(
     tmp_path: Path, tiny_bert: Path, sentences: list[str], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    train = tmp_path / "train.txt"
-    train.write_text("\n".join(sentences) + "\n")
+    train, _ = write_corpus(tmp_path, sentences)
     argv = [
         "simcse",
         "--model",
@@ -124,9 +127,7 @@ def test_simcse_rejects_losses_without_two_views(
 def test_train_command_runs_simcse_on_the_shared_loop(
     tmp_path: Path, tiny_bert: Path, sentences: list[str]
 ) -> None:
-    train = tmp_path / "train.txt"
-    train.write_text("\n".join(sentences) + "\n")
-    dev = write_pairs(tmp_path / "dev.tsv", sentences)
+    train, dev = write_corpus(tmp_path, sentences)
     out = tmp_path / "run"
     argv = ["train", "--dataset", "sentences", "--data-root", str(train), "--framework"]
     argv += ["simcse", "--loss", "mmhe", "--text-model", str(tiny_bert), "--sts-dev", str(dev)]
@@ -146,9 +147,7 @@ def test_train_command_runs_simcse_on_the_shared_loop(
 def test_compare_tabulates_the_sts_dev_scores_of_simcse_runs(
     tmp_path: Path, tiny_bert: Path, sentences: list[str], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    train = tmp_path / "train.txt"
-    train.write_text("\n".join(sentences) + "\n")
-    dev = write_pairs(tmp_path / "dev.tsv", sentences)
+    train, dev = write_corpus(tmp_path, sentences)
     argv = ["compare", "--dataset", "sentences", "--data-root", str(train), "--framework"]
     argv += ["simcse", "--losses", "infonce,mmhe", "--text-model", str(tiny_bert), "--sts-dev"]
     argv += [str(dev), "--sts-format", "tsv", "--batch-size", "4", "--epochs", "1"]
