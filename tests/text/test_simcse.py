@@ -1,6 +1,6 @@
-"""SimCSE training: the cross-view loss layout against float64 loop references and the
-gradient of the gradient-paradigm paper's Eq. (1), loss construction, batching, and a
-short end-to-end run on a tiny BERT."""
+"""SimCSE: the cross-view loss layout against float64 loop references and the gradient of
+the gradient-paradigm paper's Eq. (1), loss construction, and SimCSETrainer on the shared
+loop (dev selection, resume, errors, a study of SimCSE arms) on a tiny BERT."""
 
 from __future__ import annotations
 
