@@ -88,6 +88,11 @@ class Framework(nn.Module):
         self.encoder.train(was_training)
         return out
 
+    def head(self, h: Tensor) -> Tensor:
+        """What the loss sees of encoder features ``h``: the projection head's output,
+        ``h`` itself for a framework without one (SimCSE, a "features" loss's own heads)."""
+        return h
+
     def step_logs(self) -> dict[str, float]:
         """Diagnostics of the last loss call (MACL's τ_a and A, CACR's parts, AMCL's τ), for
         the losses whose registry entry declares ``diagnostics``."""

@@ -91,6 +91,9 @@ class MoCo(Framework):
         self.register_buffer("queue", normalize(torch.randn(queue_shape)))
         self.register_buffer("queue_ptr", torch.zeros((), dtype=torch.long))
 
+    def head(self, h: Tensor) -> Tensor:
+        return h if self.projector is None else self.projector(h)
+
     @property
     def query_head(self) -> nn.Module:
         """The head after the encoder on the query side: MoCo's projector or AMCL's heads."""
@@ -165,6 +168,9 @@ class SimSiam(Framework):
             encoder.feature_dim, hidden_dim or proj_dim, proj_dim, layers=3, last_bn=True
         )
         self.predictor = mlp(proj_dim, max(1, proj_dim // 4), proj_dim, layers=2)
+
+    def head(self, h: Tensor) -> Tensor:
+        return self.projector(h)
 
     def forward(self, views: Sequence[Tensor], labels: Tensor | None = None) -> Tensor:
         self.check_views(views)

@@ -83,6 +83,9 @@ class NNCLR(Framework):
     def accepts(cls, loss_info: LossInfo) -> bool:
         return loss_info.inputs == "pair" and loss_info.similarity_level
 
+    def head(self, h: Tensor) -> Tensor:
+        return self.projector(h)
+
     def forward(self, views: Sequence[Tensor], labels: Tensor | None = None) -> Tensor:
         self.check_views(views)
         n = views[0].shape[0]

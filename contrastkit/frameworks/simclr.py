@@ -84,7 +84,9 @@ class SimCLR(Framework):
         return list(self._embed(torch.cat(list(views))).split(views[0].shape[0]))
 
     def _embed(self, x: Tensor) -> Tensor:
-        h = self.encoder(x)
+        return self.head(self.encoder(x))
+
+    def head(self, h: Tensor) -> Tensor:
         return h if self.projector is None else self.projector(h)
 
     def forward(self, views: Sequence[Tensor], labels: Tensor | None = None) -> Tensor:

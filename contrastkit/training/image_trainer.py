@@ -85,10 +85,7 @@ class ImageTrainer(Trainer):
         return x[torch.randperm(x.shape[0], generator=gen)[:n].sort().values]
 
     def _head_embed(self, x: Tensor) -> Tensor:
-        model = self.model
-        h = model.encoder(x)
-        projector = getattr(model, "projector", None)
-        return h if projector is None else projector(h)
+        return self.model.head(self.model.encoder(x))
 
     @torch.no_grad()
     def _eval_mode(self, fn: Any, *args: Any) -> Any:

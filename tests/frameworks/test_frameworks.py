@@ -86,6 +86,31 @@ def test_simcse_encodes_the_repeated_batch_once_in_the_cross_view_layout(
     assert not hasattr(model, "projector")
 
 
+@pytest.mark.parametrize(
+    ("framework", "loss", "options", "projects"),
+    [
+        ("simclr", "ntxent", {}, True),
+        ("simclr", "amcl", {"loss_kwargs": {"heads": 2, "out_dim": 16}}, False),
+        ("moco", "infonce", {"queue_size": 64}, True),
+        ("simsiam", "simsiam", {}, True),
+        ("nnclr", "macl", {"queue_size": 64}, True),
+        ("simcse", "infonce", {}, False),
+    ],
+)
+def test_head_is_what_the_loss_sees_of_the_features(
+    framework: str, loss: str, options: dict, projects: bool
+) -> None:
+    opts = dict(options)
+    model = build_framework(
+        framework, encoder(), loss, opts.pop("loss_kwargs", None), proj_dim=16, **opts
+    ).eval()
+    h = torch.randn(8, 32)
+    if projects:
+        torch.testing.assert_close(model.head(h), model.projector(h))
+    else:  # no projector: SimCSE, or a "features" loss that owns its heads
+        assert model.head(h) is h
+
+
 def test_compatibility_follows_input_kinds() -> None:
     for name, cls in FRAMEWORKS.items():
         accepted = compatible_losses(name)
