@@ -222,26 +222,33 @@ class SentenceEncoder(nn.Module):
         """``[B, d]`` embeddings with gradients, in the module's current mode."""
         return self(self.tokenize(sentences, max_length))
 
-    @torch.no_grad()
-    def encode(self, sentences: Sequence[str], batch_size: int = 128) -> Tensor:
-        """``[B, d]`` float32 embeddings in evaluation mode (no dropout, no MLP head).
-
-        Sentences are batched by length to reduce padding; the output keeps input order.
-        The module's training flag is restored afterwards.
-        """
+    def embed_by_length(
+        self, sentences: Sequence[str], batch_size: int, max_length: int | None = None
+    ) -> Tensor:
+        """:meth:`embed` of ``sentences`` in batches of ``batch_size`` grouped by length
+        (longest first), each padded to its own longest sentence; ``[B, d]`` on the
+        module's device, rows in input order, in the module's current mode."""
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        if not sentences:
+            return torch.empty(0, self.dim, device=next(self.model.parameters()).device)
+        order = sorted(range(len(sentences)), key=lambda i: -len(sentences[i]))
+        groups = [order[a : a + batch_size] for a in range(0, len(order), batch_size)]
+        parts = [self.embed([sentences[i] for i in g], max_length) for g in groups]
+        emb = torch.cat(parts)
+        rows = torch.tensor(order, device=emb.device)
+        return emb.new_empty(emb.shape).index_copy_(0, rows, emb)
+
+    @torch.no_grad()
+    def encode(self, sentences: Sequence[str], batch_size: int = 128) -> Tensor:
+        """``[B, d]`` float32 CPU embeddings in evaluation mode (no dropout, no MLP head),
+        batched by length (:meth:`embed_by_length`). The training flag is restored."""
         was_training = self.training
         self.eval()
         try:
-            order = sorted(range(len(sentences)), key=lambda i: -len(sentences[i]))
-            out = torch.empty(len(sentences), self.dim)
-            for start in range(0, len(order), batch_size):
-                idx = order[start : start + batch_size]
-                out[idx] = self.embed([sentences[i] for i in idx]).float().cpu()
+            return self.embed_by_length(sentences, batch_size).float().cpu()
         finally:
             self.train(was_training)
-        return out
 
     def save_pretrained(self, path: str | os.PathLike[str]) -> None:
         """Save a folder that ``transformers`` and ``sentence-transformers`` both load.

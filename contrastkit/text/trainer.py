@@ -48,9 +48,11 @@ class SentenceFeatures(nn.Module):
 
     Without gradients (the loop's frozen features: kNN, heads, geometry) the sentences go
     through in length-sorted groups of ``eval_batch`` (128), each padded to its own
-    longest sentence rather than all to the longest of the whole chunk; the rows come
-    back in input order. Padding is masked out of attention and pooling, so the result is
-    the one-batch result up to float rounding. A training batch is encoded as one batch.
+    longest sentence rather than all to the longest of the whole chunk
+    (:meth:`~contrastkit.text.encoder.SentenceEncoder.embed_by_length`, which
+    ``SentenceEncoder.encode`` uses too); the rows come back in input order. Padding is
+    masked out of attention and pooling, so the result is the one-batch result up to float
+    rounding. A training batch is encoded as one batch.
     """
 
     def __init__(self, encoder: SentenceEncoder, max_length: int, eval_batch: int = 128) -> None:
@@ -61,15 +63,9 @@ class SentenceFeatures(nn.Module):
         self.feature_dim = encoder.dim
 
     def forward(self, sentences: Sequence[str]) -> Tensor:
-        sentences = list(sentences)
-        if torch.is_grad_enabled() or len(sentences) <= self.eval_batch:
-            return self.encoder.embed(sentences, self.max_length)
-        order = sorted(range(len(sentences)), key=lambda i: len(sentences[i]))
-        groups = [order[a : a + self.eval_batch] for a in range(0, len(order), self.eval_batch)]
-        parts = [self.encoder.embed([sentences[i] for i in g], self.max_length) for g in groups]
-        emb = torch.cat(parts)
-        rows = torch.tensor(order, device=emb.device)
-        return emb.new_empty(emb.shape).index_copy_(0, rows, emb)
+        if torch.is_grad_enabled():
+            return self.encoder.embed(list(sentences), self.max_length)
+        return self.encoder.embed_by_length(list(sentences), self.eval_batch, self.max_length)
 
 
 def text_encoder(config: TrainConfig) -> SentenceFeatures:
