@@ -166,11 +166,11 @@ class SimCSETrainer(Trainer):
         self.save_history()
         return record
 
-    def after_batch(self, step: int, loss: Tensor) -> None:
+    def after_batch(self, step: int, loss: Tensor, step_logs: dict[str, float]) -> None:
         log = self.log
         log.train_loss.append(float(loss.detach()))
         log.steps = step
-        tau = self.model.step_logs().get("temperature")
+        tau = step_logs.get("temperature")
         if tau is not None:
             log.temperature.append(tau)
         if self.model.last_views is not None:

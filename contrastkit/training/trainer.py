@@ -264,9 +264,10 @@ class Trainer:
             )
             if self.probe is not None:
                 self.probe.step(labels)
-            self.after_batch(self.epoch * steps + i + 1, loss)
+            step_logs = model.step_logs()
+            self.after_batch(self.epoch * steps + i + 1, loss, step_logs)
             total += loss.detach()
-            for key, value in model.step_logs().items():
+            for key, value in step_logs.items():
                 logs[key].append(value)
             if self.progress and i % 10 == 9:
                 rate = (i + 1) * cfg.batch_size / (time.perf_counter() - start)
@@ -288,9 +289,10 @@ class Trainer:
             record.update(self.probe.epoch_logs())
         return record
 
-    def after_batch(self, step: int, loss: torch.Tensor) -> None:
-        """Called after batch ``step`` (counted from 1 over the run) with its loss; a
-        trainer that evaluates within epochs overrides it (SimCSE's dev evaluation)."""
+    def after_batch(self, step: int, loss: torch.Tensor, step_logs: dict[str, float]) -> None:
+        """Called after batch ``step`` (counted from 1 over the run) with its loss and the
+        framework's step logs; a trainer that evaluates within epochs overrides it
+        (SimCSE's dev evaluation)."""
 
     def _capture(self) -> Any:
         return self.probe.capture(self.model.encoder) if self.probe else contextlib.nullcontext()

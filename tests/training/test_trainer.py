@@ -95,7 +95,7 @@ def test_epoch_steps_trains_the_first_batches_of_each_epoch() -> None:
     steps: list[int] = []
 
     class Counting(Trainer):
-        def after_batch(self, step: int, loss: torch.Tensor) -> None:
+        def after_batch(self, step: int, loss: torch.Tensor, step_logs: dict) -> None:
             steps.append(step)
 
     trainer = Counting(tiny(epochs=2, epoch_steps=3, schedule="linear"), None, False)
