@@ -13,7 +13,14 @@ from ..text.data import STS_FORMATS
 from ..text.diagnostics import plot_diagnostics
 from ..text.encoder import POOLINGS
 from ..text.presets import BUILTIN, PRESETS, resolve_options
-from ..text.simcse import BEST, HISTORY, SENTENCE_DEFAULTS, SimCSETrainer, loss_hyperparameters
+from ..text.simcse import (
+    BEST,
+    HISTORY,
+    SENTENCE_DEFAULTS,
+    SimCSETrainer,
+    loss_hyperparameters,
+    senteval_tasks,
+)
 from ..training import TrainConfig
 from ..training.config_io import parse_assignments
 from . import apply_threads
@@ -44,6 +51,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--threads", type=int, help="torch CPU threads (default: torch's)")
     parser.add_argument("--sts-dev", help="STS dev pairs for evaluation and model selection")
     parser.add_argument("--sts-format", choices=STS_FORMATS, default="stsb")
+    parser.add_argument(
+        "--senteval", help="SentEval's downstream/ folder: score the selected model after training"
+    )
+    parser.add_argument("--senteval-tasks", help="comma-separated SentEval tasks (default: all)")
     parser.add_argument(
         "--out", required=True, help="run folder: best/ model, history.json, final.json"
     )
@@ -100,6 +111,7 @@ def run(args: argparse.Namespace) -> int:
     }
     check_run("simcse", args.loss, loss_args, {})  # the loss and its arguments, up front
     config = config_from_args(args, loss_args)  # every value checked before --out is touched
+    senteval_tasks(config, args.out)
     out = prepare_run_dir(args.out, overwrite=args.overwrite, resume=args.resume)
     trainer = SimCSETrainer(config, out, progress=not args.no_progress)
     encoder = trainer.model.encoder.encoder
@@ -116,6 +128,16 @@ def run(args: argparse.Namespace) -> int:
             f"{100 * final['sts_dev_spearman_best']:.2f} at step {final['best_step']}; "
             f"{final['steps']} steps in {final['train_time_s']:.0f} s"
         )
+    if "senteval_sts_avg" in final or "senteval_transfer_avg" in final:
+        averages = ", ".join(
+            f"{name} {final[key]:.2f}"
+            for name, key in (
+                ("STS avg", "senteval_sts_avg"),
+                ("transfer avg", "senteval_transfer_avg"),
+            )
+            if key in final
+        )
+        print(f"SentEval of {out}/{BEST}: {averages} ({out}/senteval.md)")
     plot_diagnostics(out / HISTORY, out / "diagnostics.png")
     print(f"saved {out}/{BEST}, {out}/{HISTORY}, {out}/final.json and {out}/diagnostics.png")
     return 0
@@ -138,6 +160,8 @@ def config_from_args(args: argparse.Namespace, loss_args: dict[str, object]) -> 
         sts_dev=args.sts_dev,
         sts_format=args.sts_format,
         eval_steps=args.eval_every if args.sts_dev else None,
+        senteval=args.senteval,
+        senteval_tasks=args.senteval_tasks,
         batch_size=args.batch_size,
         epochs=args.epochs,
         epoch_steps=args.max_steps,

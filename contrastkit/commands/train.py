@@ -50,6 +50,8 @@ FLAGS: dict[str, tuple[str, type, str]] = {
     "--sts-dev": ("sts_dev", str, "simcse framework: STS pairs for evaluation and selection"),
     "--sts-format": ("sts_format", str, "stsb (STS Benchmark columns, default) or tsv"),
     "--eval-steps": ("eval_steps", int, "simcse framework: score --sts-dev every K batches"),
+    "--senteval": ("senteval", str, "simcse framework: score the best model on SentEval DIR"),
+    "--senteval-tasks": ("senteval_tasks", str, "simcse framework: comma-separated SentEval tasks"),
     "--epoch-steps": ("epoch_steps", int, "batches per epoch (default: every full batch)"),
     "--stem": ("stem", str, "resnet stem: cifar (3x3, no pool) or imagenet (7x7 + pool)"),
     "--crop-scale": ("crop_scale", float, "image views: minimum crop area (0.2 / 0.08)"),

@@ -16,7 +16,14 @@ schedule, engine, checkpoints, ``metrics.jsonl``, ``final.json``) with
   model is saved there;
 * ``<run>/history.json`` (:class:`SimCSEHistory`): the dev scores, the loss, the loss's
   adaptive temperature (from its registered diagnostics) and the gradient-paradigm paper's
-  §3.2 batch geometry (:mod:`.diagnostics`), per step.
+  §3.2 batch geometry (:mod:`.diagnostics`), per step; each epoch's record in
+  ``metrics.jsonl`` carries the dev score at its end (``sts_dev_spearman``), the curve a
+  study's convergence check reads;
+* with ``senteval`` (SentEval's ``downstream/`` folder), the selected model scored on
+  ``senteval_tasks`` after training, in the training precision: ``<run>/senteval.json``
+  (and ``.md``) as ``contrastkit senteval`` writes them, and in ``final.json``
+  ``senteval_<task>`` per task and ``senteval_sts_avg`` / ``senteval_transfer_avg`` (the
+  papers' averages, over the tasks given; STS-B and SICK-R count only with a test split).
 
 ``contrastkit simcse`` sets SimCSE's unsupervised recipe unless told otherwise (AdamW,
 linear decay to 0 without warm-up, gradient norm clipped at 1.0, batch 64, lr 3e-5,
@@ -45,6 +52,7 @@ from .trainer import text_encoder
 
 HISTORY = "history.json"
 BEST = "best"
+SENTEVAL = "senteval.json"
 
 # Hyper-parameters of the sentence setting of each paper, used unless overridden.
 SENTENCE_DEFAULTS: dict[str, dict[str, object]] = {
@@ -146,6 +154,7 @@ class SimCSETrainer(Trainer):
         if config.aug_types is not None:
             raise ValueError("aug_types does not apply to simcse: its views are dropout passes")
         self.dev = read_sts(config.sts_dev, config.sts_format) if config.sts_dev else None
+        self.senteval_tasks = senteval_tasks(config, out)
         super().__init__(config, out, progress)
         self.log = SimCSEHistory()
         self.total_steps = config.epochs * self.steps_per_epoch
@@ -164,6 +173,9 @@ class SimCSETrainer(Trainer):
             self.evaluate(0)  # the starting point of model selection
         record = super().train_epoch()
         self.save_history()
+        last = self.log.evals[-1] if self.log.evals else None
+        if last is not None and last["step"] == (self.epoch + 1) * self.steps_per_epoch:
+            record["sts_dev_spearman"] = last["spearman"]
         return record
 
     def after_batch(self, step: int, loss: Tensor, step_logs: dict[str, float]) -> None:
@@ -176,7 +188,7 @@ class SimCSETrainer(Trainer):
         if self.model.last_views is not None:
             diagnostics.record(log.diagnostics, *self.model.last_views, self.temperature)
         every = self.config.eval_steps
-        if (every and step % every == 0) or step == self.total_steps:
+        if (every and step % every == 0) or step % self.steps_per_epoch == 0:
             self.evaluate(step)
 
     def evaluate(self, step: int) -> None:
@@ -211,7 +223,8 @@ class SimCSETrainer(Trainer):
         return super().fit(resume)
 
     def finish(self) -> dict[str, Any]:
-        """``final.json`` with the dev scores (before, best, last) and the step counts."""
+        """``final.json`` with the dev scores (before, best, last), the step counts and, with
+        ``senteval``, the SentEval scores of the selected model."""
         if self.rank != 0:
             return {}
         if self.dev is None and self.out is not None:
@@ -226,4 +239,59 @@ class SimCSETrainer(Trainer):
                 "sts_dev_spearman_best": self.log.best_spearman,
                 "best_step": self.log.best_step,
             }
+        if self.senteval_tasks and self.out is not None:
+            metrics |= self.senteval(self.out)
         return self.write_final(metrics)
+
+    def senteval(self, out: Path) -> dict[str, float]:
+        """SentEval on ``out/best`` (``senteval.json`` beside it); the scores for
+        ``final.json``. Files missing from a task's folder raise (no partial average)."""
+        from .senteval import (
+            STS_TASKS,
+            TRANSFER_TASKS,
+            Layout,
+            encoder_embedder,
+            markdown_table,
+            run_senteval,
+        )
+
+        embed, info = encoder_embedder(
+            out / BEST, device=str(self.engine.device), precision=self.config.precision
+        )
+        layout = Layout(Path(str(self.config.senteval)))
+        result = run_senteval(layout, embed, tasks=self.senteval_tasks, log=lambda _: None)
+        if result.skipped:
+            raise FileNotFoundError("; ".join(result.skipped.values()))
+        payload = {"model": out.name, "encoder": info, "kfold": 10, **result.to_dict()}
+        atomic_write_text(out / SENTEVAL, json.dumps(payload, indent=2) + "\n")
+        atomic_write_text((out / SENTEVAL).with_suffix(".md"), markdown_table(result, out.name))
+        scores = {f"senteval_{t}": result.score(t) for t in self.senteval_tasks}
+        for key, group in (
+            ("senteval_sts_avg", STS_TASKS),
+            ("senteval_transfer_avg", TRANSFER_TASKS),
+        ):
+            value, count = result.average(group)
+            if count:
+                scores[key] = value
+        return {k: v for k, v in scores.items() if v is not None}
+
+
+def senteval_tasks(config: TrainConfig, out: str | Path | None) -> tuple[str, ...]:
+    """The SentEval tasks a run is scored on after training, checked before it trains:
+    known names, a run directory to hold the model, every task's folder present."""
+    if config.senteval is None:
+        return ()
+    from .senteval import TASKS, Layout
+
+    given = config.senteval_tasks
+    tasks = tuple(t.strip() for t in given.split(",") if t.strip()) if given else TASKS
+    unknown = [t for t in tasks if t not in TASKS]
+    if unknown or not tasks:
+        raise ValueError(f"senteval_tasks: unknown {unknown}; choose from {', '.join(TASKS)}")
+    if out is None:
+        raise ValueError("senteval needs a run directory (it scores the saved best/ model)")
+    layout = Layout(Path(config.senteval))
+    missing = [str(layout.folder(t)) for t in tasks if not layout.folder(t).is_dir()]
+    if missing:
+        raise FileNotFoundError(f"senteval: no task folder {', '.join(missing)}")
+    return tasks

@@ -91,6 +91,10 @@ class TrainConfig:
     sts_dev: str | None = None
     sts_format: str = "stsb"  # stsb (STS Benchmark columns) | tsv (s1<TAB>s2<TAB>score)
     eval_steps: int | None = None
+    # simcse framework: SentEval's downstream/ folder; the selected model is scored on
+    # senteval_tasks (comma-separated; None: all 14) after training, into final.json
+    senteval: str | None = None
+    senteval_tasks: str | None = None
     epoch_steps: int | None = None  # batches per epoch (None: every full batch)
     # davis: epochs of end-to-end fine-tuning of encoder + GraphDTA head after pre-training
     # (LASCon App. D.4: 200); None: only the head on frozen embeddings
@@ -342,6 +346,11 @@ class TrainConfig:
                 raise ValueError(
                     f"{name} applies to text datasets (sst5, sentences), not {self.dataset!r}"
                 )
+        for name in ("sts_dev", "eval_steps", "senteval", "senteval_tasks"):
+            if getattr(self, name) is not None and self.framework != "simcse":
+                raise ValueError(f"{name} applies to framework simcse, not {self.framework!r}")
+        if self.senteval_tasks is not None and self.senteval is None:
+            raise ValueError("senteval_tasks needs senteval (SentEval's downstream/ folder)")
         if self.pooling not in (None, "cls", "mean"):
             raise ValueError(f"pooling must be cls, mean or null, got {self.pooling!r}")
         if self.dropout is not None and not (

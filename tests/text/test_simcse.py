@@ -182,6 +182,19 @@ def test_simcse_trains_on_the_shared_loop(
     assert len(saved["diagnostics"]["hardest_share"]) == 4
 
 
+def test_every_epoch_ends_with_a_dev_score_in_its_record(
+    tmp_path: Path, tiny_bert: Path, sentences: list[str]
+) -> None:
+    config = simcse_config(tmp_path, tiny_bert, sentences, eval_steps=None, epochs=3, epoch_steps=1)
+    trainer = SimCSETrainer(config, tmp_path / "run", progress=False)
+    trainer.fit()
+    assert [e["step"] for e in trainer.log.evals] == [0, 1, 2, 3]
+    records = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").open()]
+    assert [r["sts_dev_spearman"] for r in records] == [
+        e["spearman"] for e in trainer.log.evals[1:]
+    ]
+
+
 def test_a_resumed_simcse_run_replays_the_uninterrupted_one(
     tmp_path: Path, tiny_bert: Path, sentences: list[str]
 ) -> None:
@@ -206,7 +219,10 @@ def test_a_resumed_simcse_run_replays_the_uninterrupted_one(
     [
         ({"epoch_steps": 4}, "epoch_steps 4 exceeds the 3 full batches"),
         ({"aug_types": 1}, "aug_types does not apply to simcse"),
-        ({"framework": "simclr", "loss": "ntxent"}, "sentences has no labelled test split"),
+        (
+            {"framework": "simclr", "loss": "ntxent", "sts_dev": None, "eval_steps": None},
+            "sentences has no labelled test split",
+        ),
     ],
 )
 def test_simcse_run_errors(
