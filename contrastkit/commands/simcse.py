@@ -16,7 +16,6 @@ from ..text.presets import BUILTIN, PRESETS, resolve_options
 from ..text.simcse import (
     BEST,
     HISTORY,
-    SENTENCE_DEFAULTS,
     SimCSETrainer,
     loss_hyperparameters,
     senteval_tasks,
@@ -104,11 +103,7 @@ def run(args: argparse.Namespace) -> int:
     if args.max_steps is not None and args.epochs != 1:
         raise ValueError("--max-steps caps a one-epoch run; leave it out with --epochs > 1")
     apply_threads(args.threads)
-    loss_args = {
-        **SENTENCE_DEFAULTS.get(args.loss, {}),
-        **preset_loss_args,
-        **parse_assignments(args.loss_arg),
-    }
+    loss_args = {**preset_loss_args, **parse_assignments(args.loss_arg)}
     check_run("simcse", args.loss, loss_args, {})  # the loss and its arguments, up front
     config = config_from_args(args, loss_args)  # every value checked before --out is touched
     senteval_tasks(config, args.out)

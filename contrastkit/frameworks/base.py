@@ -32,20 +32,31 @@ class Framework(nn.Module):
     needs_labels: ClassVar[bool] = False
     # declared ranges of the framework's own constructor options (checked with the config)
     option_ranges: ClassVar[dict[str, Param]] = {}
+    # a loss's hyper-parameters in this framework's papers, under the run's own loss_args
+    loss_defaults: ClassVar[Mapping[str, Mapping[str, object]]] = {}
 
     def __init__(
         self, encoder: nn.Module, loss: str, loss_kwargs: Mapping[str, object] | None = None
     ) -> None:
         super().__init__()
-        loss_info = self.check_loss(loss)
-        kwargs = dict(loss_kwargs or {})
-        if loss_info.inputs == "features":
-            kwargs.setdefault("in_dim", encoder.feature_dim)
         self.encoder = encoder
         self.loss_name = loss
-        self.loss_kind = loss_info.inputs
-        self.loss = build_loss(loss, kwargs)
+        self.loss_kind = self.check_loss(loss).inputs
+        self.loss = self.make_loss(loss, loss_kwargs, encoder.feature_dim)
         self.num_views = 2
+
+    @classmethod
+    def make_loss(
+        cls, loss: str, loss_kwargs: Mapping[str, object] | None = None, in_dim: int | None = None
+    ) -> nn.Module:
+        """The registry loss ``loss`` as this framework trains it: :attr:`loss_defaults`
+        updated by ``loss_kwargs``, ``in_dim`` for a "features" loss (its heads' input
+        width). A refused loss or a bad argument is a one-line ``ValueError``."""
+        info = cls.check_loss(loss)
+        kwargs = {**cls.loss_defaults.get(loss, {}), **(loss_kwargs or {})}
+        if info.inputs == "features":
+            kwargs.setdefault("in_dim", in_dim)
+        return build_loss(loss, kwargs)
 
     @classmethod
     def accepts(cls, loss_info: LossInfo) -> bool:

@@ -20,7 +20,7 @@ owns its heads.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 from torch import Tensor, nn
@@ -58,7 +58,8 @@ class SimCSE(Framework):
         encoder: maps a batch (a tensor, or a list of sentences) to ``[N, feature_dim]``.
         loss: a registered loss taking two views ("pair", "query_key" or "features");
             ``None`` = ``infonce``, SimCSE's.
-        loss_kwargs: its hyper-parameters.
+        loss_kwargs: its hyper-parameters, over the papers' sentence settings
+            (:attr:`loss_defaults`: InfoNCE at SimCSE's τ = 0.05, MACL at App. B.4's).
 
     After each call :attr:`last_views` holds the detached ``(h1, h2)`` of the batch, for
     per-step geometry (:mod:`contrastkit.text.diagnostics`).
@@ -67,6 +68,12 @@ class SimCSE(Framework):
     name = "simcse"
     input_kinds = ("pair", "query_key", "features")
     default_loss = "infonce"
+    loss_defaults: ClassVar[Mapping[str, Mapping[str, object]]] = {
+        # SimCSE (Gao et al., 2021), unsupervised: τ = 0.05
+        "infonce": {"temperature": 0.05},
+        # MACL App. B.4: {τ0, α, A0} = {0.05, 2, 0.8}, no reweighting for sentences
+        "macl": {"temperature": 0.05, "alpha": 2.0, "a0": 0.8, "reweight": False},
+    }
 
     def __init__(
         self,

@@ -19,10 +19,8 @@ from .encoder import (
 )
 from .evaluate import cosine_scores, spearman, sts_spearman
 from .simcse import (
-    SENTENCE_DEFAULTS,
     SimCSEHistory,
     SimCSETrainer,
-    build_loss,
     loss_hyperparameters,
     sentence_losses,
 )
@@ -30,14 +28,12 @@ from .st_loss import ContrastkitLoss
 
 __all__ = [
     "POOLINGS",
-    "SENTENCE_DEFAULTS",
     "STS_FORMATS",
     "ContrastkitLoss",
     "SentenceEncoder",
     "SimCSEHistory",
     "SimCSETrainer",
     "StsPairs",
-    "build_loss",
     "cosine_scores",
     "declares_normalize",
     "default_model_path",

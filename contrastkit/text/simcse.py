@@ -27,8 +27,9 @@ schedule, engine, checkpoints, ``metrics.jsonl``, ``final.json``) with
 
 ``contrastkit simcse`` sets SimCSE's unsupervised recipe unless told otherwise (AdamW,
 linear decay to 0 without warm-up, gradient norm clipped at 1.0, batch 64, lr 3e-5,
-``max_length`` 32, one epoch, evaluation every 125 steps; Gao et al., 2021, App. A) and the
-papers' sentence hyper-parameters (:data:`SENTENCE_DEFAULTS`).
+``max_length`` 32, one epoch, evaluation every 125 steps; Gao et al., 2021, App. A); the
+framework holds the papers' sentence hyper-parameters of the losses
+(:attr:`~contrastkit.frameworks.simcse.SimCSE.loss_defaults`).
 """
 
 from __future__ import annotations
@@ -54,36 +55,9 @@ HISTORY = "history.json"
 BEST = "best"
 SENTEVAL = "senteval.json"
 
-# Hyper-parameters of the sentence setting of each paper, used unless overridden.
-SENTENCE_DEFAULTS: dict[str, dict[str, object]] = {
-    # SimCSE (Gao et al., 2021), unsupervised: τ = 0.05.
-    "infonce": {"temperature": 0.05},
-    # MACL App. B.4: {τ0, α, A0} = {0.05, 2, 0.8} and no reweighting for sentences.
-    "macl": {"temperature": 0.05, "alpha": 2.0, "a0": 0.8, "reweight": False},
-}
-
-
 def sentence_losses() -> list[str]:
     """Registered losses usable on two views of a sentence batch: the simcse framework's."""
     return SimCSE.compatible_losses()
-
-
-def build_loss(
-    name: str, overrides: dict[str, object] | None = None, dim: int | None = None
-) -> nn.Module:
-    """The registry loss ``name`` with :data:`SENTENCE_DEFAULTS` updated by ``overrides``.
-
-    "features" losses get ``in_dim=dim``. Losses the simcse framework refuses (those that
-    do not take two views) raise ``ValueError`` listing the usable ones.
-    """
-    info = SimCSE.check_loss(name)
-    kwargs = {**SENTENCE_DEFAULTS.get(name, {}), **(overrides or {})}
-    if info.inputs == "features":
-        kwargs.setdefault("in_dim", dim)
-    try:
-        return info.cls(**kwargs)
-    except TypeError as exc:
-        raise ValueError(f"bad arguments for loss {name!r}: {exc}") from None
 
 
 def loss_hyperparameters(loss: nn.Module) -> dict[str, object]:

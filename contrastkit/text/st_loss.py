@@ -22,8 +22,8 @@ from collections.abc import Iterable
 
 from torch import Tensor, nn
 
-from ..frameworks.simcse import two_view_loss
-from .simcse import build_loss, loss_hyperparameters
+from ..frameworks.simcse import SimCSE, two_view_loss
+from .simcse import loss_hyperparameters
 
 
 class ContrastkitLoss(nn.Module):
@@ -31,8 +31,9 @@ class ContrastkitLoss(nn.Module):
 
     Args:
         model: the ``SentenceTransformer`` being trained.
-        loss: a registry name (built with :func:`~contrastkit.text.simcse.build_loss`, so
-            the sentence defaults apply) or a ready loss module.
+        loss: a registry name (built with
+            :meth:`SimCSE.make_loss <contrastkit.frameworks.Framework.make_loss>`, so the
+            sentence defaults apply) or a ready loss module.
         **loss_kwargs: hyper-parameters when ``loss`` is a name.
     """
 
@@ -45,7 +46,7 @@ class ContrastkitLoss(nn.Module):
             get_dim = getattr(model, "get_embedding_dimension", None) or getattr(
                 model, "get_sentence_embedding_dimension", None
             )
-            loss = build_loss(loss, loss_kwargs, dim=get_dim() if get_dim else None)
+            loss = SimCSE.make_loss(loss, loss_kwargs, get_dim() if get_dim else None)
         elif loss_kwargs:
             raise ValueError("loss_kwargs are only accepted with a loss name, not a loss module")
         if not isinstance(loss, nn.Module):

@@ -8,14 +8,15 @@ from pathlib import Path
 import pytest
 
 from contrastkit.cli import main
+from contrastkit.frameworks import SimCSE
 from contrastkit.text.presets import BUILTIN, PRESETS, get_preset, resolve_options
-from contrastkit.text.simcse import build_loss, loss_hyperparameters
+from contrastkit.text.simcse import loss_hyperparameters
 
 
 @pytest.mark.parametrize("name", sorted(PRESETS))
 def test_every_preset_builds_its_loss_with_exactly_its_arguments(name: str) -> None:
     preset = PRESETS[name]
-    loss = build_loss(preset.loss, preset.loss_args, dim=8)
+    loss = SimCSE.make_loss(preset.loss, preset.loss_args, 8)
     hp = loss_hyperparameters(loss)
     assert all(hp[k] == v for k, v in preset.loss_args.items())
     assert preset.train["epochs"] == 1 and preset.train["max_length"] == 32

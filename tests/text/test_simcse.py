@@ -14,11 +14,11 @@ import yaml
 from torch import Tensor, nn
 
 from contrastkit import losses
+from contrastkit.frameworks import SimCLR, SimCSE
 from contrastkit.losses import InfoNCE
 from contrastkit.study import load_study, run_study, write_report
 from contrastkit.text import (
     SimCSETrainer,
-    build_loss,
     sentence_losses,
     sts_spearman,
     two_view_loss,
@@ -61,7 +61,7 @@ def paper_eq1_gradient(h1: Tensor, h2: Tensor, i: int, tau: float) -> Tensor:
 
 def test_infonce_is_simcse_cross_view_loss() -> None:
     h1, h2 = unit_views()
-    loss = build_loss("infonce")
+    loss = SimCSE.make_loss("infonce")
     assert loss.temperature == 0.05  # SimCSE's τ
     value = two_view_loss(loss, 3.0 * h1, 0.5 * h2)  # scale must not matter (cosine)
     assert float(value) == pytest.approx(simcse_infonce_loop(h1, h2, 0.05), rel=1e-10)
@@ -71,7 +71,7 @@ def test_infonce_is_simcse_cross_view_loss() -> None:
 def test_gradient_matches_paper_eq1(name: str) -> None:
     h1, h2 = unit_views(seed=1)
     x = h1.clone().requires_grad_(True)
-    loss = build_loss(name)  # MACL: no reweighting, so its gradient is InfoNCE's at τ_a
+    loss = SimCSE.make_loss(name)  # MACL: no reweighting, so its gradient is InfoNCE's at τ_a
     (two_view_loss(loss, x, h2) * h1.shape[0]).backward()  # sum over anchors
     tau = loss.last_temperature if name == "macl" else 0.05
     assert x.grad is not None
@@ -84,7 +84,7 @@ def test_gradient_matches_paper_eq1(name: str) -> None:
 
 def test_macl_uses_the_cross_view_layout_with_its_sentence_setting() -> None:
     h1, h2 = unit_views(seed=2)
-    loss = build_loss("macl")
+    loss = SimCSE.make_loss("macl")
     assert (loss.temperature, loss.alpha, loss.a0, loss.reweight) == (0.05, 2.0, 0.8, False)
     value = two_view_loss(loss, h1, h2)
     align = sum(float(h1[i] @ h2[i]) for i in range(h1.shape[0])) / h1.shape[0]
@@ -120,17 +120,23 @@ def test_the_layout_is_the_registrys_similarity_level() -> None:
     assert float(value) == pytest.approx(simcse_infonce_loop(h1, h2, 0.05), rel=1e-10)
 
 
-def test_build_loss_defaults_overrides_and_errors() -> None:
-    assert build_loss("macl", {"alpha": 1.0}).alpha == 1.0
-    assert build_loss("ntxent").temperature == losses.get("ntxent").temperature
+def test_make_loss_defaults_overrides_and_errors() -> None:
+    macl = SimCSE.make_loss("macl", {"alpha": 1.0})
+    assert (macl.alpha, macl.temperature, macl.a0, macl.reweight) == (1.0, 0.05, 0.8, False)
+    # the sentence settings are the simcse framework's, whichever command builds it
+    enc = nn.Linear(3, 3)
+    enc.feature_dim = 3  # type: ignore[assignment]
+    assert SimCSE(enc, "infonce").loss.temperature == 0.05
+    assert SimCLR(enc, "macl").loss.temperature == losses.get("macl").temperature != 0.05
+    assert SimCSE.make_loss("ntxent").temperature == losses.get("ntxent").temperature
     assert "infonce" in sentence_losses() and "macl" in sentence_losses()
     assert "supcon" not in sentence_losses()
     with pytest.raises(ValueError, match="framework 'simcse' cannot train with loss 'supcon'"):
-        build_loss("supcon")
+        SimCSE.make_loss("supcon")
     with pytest.raises(ValueError, match="unknown loss"):
-        build_loss("nope")
-    with pytest.raises(ValueError, match="bad arguments for loss 'macl'"):
-        build_loss("macl", {"gamma": 1})
+        SimCSE.make_loss("nope")
+    with pytest.raises(ValueError, match="loss 'macl' has no argument 'gamma'"):
+        SimCSE.make_loss("macl", {"gamma": 1})
 
 
 def simcse_config(

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from contrastkit.text import ContrastkitLoss, build_loss, two_view_loss
+from contrastkit.frameworks import SimCSE
+from contrastkit.text import ContrastkitLoss, two_view_loss
 
 st = pytest.importorskip("sentence_transformers")
 pytest.importorskip("datasets")
@@ -32,7 +33,7 @@ def test_value_is_the_two_view_loss_of_the_embeddings(
     h1 = torch.as_tensor(model.encode(anchors, convert_to_tensor=True))
     h2 = torch.as_tensor(model.encode(positives, convert_to_tensor=True))
     assert got.item() == pytest.approx(
-        float(two_view_loss(build_loss("macl", {"alpha": 1.0}), h1, h2)), rel=1e-5
+        float(two_view_loss(SimCSE.make_loss("macl", {"alpha": 1.0}), h1, h2)), rel=1e-5
     )
     assert adapter.get_config_dict()["alpha"] == 1.0
 
@@ -43,7 +44,7 @@ def test_rejects_wrong_columns_and_kwargs(tiny_st_bert: Path, sentences: list[st
     with pytest.raises(ValueError, match="anchor, positive"):
         adapter([model.tokenize(sentences[:2])] * 3, None)
     with pytest.raises(ValueError, match="only accepted with a loss name"):
-        ContrastkitLoss(model, build_loss("infonce"), temperature=0.1)
+        ContrastkitLoss(model, SimCSE.make_loss("infonce"), temperature=0.1)
     with pytest.raises(TypeError, match=r"registry name or an nn\.Module"):
         ContrastkitLoss(model, 3)  # type: ignore[arg-type]
 
