@@ -17,8 +17,9 @@ schedule, engine, checkpoints, ``metrics.jsonl``, ``final.json``) with
 * ``<run>/history.json`` (:class:`SimCSEHistory`): the dev scores, the loss, the loss's
   adaptive temperature (from its registered diagnostics) and the gradient-paradigm paper's
   §3.2 batch geometry (:mod:`.diagnostics`), per step; each epoch's record in
-  ``metrics.jsonl`` carries the dev score at its end (``sts_dev_spearman``), the curve a
-  study's convergence check reads;
+  ``metrics.jsonl`` carries the dev score at its end (``sts_dev_spearman``, the curve a
+  study's convergence check reads) and the epoch's mean geometry (a study report's "why"
+  columns; steps where a quantity is undefined left out);
 * with ``senteval`` (SentEval's ``downstream/`` folder), the selected model scored on
   ``senteval_tasks`` after training, in the training precision: ``<run>/senteval.json``
   (and ``.md``) as ``contrastkit senteval`` writes them, and in ``final.json``
@@ -35,6 +36,7 @@ framework holds the papers' sentence hyper-parameters of the losses
 from __future__ import annotations
 
 import json
+import math
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -54,6 +56,7 @@ from .trainer import text_encoder
 HISTORY = "history.json"
 BEST = "best"
 SENTEVAL = "senteval.json"
+
 
 def sentence_losses() -> list[str]:
     """Registered losses usable on two views of a sentence batch: the simcse framework's."""
@@ -131,7 +134,6 @@ class SimCSETrainer(Trainer):
         self.senteval_tasks = senteval_tasks(config, out)
         super().__init__(config, out, progress)
         self.log = SimCSEHistory()
-        self.total_steps = config.epochs * self.steps_per_epoch
         self.temperature = float(loss_hyperparameters(self.model.loss).get("temperature", 0.05))
         self._start = time.perf_counter()
 
@@ -147,6 +149,11 @@ class SimCSETrainer(Trainer):
             self.evaluate(0)  # the starting point of model selection
         record = super().train_epoch()
         self.save_history()
+        start = self.epoch * self.steps_per_epoch
+        for key, values in self.log.diagnostics.items():  # the epoch's mean §3.2 geometry
+            finite = [v for v in values[start:] if math.isfinite(v)]
+            if finite:
+                record[key] = math.fsum(finite) / len(finite)
         last = self.log.evals[-1] if self.log.evals else None
         if last is not None and last["step"] == (self.epoch + 1) * self.steps_per_epoch:
             record["sts_dev_spearman"] = last["spearman"]

@@ -188,17 +188,22 @@ def test_simcse_trains_on_the_shared_loop(
     assert len(saved["diagnostics"]["hardest_share"]) == 4
 
 
-def test_every_epoch_ends_with_a_dev_score_in_its_record(
+def test_every_epoch_record_has_its_final_dev_score_and_mean_geometry(
     tmp_path: Path, tiny_bert: Path, sentences: list[str]
 ) -> None:
-    config = simcse_config(tmp_path, tiny_bert, sentences, eval_steps=None, epochs=3, epoch_steps=1)
+    config = simcse_config(tmp_path, tiny_bert, sentences, eval_steps=None, epochs=3)
     trainer = SimCSETrainer(config, tmp_path / "run", progress=False)
     trainer.fit()
-    assert [e["step"] for e in trainer.log.evals] == [0, 1, 2, 3]
+    assert [e["step"] for e in trainer.log.evals] == [0, 2, 4, 6]  # each epoch's end
     records = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").open()]
     assert [r["sts_dev_spearman"] for r in records] == [
         e["spearman"] for e in trainer.log.evals[1:]
     ]
+    # and the mean §3.2 geometry of its own two steps
+    for k, record in enumerate(records):
+        for key in ("pos_cos", "neg_angle_mean", "hardest_share"):
+            steps = trainer.log.diagnostics[key][2 * k : 2 * k + 2]
+            assert record[key] == pytest.approx(sum(steps) / 2, rel=1e-12)
 
 
 def test_a_resumed_simcse_run_replays_the_uninterrupted_one(
