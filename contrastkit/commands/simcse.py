@@ -78,6 +78,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="the encoder under autocast (fp16 with a GradScaler); the loss in float32",
     )
     parser.add_argument("--grad-accum", type=int, default=1, help="batches per optimiser step")
+    parser.add_argument("--compile", action="store_true", help="torch.compile the encoder")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     parser.add_argument(
         "--overwrite", action="store_true", help="empty a non-empty --out and start afresh"
@@ -170,5 +171,6 @@ def config_from_args(args: argparse.Namespace, loss_args: dict[str, object]) -> 
         device=args.device,
         precision=args.precision,
         grad_accum=args.grad_accum,
+        compile=args.compile,
         threads=args.threads,
     )

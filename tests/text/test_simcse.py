@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 from pathlib import Path
 
 import pytest
@@ -204,6 +205,25 @@ def test_every_epoch_record_has_its_final_dev_score_and_mean_geometry(
         for key in ("pos_cos", "neg_angle_mean", "hardest_share"):
             steps = trainer.log.diagnostics[key][2 * k : 2 * k + 2]
             assert record[key] == pytest.approx(sum(steps) / 2, rel=1e-12)
+
+
+@pytest.mark.skipif(
+    not any(shutil.which(c) for c in ("g++", "c++", "clang++")),
+    reason="torch.compile's CPU backend (inductor) needs a C++ compiler; none on PATH",
+)
+def test_a_compiled_encoder_trains_like_the_eager_one(
+    tmp_path: Path, tiny_bert: Path, sentences: list[str]
+) -> None:
+    # no dropout: compiled graphs draw their own masks, so only then are the views equal
+    kw = {"dropout": 0.0, "epochs": 1, "sts_dev": None, "eval_steps": None, "mlp_head": False}
+    eager = SimCSETrainer(simcse_config(tmp_path, tiny_bert, sentences, **kw), None, False)
+    compiled = SimCSETrainer(
+        simcse_config(tmp_path, tiny_bert, sentences, compile=True, **kw), None, False
+    )
+    assert compiled.model.encoder._compiled_call_impl is not None
+    eager.fit()
+    compiled.fit()
+    assert compiled.log.train_loss == pytest.approx(eager.log.train_loss, rel=1e-5)
 
 
 def test_a_resumed_simcse_run_replays_the_uninterrupted_one(
