@@ -18,7 +18,9 @@ from typing import Any
 
 from ..study import Study, Suite, load_config, run_study, status, write_report, write_suite_report
 from ..study.probe import run_probe
+from ..study.records import ENVIRONMENT_KEYS
 from ..study.report import collect, finished_runs, readme_rows
+from ..training.config_io import parse_assignments
 
 NAME = "study"
 HELP = "run a paper table's arms over seeds to convergence and report the claim's verdict"
@@ -35,6 +37,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--out",
         help="study folder for the report (default: the config's out); for a suite, the "
         "suite's folder and the root of one folder per study",
+    )
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="this machine's data path or execution for every arm (repeatable): "
+        + ", ".join(ENVIRONMENT_KEYS),
     )
     parser.add_argument(
         "--max-minutes",
@@ -140,7 +150,8 @@ def _report(study: Study, command: str, readme: bool) -> dict[str, Any]:
 def run(args: argparse.Namespace) -> int:
     if args.max_minutes is not None and not args.max_minutes > 0:
         raise ValueError(f"--max-minutes must be > 0, got {args.max_minutes}")
-    target = load_config(args.config, runs_dir=args.runs_dir, out=args.out)
+    settings = parse_assignments(args.set, "--set")
+    target = load_config(args.config, runs_dir=args.runs_dir, out=args.out, settings=settings)
     suite = target if isinstance(target, Suite) else None
     parts = suite.parts if suite else [target]
     sources = suite.sources if suite else [Path(args.config)]

@@ -23,11 +23,13 @@ Keys:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..training import TrainConfig, load_yaml
+from .records import ENVIRONMENT_KEYS
 
 KNOWN_KEYS = {
     "name",
@@ -129,13 +131,30 @@ def _require(data: dict[str, Any], key: str, kind: type, path: Path) -> Any:
     return data[key]
 
 
+def check_settings(settings: Mapping[str, object] | None) -> dict[str, object]:
+    """Machine settings for every arm (``--set``): only :data:`ENVIRONMENT_KEYS`."""
+    settings = dict(settings or {})
+    protocol = sorted(set(settings) - set(ENVIRONMENT_KEYS))
+    if protocol:
+        raise ValueError(
+            f"--set {', '.join(protocol)}: a study's protocol is its config's; --set takes "
+            f"where the data is and how runs execute: {', '.join(ENVIRONMENT_KEYS)}"
+        )
+    return settings
+
+
 def load_study(
-    path: str | Path, runs_dir: str | Path | None = None, out: str | Path | None = None
+    path: str | Path,
+    runs_dir: str | Path | None = None,
+    out: str | Path | None = None,
+    settings: Mapping[str, object] | None = None,
 ) -> Study:
     """Read and validate a study config; every arm's TrainConfig is built (and checked
-    against its framework) before anything runs."""
+    against its framework) before anything runs. ``settings`` (:func:`check_settings`)
+    replace those fields in every arm: this machine's data paths, device, threads."""
     from ..frameworks import framework_class
 
+    settings = check_settings(settings)
     path = Path(path)
     data = load_yaml(path)
     unknown = sorted(set(data) - KNOWN_KEYS)
@@ -158,7 +177,7 @@ def load_study(
         vs = spec.pop("vs", None)
         vs = [baseline] if vs is None else [str(v) for v in (vs if isinstance(vs, list) else [vs])]
         judged = bool(spec.pop("claim", label != baseline))
-        values = {**base, **spec}
+        values = {**base, **spec, **settings}
         if "loss_args" in base and "loss_args" in spec:
             values["loss_args"] = {**base["loss_args"], **spec["loss_args"]}
         config = TrainConfig.from_dict(values)

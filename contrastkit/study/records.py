@@ -9,8 +9,9 @@ is. :func:`write_records` copies what the report needs of every finished run int
 
 ``history`` keeps the scalar fields of each ``metrics.jsonl`` record; per-step traces are
 dropped, their spread kept (:func:`_scalars`). A run whose line is there, with the study's
-config and epochs, counts as finished even when its run directory is gone
-(:meth:`RunRecord.matches`): the runner skips it and the report reads it from the line.
+config and epochs (its data paths and execution, :data:`ENVIRONMENT_KEYS`, aside),
+counts as finished even when its run directory is gone (:meth:`RunRecord.matches`): the
+runner skips it and the report reads it from the line.
 Raising a study's epochs needs the checkpoint, so a run that exists only as a line is
 trained again from the start.
 """
@@ -27,7 +28,20 @@ from ..rundir import atomic_write_text
 from ..training import FINAL, METRICS, TRACE_SUFFIX, TrainConfig
 
 RECORDS = "runs.jsonl"
-IGNORED_KEYS = ("threads", "modality")  # differences that do not change what a run computes
+# where a run's data is and how it executes: set per machine (``contrastkit study --set``),
+# never part of what a study declares; the protocol is every other config field
+ENVIRONMENT_KEYS = (
+    "data_root",
+    "cache_dir",
+    "sts_dev",
+    "senteval",
+    "device",
+    "threads",
+    "workers",
+    "compile",
+    "channels_last",
+)
+IGNORED_KEYS = ("modality", *ENVIRONMENT_KEYS)  # differences that do not change the protocol
 
 
 @dataclass(frozen=True)

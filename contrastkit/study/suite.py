@@ -20,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -48,15 +49,20 @@ class Suite:
 
 
 def load_config(
-    path: str | Path, runs_dir: str | Path | None = None, out: str | Path | None = None
+    path: str | Path,
+    runs_dir: str | Path | None = None,
+    out: str | Path | None = None,
+    settings: Mapping[str, object] | None = None,
 ) -> Study | Suite:
     """A study or, when the file declares ``parts``, a suite. For a suite, ``runs_dir``
     and ``out`` are roots: part P's runs go to ``<runs_dir>/<P's name>`` and its report
-    to ``<out>/<P's name>``, so the parts never share a directory."""
+    to ``<out>/<P's name>``, so the parts never share a directory. ``settings``: this
+    machine's data paths and execution (:func:`~contrastkit.study.config.check_settings`),
+    for every arm of every part."""
     path = Path(path)
     data = load_yaml(path)
     if "parts" not in data:
-        return load_study(path, runs_dir=runs_dir, out=out)
+        return load_study(path, runs_dir=runs_dir, out=out, settings=settings)
     unknown = sorted(set(data) - SUITE_KEYS)
     if unknown:
         raise ValueError(
@@ -74,7 +80,7 @@ def load_config(
             raise ValueError(f"suite config {str(path)!r}: part {str(source)!r} does not exist")
         if "parts" in load_yaml(source):
             raise ValueError(f"suite config {str(path)!r}: part {str(source)!r} is a suite")
-        part = load_study(source)
+        part = load_study(source, settings=settings)
         roots = {"runs_dir": runs_dir, "out": out}
         moved = {key: Path(root) / part.name for key, root in roots.items() if root is not None}
         parts.append(dataclasses.replace(part, **moved))

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from contrastkit.cli import main
 from contrastkit.study import load_study, run_study, write_report
 from contrastkit.study.records import RECORDS, RunRecord, load_records
 
@@ -82,3 +83,28 @@ def test_per_step_traces_are_kept_as_their_spread(tmp_path: Path) -> None:
     (record,) = RunRecord.from_directory(tmp_path).history
     assert set(record) == {"epoch", "temperature", "temperature_step_sd"}
     assert record["temperature_step_sd"] == pytest.approx((2 / 3) ** 0.5 * 0.1)
+
+
+def test_machine_settings_reach_every_arm_and_keep_recorded_runs(tmp_path: Path) -> None:
+    study = load_study(_study(tmp_path))
+    assert len(run_study(study, log=False).finished) == 4
+    write_report(study, "cmd")
+    shutil.rmtree(study.runs_dir)
+    # another machine: its own device and threads; the recorded runs are still the study's
+    here = load_study(_study(tmp_path), settings={"device": "cpu", "threads": 2})
+    assert {(a.config.device, a.config.threads) for a in here.arms} == {("cpu", 2)}
+    again = run_study(here, log=False)
+    assert again.finished == [] and len(again.skipped) == 4
+
+
+def test_set_refuses_the_protocol_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(ValueError, match="--set epochs, lr: a study's protocol is its config's"):
+        load_study(_study(tmp_path), settings={"epochs": 3, "lr": 0.1, "device": "cpu"})
+    path = str(_study(tmp_path))
+    assert main(["study", path, "--set", "batch_size=8", "--status"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "--set batch_size" in err and len(err.splitlines()) == 1
+    assert main(["study", path, "--set", "threads", "--status"]) == 2
+    assert "--set expects key=value" in capsys.readouterr().err
