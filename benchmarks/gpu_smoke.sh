@@ -9,6 +9,8 @@
 #   PAIRS="simclr:macl moco:infonce" bash benchmarks/gpu_smoke.sh          # a subset
 #   TEXT=0 bash benchmarks/gpu_smoke.sh          # skip the sentence part (needs the text extra)
 #
+# Then a two-arm study of the embedded digits runs on the device (`contrastkit study --set
+# device=...`), is resumed once (nothing is retrained) and prints its verdict line.
 # With the text extra installed, it then runs 16 SimCSE steps (batch 64, the simcse framework
 # of the shared loop) of the default MiniLM on generated sentences with MACL and with mMHE
 # under the same device and precision,
@@ -54,6 +56,31 @@ final = json.loads((Path(sys.argv[1]) / "final.json").read_text())
 print(f"device {final['device']} ({final['gpu_name']}), precision {final['precision']}, "
       f"compile {final['compile']}, torch {final['torch_version']}; runs in {Path(sys.argv[1]).parent}")
 PY
+
+# a study end to end on this device: 2 arms x 3 seeds of 2 epochs on the embedded digits,
+# resumed once (the second call trains nothing), then its report's verdict lines
+cat > "$OUT/study.yaml" <<YAML
+name: smoke
+paper: smoke
+table: smoke
+claim: "MACL beats NT-Xent (smoke test: 2 epochs, not a result)"
+out: $OUT/study
+runs_dir: $OUT/study/runs
+base: {framework: simclr, dataset: digits, epochs: 2, batch_size: 128, precision: $PRECISION}
+baseline: ntxent
+seeds: [0, 1, 2]
+metric: linear_accuracy
+arms: [{label: ntxent, loss: ntxent}, {label: macl, loss: macl}]
+YAML
+[ "$COMPILE" = --compile ] && compiled=true || compiled=false
+for pass in 1 2; do
+  "$PYTHON" -m contrastkit.cli study "$OUT/study.yaml" --set device="$DEVICE" \
+    --set compile=$compiled --set threads="$THREADS" > "$OUT/study-$pass.log" 2>&1 \
+    || { echo "study FAILED: see $OUT/study-$pass.log"; exit 1; }
+done
+grep -q "0 runs finished now, 6 already finished" "$OUT/study-2.log" \
+  || { echo "study resume FAILED: see $OUT/study-2.log"; exit 1; }
+echo "study (2 arms x 3 seeds): $(grep ' vs ' "$OUT/study-2.log")  report $OUT/study/REPORT.md"
 
 TEXT=${TEXT:-1}
 if [ "$TEXT" = 1 ] && "$PYTHON" -c "import transformers" 2>/dev/null; then
