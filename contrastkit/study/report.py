@@ -261,9 +261,10 @@ def _why_table(results: dict[str, Any], pct: str) -> list[str]:
         "(Wang & Isola, 2020, Eqs. 4-5); `label_alignment` (lower: samples with similar "
         "labels land closer) and `label_uniformity` (lower: more spread), LASCon §4.2's "
         "label-aware versions, for runs with labels; every other column is a diagnostic the "
-        "loss logged, "
-        "averaged over its last epoch; a `_step_sd` column is its standard deviation over "
-        "that epoch's steps (how much it moves from batch to batch).",
+        "run logged (the loss's own; for SimCSE runs also the gradient-paradigm paper's "
+        "§3.2 batch geometry, `contrastkit.text.diagnostics`), averaged over its last "
+        "epoch; a `_step_sd` column is its standard deviation over that epoch's steps (how "
+        "much it moves from batch to batch).",
         "",
         "| arm | " + " | ".join(keys) + " |",
         "|---|" + "---|" * len(keys),
