@@ -18,7 +18,7 @@ from .fixtures import write_downstream
 
 
 def simcse_argv(tmp_path: Path, model: Path, sentences: list[str]) -> list[str]:
-    """``contrastkit simcse`` on the fixture sentences: 2 epochs of 2 batches of 4."""
+    """``contrastkit simcse`` on the fixture sentences: one epoch of 2 batches of 4."""
     train = tmp_path / "train.txt"
     train.write_text("\n".join(sentences) + "\n")
     dev = tmp_path / "dev.tsv"
