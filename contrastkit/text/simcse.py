@@ -271,6 +271,8 @@ def senteval_tasks(config: TrainConfig, out: str | Path | None) -> tuple[str, ..
         raise ValueError(f"senteval_tasks: unknown {unknown}; choose from {', '.join(TASKS)}")
     if out is None:
         raise ValueError("senteval needs a run directory (it scores the saved best/ model)")
+    if not Path(config.senteval).is_dir():
+        raise FileNotFoundError(f"senteval: {config.senteval!r} is not a folder (downstream/)")
     layout = Layout(Path(config.senteval))
     missing = [str(layout.folder(t)) for t in tasks if not layout.folder(t).is_dir()]
     if missing:

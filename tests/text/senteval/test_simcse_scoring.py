@@ -79,6 +79,7 @@ def test_sts_b_without_a_test_split_is_left_out_of_the_average(
     [
         (["--senteval-tasks", "STS12,STS99"], "senteval_tasks: unknown ['STS99']"),
         (["--senteval-tasks", "STS12,CR"], "senteval: no task folder"),
+        (["--senteval-tasks", "STS12", "--senteval", "nowhere"], "'nowhere' is not a folder"),
     ],
 )
 def test_bad_senteval_options_fail_before_the_run_directory_is_made(
@@ -95,7 +96,7 @@ def test_bad_senteval_options_fail_before_the_run_directory_is_made(
     (root / "CR").rmdir()
     run = tmp_path / "run"
     argv = [*simcse_argv(tmp_path, tiny_bert, sentences), "--out", str(run)]
-    assert main([*argv, "--senteval", str(root), *extra]) == 2
+    assert main([*argv, "--senteval", str(root), *extra]) == 2  # a later --senteval wins
     err = capsys.readouterr().err.strip()
     assert message in err and len(err.splitlines()) == 1
     assert not run.exists()
