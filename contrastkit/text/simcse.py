@@ -10,8 +10,8 @@ sentence per line; any text set works, its labels unused), trained by
 schedule, engine, checkpoints, ``metrics.jsonl``, ``final.json``) with
 
 * views that are the same sentences (the dropout masks differ; no augmentation);
-* STS Spearman on ``sts_dev`` before training, every ``eval_steps`` batches and after the
-  last one, the best model saved to ``<run>/best`` (``save_pretrained``: a
+* STS Spearman on ``sts_dev`` before training, every ``eval_steps`` batches and at the
+  end of every epoch, the best model saved to ``<run>/best`` (``save_pretrained``: a
   sentence-transformers folder) — SimCSE's model selection; without ``sts_dev`` the final
   model is saved there;
 * ``<run>/history.json`` (:class:`SimCSEHistory`): the dev scores, the loss, the loss's
