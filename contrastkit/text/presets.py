@@ -25,6 +25,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..frameworks.simcse import SimCSE
+
 SIMCSE = "Gao et al., 2021 (SimCSE), unsupervised, App. A"
 MACL = "MACL App. B.4"
 PARADIGM = "Li, Zhang & Nie, ACL 2024, App. A.4"
@@ -63,11 +65,13 @@ def _train(batch_size: int, lr: float, dropout: float = 0.1) -> dict[str, object
 
 
 def _build() -> dict[str, Preset]:
+    # the losses' sentence settings are the simcse framework's (SimCSE.loss_defaults)
+    infonce = SimCSE.loss_defaults["infonce"]
     presets = [
-        Preset("simcse-unsup-bert", SIMCSE, "infonce", {"temperature": 0.05}, _train(64, 3e-5)),
-        Preset("simcse-unsup-roberta", SIMCSE, "infonce", {"temperature": 0.05}, _train(64, 1e-5)),
+        Preset(f"simcse-unsup-{backbone}", SIMCSE, "infonce", dict(infonce), _train(64, lr))
+        for backbone, lr in (("bert", 3e-5), ("roberta", 1e-5))
     ]
-    macl = {"temperature": 0.05, "alpha": 2.0, "a0": 0.8, "reweight": False}
+    macl = SimCSE.loss_defaults["macl"]
     for backbone, lr in (("bert", 3e-5), ("roberta", 1e-5)):
         presets.append(Preset(f"macl-{backbone}", MACL, "macl", dict(macl), _train(64, lr, 0.2)))
     # (batch size, lr, m, τ, r): Table 4 (BERT-base) and Table 5 (RoBERTa-base)
