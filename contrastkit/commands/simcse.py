@@ -124,16 +124,10 @@ def run(args: argparse.Namespace) -> int:
             f"{100 * final['sts_dev_spearman_best']:.2f} at step {final['best_step']}; "
             f"{final['steps']} steps in {final['train_time_s']:.0f} s"
         )
-    if "senteval_sts_avg" in final or "senteval_transfer_avg" in final:
-        averages = ", ".join(
-            f"{name} {final[key]:.2f}"
-            for name, key in (
-                ("STS avg", "senteval_sts_avg"),
-                ("transfer avg", "senteval_transfer_avg"),
-            )
-            if key in final
-        )
-        print(f"SentEval of {out}/{BEST}: {averages} ({out}/senteval.md)")
+    names = {"senteval_sts_avg": "STS avg", "senteval_transfer_avg": "transfer avg"}
+    averages = [f"{name} {final[key]:.2f}" for key, name in names.items() if key in final]
+    if averages:
+        print(f"SentEval of {out}/{BEST}: {', '.join(averages)} ({out}/senteval.md)")
     plot_diagnostics(out / HISTORY, out / "diagnostics.png")
     print(f"saved {out}/{BEST}, {out}/{HISTORY}, {out}/final.json and {out}/diagnostics.png")
     return 0
