@@ -18,7 +18,6 @@ from ..text.simcse import (
     HISTORY,
     SimCSETrainer,
     loss_hyperparameters,
-    senteval_tasks,
 )
 from ..training import TrainConfig
 from ..training.config_io import parse_assignments
@@ -107,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
     loss_args = {**preset_loss_args, **parse_assignments(args.loss_arg)}
     check_run("simcse", args.loss, loss_args, {})  # the loss and its arguments, up front
     config = config_from_args(args, loss_args)  # every value checked before --out is touched
-    senteval_tasks(config, args.out)
+    SimCSETrainer.check_paths(config, args.out)
     out = prepare_run_dir(args.out, overwrite=args.overwrite, resume=args.resume)
     trainer = SimCSETrainer(config, out, progress=not args.no_progress)
     encoder = trainer.model.encoder.encoder

@@ -247,9 +247,11 @@ def run(args: argparse.Namespace) -> int:
             raise ValueError(f"--{flag} needs --out (the run directory)")
     if args.resume and not Path(out).is_dir():
         raise ValueError(f"--resume: run directory {str(out)!r} does not exist")
+    cls = trainer_class(config)
+    cls.check_paths(config, out)
     if out is not None:
         out = prepare_run_dir(out, resume=args.resume, overwrite=args.overwrite)
-    trainer = trainer_class(config)(config, out, progress=not args.no_progress)
+    trainer = cls(config, out, progress=not args.no_progress)
     final = trainer.fit(resume=args.resume)
     if final:  # under torchrun only rank 0 evaluates
         print(json.dumps({k: v for k, v in final.items() if k != "config"}, indent=2))

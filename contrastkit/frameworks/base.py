@@ -41,8 +41,8 @@ class Framework(nn.Module):
         super().__init__()
         self.encoder = encoder
         self.loss_name = loss
-        self.loss_kind = self.check_loss(loss).inputs
-        self.loss = self.make_loss(loss, loss_kwargs, encoder.feature_dim)
+        self.loss = self.make_loss(loss, loss_kwargs, encoder.feature_dim)  # checks the loss
+        self.loss_kind = losses.info(loss).inputs
         self.num_views = 2
 
     @classmethod

@@ -137,6 +137,10 @@ class SimCSETrainer(Trainer):
         self.temperature = float(loss_hyperparameters(self.model.loss).get("temperature", 0.05))
         self._start = time.perf_counter()
 
+    @classmethod
+    def check_paths(cls, config: TrainConfig, out: str | Path | None) -> None:
+        senteval_tasks(config, out)
+
     def build_encoder(self) -> nn.Module:
         return text_encoder(self.config)
 

@@ -79,6 +79,11 @@ class Trainer:
 
     epoch_features = True  # evaluated epochs compute frozen features (kNN, online probe)
 
+    @classmethod
+    def check_paths(cls, config: TrainConfig, out: str | Path | None) -> None:
+        """Refuse, before a command creates ``out``, the paths this trainer would refuse
+        when built; the base trainer checks its paths as it loads them."""
+
     def __init__(
         self, config: TrainConfig, out: str | Path | None = None, progress: bool = True
     ) -> None:

@@ -17,17 +17,25 @@ from contrastkit.training import TrainConfig
 from .fixtures import write_downstream
 
 
-def simcse_argv(tmp_path: Path, model: Path, sentences: list[str]) -> list[str]:
-    """``contrastkit simcse`` on the fixture sentences: one epoch of 2 batches of 4."""
+def simcse_argv(
+    tmp_path: Path, model: Path, sentences: list[str], command: str = "simcse"
+) -> list[str]:
+    """``contrastkit simcse`` (or ``train --framework simcse``) on the fixture sentences:
+    one epoch of 2 batches of 4."""
     train = tmp_path / "train.txt"
     train.write_text("\n".join(sentences) + "\n")
     dev = tmp_path / "dev.tsv"
     pairs = zip(sentences[0::2], sentences[1::2], [5, 1, 4, 0.5, 3, 2], strict=True)
     dev.write_text("\n".join(f"{a}\t{b}\t{y}" for a, b, y in pairs) + "\n")
-    return ["simcse", "--model", str(model), "--train-file", str(train), "--sts-dev",
-            str(dev), "--sts-format", "tsv", "--batch-size", "4", "--max-length", "12",
-            "--epochs", "1", "--max-steps", "2", "--eval-every", "1", "--device", "cpu",
-            "--no-progress", "--threads", "1"]  # fmt: skip
+    common = ["--sts-dev", str(dev), "--sts-format", "tsv", "--batch-size", "4",
+              "--max-length", "12", "--epochs", "1", "--device", "cpu", "--no-progress",
+              "--threads", "1"]  # fmt: skip
+    if command == "train":
+        return ["train", "--framework", "simcse", "--loss", "infonce", "--dataset",
+                "sentences", "--data-root", str(train), "--text-model", str(model),
+                "--epoch-steps", "2", *common]  # fmt: skip
+    return ["simcse", "--model", str(model), "--train-file", str(train), "--max-steps", "2",
+            "--eval-every", "1", *common]  # fmt: skip
 
 
 def test_a_simcse_run_scores_its_selected_model_on_senteval(
@@ -74,6 +82,7 @@ def test_sts_b_without_a_test_split_is_left_out_of_the_average(
     assert final["senteval_sts_avg"] == final["senteval_STS13"]
 
 
+@pytest.mark.parametrize("command", ["simcse", "train"])
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
@@ -89,13 +98,14 @@ def test_bad_senteval_options_fail_before_the_run_directory_is_made(
     capsys: pytest.CaptureFixture[str],
     extra: list[str],
     message: str,
+    command: str,
 ) -> None:
     root = write_downstream(tmp_path / "downstream", n=4)
     for folder in (root / "CR").iterdir():
         folder.unlink()
     (root / "CR").rmdir()
     run = tmp_path / "run"
-    argv = [*simcse_argv(tmp_path, tiny_bert, sentences), "--out", str(run)]
+    argv = [*simcse_argv(tmp_path, tiny_bert, sentences, command), "--out", str(run)]
     assert main([*argv, "--senteval", str(root), *extra]) == 2  # a later --senteval wins
     err = capsys.readouterr().err.strip()
     assert message in err and len(err.splitlines()) == 1
