@@ -237,8 +237,9 @@ def markdown(results: dict[str, Any], command: str, wall: dict[str, float]) -> s
         "",
         "![paired differences](differences.png)",
         "",
-        f"Wall time of the study's invocations: {wall.get('total_s', 0) / 60:.1f} min "
-        f"(sum of per-run training time {wall.get('train_s', 0) / 60:.1f} min).",
+        f"Wall time of the study's runs: {wall.get('total_s', 0) / 60:.1f} min, summed over "
+        "runs and processes (`study_log.jsonl`; evaluation included, a run killed mid-way "
+        f"not counted); training alone: {wall.get('train_s', 0) / 60:.1f} min.",
         "",
         f"Reproduce: `{command}`",
     ]

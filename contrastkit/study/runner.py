@@ -35,7 +35,7 @@ from ..training.label_aware import LabelAwareTrainer, trainer_class
 from .config import Arm, Study
 from .records import IGNORED_KEYS, RunRecord, load_records
 
-STUDY_LOG = "study_log.jsonl"  # one line per invocation: runs finished, wall time
+STUDY_LOG = "study_log.jsonl"  # one line per run that ended or stopped: its wall time
 
 
 class DeadlineError(Exception):
@@ -265,6 +265,7 @@ def run_study(
         if not claim(directory):
             done.busy.append(name)
             continue
+        started = time.perf_counter()  # a duration; the deadline reads time.monotonic
         try:
             state = run_state(directory, config)  # again: the holder may have finished it
             if state == "finished":
@@ -274,22 +275,29 @@ def run_study(
                 print(f"[study] {name} ({state}) -> {directory}", flush=True)
             train(directory, config, state, label_aware, deadline, progress)
         except DeadlineError:
+            log_run(study, name, time.perf_counter() - started, finished=False)
             done.stopped = name
             done.pending.extend(f"{a.label} seed {s}" for s, a in plan[i:])
             break
         finally:
             release(directory)
+        log_run(study, name, time.perf_counter() - started, finished=True)
         done.finished.append(name)
     done.wall_time_s = time.monotonic() - start
-    # in the study folder, beside runs.jsonl, so the report's wall time outlives the runs
-    study.out.mkdir(parents=True, exist_ok=True)
-    with (study.out / STUDY_LOG).open("a") as fh:
-        record = {
-            "finished": done.finished,
-            "stopped": done.stopped,
-            "pending": len(done.pending),
-            "wall_time_s": done.wall_time_s,
-            "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        }
-        fh.write(json.dumps(record) + "\n")
     return done
+
+
+def log_run(study: Study, name: str, seconds: float, finished: bool) -> None:
+    """Append the wall time of run ``name`` (training and final evaluation, this process's
+    part) to ``study_log.jsonl`` in the study folder, as soon as the run ends or stops at
+    the deadline, so a process killed later loses no finished run's time; the report sums
+    these lines."""
+    study.out.mkdir(parents=True, exist_ok=True)
+    record = {
+        "run": name,
+        "finished": finished,
+        "wall_time_s": seconds,
+        "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+    with (study.out / STUDY_LOG).open("a") as fh:
+        fh.write(json.dumps(record) + "\n")

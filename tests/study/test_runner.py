@@ -73,6 +73,13 @@ def test_max_minutes_stops_between_epochs_and_the_rerun_continues_exactly(
     a = json.loads((straight.runs_dir / "ntxent" / "seed0" / "final.json").read_text())
     b = json.loads((directory / "final.json").read_text())
     assert a["knn_accuracy"] == b["knn_accuracy"] and a["alignment"] == b["alignment"]
+    # each part of the run logged its wall time as it ended; the report sums the parts
+    log = [json.loads(x) for x in (study.out / "study_log.jsonl").read_text().splitlines()]
+    parts = [(r["run"], r["finished"]) for r in log]
+    assert parts == [("ntxent seed 0", False), ("ntxent seed 0", True)]
+    assert all(r["wall_time_s"] > 0 for r in log)
+    total = write_report(study, "cmd")["wall_time"]["total_s"]
+    assert total == pytest.approx(log[0]["wall_time_s"] + log[1]["wall_time_s"])
 
 
 def test_more_epochs_extend_finished_runs_and_other_configs_are_refused(tmp_path: Path) -> None:
