@@ -45,6 +45,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="encode under autocast (bf16/fp16); fp32 is SentEval's and the papers' setting",
     )
     parser.add_argument("--threads", type=int, help="torch CPU threads (default: torch's)")
+    parser.add_argument(
+        "--jobs", type=int, default=1, help="transfer classifiers fitted at once (same scores)"
+    )
     parser.add_argument("--pooling", choices=("cls", "mean"), help="override the model's pooling")
     parser.add_argument("--max-length", type=int, help="override the model's maximum length")
     parser.add_argument(
@@ -95,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
             _write(out.with_suffix(".md"), markdown_table(result, name))
 
     result = run_senteval(
-        layout, embed, tasks=tasks, kfold=args.kfold, log=_flush_print, after_task=save
+        layout, embed, tasks, args.kfold, _flush_print, after_task=save, jobs=args.jobs
     )
     save(result)
     print(markdown_table(result, name))

@@ -54,6 +54,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--senteval-tasks", help="comma-separated SentEval tasks (default: all)")
     parser.add_argument(
+        "--senteval-jobs", type=int, default=1, help="SentEval classifiers fitted at once"
+    )
+    parser.add_argument(
         "--out", required=True, help="run folder: best/ model, history.json, final.json"
     )
     parser.add_argument("--model", help="local model folder (default: the MiniLM wheel)")
@@ -151,6 +154,7 @@ def config_from_args(args: argparse.Namespace, loss_args: dict[str, object]) -> 
         eval_steps=args.eval_every if args.sts_dev else None,
         senteval=args.senteval,
         senteval_tasks=args.senteval_tasks,
+        senteval_jobs=args.senteval_jobs,
         batch_size=args.batch_size,
         epochs=args.epochs,
         epoch_steps=args.max_steps,

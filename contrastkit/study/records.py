@@ -35,6 +35,7 @@ ENVIRONMENT_KEYS = (
     "cache_dir",
     "sts_dev",
     "senteval",
+    "senteval_jobs",
     "device",
     "threads",
     "workers",

@@ -244,7 +244,8 @@ class SimCSETrainer(Trainer):
             out / BEST, device=str(self.engine.device), precision=self.config.precision
         )
         layout = Layout(Path(str(self.config.senteval)))
-        result = run_senteval(layout, embed, tasks=self.senteval_tasks, log=lambda _: None)
+        tasks, jobs = self.senteval_tasks, self.config.senteval_jobs
+        result = run_senteval(layout, embed, tasks, log=lambda _: None, jobs=jobs)
         if result.skipped:
             raise FileNotFoundError("; ".join(result.skipped.values()))
         payload = {"model": out.name, "encoder": info, "kfold": 10, **result.to_dict()}

@@ -92,9 +92,11 @@ class TrainConfig:
     sts_format: str = "stsb"  # stsb (STS Benchmark columns) | tsv (s1<TAB>s2<TAB>score)
     eval_steps: int | None = None
     # simcse framework: SentEval's downstream/ folder; the selected model is scored on
-    # senteval_tasks (comma-separated; None: all 14) after training, into final.json
+    # senteval_tasks (comma-separated; None: all 14) after training, into final.json,
+    # fitting senteval_jobs transfer classifiers at once (the scores do not depend on it)
     senteval: str | None = None
     senteval_tasks: str | None = None
+    senteval_jobs: int = 1
     epoch_steps: int | None = None  # batches per epoch (None: every full batch)
     # davis: epochs of end-to-end fine-tuning of encoder + GraphDTA head after pre-training
     # (LASCon App. D.4: 200); None: only the head on frozen embeddings
@@ -182,6 +184,7 @@ class TrainConfig:
             "knn_small_k",
             "eval_every",
             "max_length",
+            "senteval_jobs",
         ):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
@@ -244,6 +247,7 @@ class TrainConfig:
             "threads",
             "save_every",
             "image_size",
+            "linear_epochs",
         ):
             value = getattr(self, name)
             if value is not None and (
@@ -349,8 +353,9 @@ class TrainConfig:
         for name in ("sts_dev", "eval_steps", "senteval", "senteval_tasks"):
             if getattr(self, name) is not None and self.framework != "simcse":
                 raise ValueError(f"{name} applies to framework simcse, not {self.framework!r}")
-        if self.senteval_tasks is not None and self.senteval is None:
-            raise ValueError("senteval_tasks needs senteval (SentEval's downstream/ folder)")
+        for name, unset in (("senteval_tasks", None), ("senteval_jobs", 1)):
+            if getattr(self, name) != unset and self.senteval is None:
+                raise ValueError(f"{name} needs senteval (SentEval's downstream/ folder)")
         if self.pooling not in (None, "cls", "mean"):
             raise ValueError(f"pooling must be cls, mean or null, got {self.pooling!r}")
         if self.dropout is not None and not (
@@ -378,9 +383,7 @@ class TrainConfig:
                 f"{given[0]} applies to image datasets (the linear evaluation protocol), "
                 f"not {self.dataset!r}"
             )
-        e, lr, opt = self.linear_epochs, self.linear_lr, self.linear_optimizer
-        if e is not None and (not isinstance(e, int) or isinstance(e, bool) or e < 1):
-            raise ValueError(f"linear_epochs must be a positive integer or null, got {e!r}")
+        lr, opt = self.linear_lr, self.linear_optimizer
         if lr is not None and (
             not isinstance(lr, int | float) or isinstance(lr, bool) or not 0 < lr < math.inf
         ):

@@ -111,13 +111,15 @@ def _length_order(*columns: list) -> np.ndarray:
     return np.array(sorted(range(len(keys)), key=keys.__getitem__), dtype=np.int64)
 
 
-def _transfer(task: str, folder: Path, embed: Callable[[list[str]], np.ndarray], k: int) -> dict:
+def _transfer(
+    task: str, folder: Path, embed: Callable[[list[str]], np.ndarray], k: int, jobs: int
+) -> dict:
     """One transfer task; embeddings come in file order (so the cache keys stay stable)
     and are then put in SentEval's order (:func:`_length_order`)."""
     if task in readers.BINARY_FILES:
         data = readers.read_binary(folder, task)
         order = _length_order(data.x, data.y)
-        return inner_kfold(embed(data.x)[order], np.array(data.y)[order], k=k)
+        return inner_kfold(embed(data.x)[order], np.array(data.y)[order], k=k, jobs=jobs)
     if task in ("SST2", "TREC"):
         splits = readers.read_sst2(folder) if task == "SST2" else readers.read_trec(folder)
         emb = _embed_splits(embed, {s: d.x for s, d in splits.items()})
@@ -126,8 +128,8 @@ def _transfer(task: str, folder: Path, embed: Callable[[list[str]], np.ndarray],
             order = _length_order(d.x, d.y)
             xs[split], ys[split] = emb[split][order], np.array(d.y)[order]
         if task == "SST2":
-            return split_classifier(xs, ys)
-        return kfold_then_test(xs["train"], ys["train"], xs["test"], ys["test"], k=k)
+            return split_classifier(xs, ys, jobs=jobs)
+        return kfold_then_test(xs["train"], ys["train"], xs["test"], ys["test"], k=k, jobs=jobs)
     pairs = readers.read_mrpc(folder)  # MRPC
     emb = _embed_splits(embed, {s: p.a + p.b for s, p in pairs.items()})
     feats, ys = {}, {}
@@ -135,7 +137,8 @@ def _transfer(task: str, folder: Path, embed: Callable[[list[str]], np.ndarray],
         order = _length_order(p.a, p.b, p.y)
         feats[split] = mrpc_features(emb[split][: len(p)], emb[split][len(p) :])[order]
         ys[split] = np.array(p.y, dtype=int)[order]
-    return kfold_then_test(feats["train"], ys["train"], feats["test"], ys["test"], k=k, f1=True)
+    train, test = (feats["train"], ys["train"]), (feats["test"], ys["test"])
+    return kfold_then_test(*train, *test, k=k, f1=True, jobs=jobs)
 
 
 def _embed_splits(
@@ -155,11 +158,15 @@ def run_senteval(
     kfold: int = 10,
     log: Callable[[str], None] = print,
     after_task: Callable[[SentEvalResult], None] | None = None,
+    jobs: int = 1,
 ) -> SentEvalResult:
     """Evaluate ``tasks``; a task with missing files is skipped with one logged line.
 
     ``after_task`` is called with the results so far after every evaluated task (the
-    command uses it to keep ``--out`` current during long runs)."""
+    command uses it to keep ``--out`` current during long runs); ``jobs`` transfer-task
+    classifiers are fitted at once (:mod:`.transfer`; the scores do not depend on it)."""
+    if jobs < 1:
+        raise ValueError(f"--jobs must be a positive integer, got {jobs}")
     unknown = [t for t in tasks if t not in TASKS]
     if unknown:
         raise ValueError(f"--tasks: unknown {unknown}; choose from {', '.join(TASKS)}")
@@ -177,7 +184,7 @@ def run_senteval(
                 if "test" not in res:
                     log(f"{task}: no test split in {folder}; reporting {', '.join(res)} only")
             else:
-                res = _transfer(task, folder, task_embed, kfold)
+                res = _transfer(task, folder, task_embed, kfold, jobs)
         except MissingTaskFilesError as exc:
             result.skipped[task] = str(exc)
             log(f"skipped {task}: looked for {', '.join(str(f) for f in exc.files)}")

@@ -25,6 +25,10 @@ numbers can differ from theirs by a few tenths.
 
 MRPC features are ``[|u - v|, u * v]`` (SentEval ``senteval/mrpc.py``); F1 is for the
 paraphrase class.
+
+``jobs`` fits that many classifiers at once in joblib worker processes (the outer folds of
+:func:`inner_kfold`, the ``(C, fold)`` fits of the others); every fit is deterministic, so
+the numbers do not depend on it. With encoding on a GPU these fits are most of the time.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
+from joblib import Parallel, delayed
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import f1_score
@@ -54,17 +59,36 @@ def _acc(clf: LogisticRegression, x: np.ndarray, y: np.ndarray) -> float:
     return round(100.0 * float(clf.score(x, y)), 2)
 
 
+def _fit_score(
+    x: np.ndarray, y: np.ndarray, train: np.ndarray, test: np.ndarray, c: float, seed: int
+) -> float:
+    return float(_fit(x[train], y[train], c, seed).score(x[test], y[test]))
+
+
 def _cv_choose(
-    x: np.ndarray, y: np.ndarray, regs: tuple[float, ...], k: int, seed: int
+    x: np.ndarray, y: np.ndarray, regs: tuple[float, ...], k: int, seed: int, jobs: int = 1
 ) -> tuple[float, float]:
     """``(best C, its mean CV accuracy × 100)`` over ``k`` stratified folds of ``x, y``."""
     folds = list(StratifiedKFold(n_splits=k, shuffle=True, random_state=seed).split(x, y))
-    scores = []
-    for c in regs:
-        accs = [_fit(x[tr], y[tr], c, seed).score(x[te], y[te]) for tr, te in folds]
-        scores.append(round(100.0 * float(np.mean(accs)), 2))
+    calls = (delayed(_fit_score)(x, y, tr, te, c, seed) for c in regs for tr, te in folds)
+    accs = np.array(Parallel(n_jobs=jobs)(calls)).reshape(len(regs), k)
+    scores = [round(100.0 * float(row.mean()), 2) for row in accs]
     best = int(np.argmax(scores))
     return regs[best], scores[best]
+
+
+def _outer_fold(
+    x: np.ndarray,
+    y: np.ndarray,
+    train: np.ndarray,
+    test: np.ndarray,
+    regs: tuple[float, ...],
+    k: int,
+    seed: int,
+) -> tuple[float, float, float]:
+    """One outer fold of :func:`inner_kfold`: ``(test accuracy, inner accuracy, C)``."""
+    c, dev = _cv_choose(x[train], y[train], regs, k, seed)
+    return _acc(_fit(x[train], y[train], c, seed), x[test], y[test]), dev, c
 
 
 def inner_kfold(
@@ -73,20 +97,17 @@ def inner_kfold(
     k: int = 10,
     seed: int = SEED,
     regs: tuple[float, ...] = INNER_REGS,
+    jobs: int = 1,
 ) -> dict[str, object]:
     """Nested CV accuracy (module doc): ``{"acc", "devacc", "C"}`` (``C`` per outer fold)."""
     x, y = np.asarray(x), np.asarray(y)
     outer = StratifiedKFold(n_splits=k, shuffle=True, random_state=seed)
-    tests, devs, chosen = [], [], []
-    for tr, te in outer.split(x, y):
-        c, dev = _cv_choose(x[tr], y[tr], regs, k, seed)
-        tests.append(_acc(_fit(x[tr], y[tr], c, seed), x[te], y[te]))
-        devs.append(dev)
-        chosen.append(c)
+    calls = (delayed(_outer_fold)(x, y, tr, te, regs, k, seed) for tr, te in outer.split(x, y))
+    tests, devs, chosen = zip(*Parallel(n_jobs=jobs)(calls), strict=True)
     return {
         "acc": round(float(np.mean(tests)), 2),
         "devacc": round(float(np.mean(devs)), 2),
-        "C": chosen,
+        "C": list(chosen),
         "n": len(y),
     }
 
@@ -100,9 +121,10 @@ def kfold_then_test(
     seed: int = SEED,
     regs: tuple[float, ...] = KFOLD_REGS,
     f1: bool = False,
+    jobs: int = 1,
 ) -> dict[str, object]:
     """CV on train picks ``C``; test accuracy (and F1 of class 1 with ``f1=True``)."""
-    c, dev = _cv_choose(np.asarray(x_train), np.asarray(y_train), regs, k, seed)
+    c, dev = _cv_choose(np.asarray(x_train), np.asarray(y_train), regs, k, seed, jobs)
     clf = _fit(x_train, y_train, c, seed)
     out: dict[str, object] = {
         "acc": _acc(clf, x_test, y_test),
@@ -121,9 +143,15 @@ def split_classifier(
     y: dict[str, np.ndarray],
     seed: int = SEED,
     regs: tuple[float, ...] = INNER_REGS,
+    jobs: int = 1,
 ) -> dict[str, object]:
     """``C`` chosen on ``x["dev"]``; the train-fit classifier's ``x["test"]`` accuracy."""
-    scores = [_acc(_fit(x["train"], y["train"], c, seed), x["dev"], y["dev"]) for c in regs]
+    n_train, n_dev = len(y["train"]), len(y["dev"])
+    joined_x = np.concatenate([x["train"], x["dev"]])
+    joined_y = np.concatenate([y["train"], y["dev"]])
+    train, dev = np.arange(n_train), np.arange(n_train, n_train + n_dev)
+    calls = (delayed(_fit_score)(joined_x, joined_y, train, dev, c, seed) for c in regs)
+    scores = [round(100.0 * acc, 2) for acc in Parallel(n_jobs=jobs)(calls)]
     best = int(np.argmax(scores))
     clf = _fit(x["train"], y["train"], regs[best], seed)
     return {

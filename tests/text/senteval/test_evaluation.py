@@ -107,6 +107,16 @@ def test_every_task_runs_and_the_table_has_simcse_columns(tmp_path: Path) -> Non
     assert avg == pytest.approx((res.tasks["MR"]["acc"] + res.tasks["CR"]["acc"]) / 2) and n == 2
 
 
+def test_parallel_classifier_fits_give_the_same_scores(tmp_path: Path) -> None:
+    root = write_downstream(tmp_path, n=12)
+    serial = run_senteval(Layout(root), task_embed, kfold=2, log=lambda _: None)
+    parallel = run_senteval(Layout(root), task_embed, kfold=2, log=lambda _: None, jobs=2)
+    assert {"MR", "SST2", "TREC", "MRPC"} <= set(serial.tasks)  # all three CV schemes
+    assert parallel.tasks == serial.tasks
+    with pytest.raises(ValueError, match="--jobs must be a positive integer, got 0"):
+        run_senteval(Layout(root), task_embed, log=lambda _: None, jobs=0)
+
+
 def test_missing_task_is_skipped_with_one_line_naming_files(tmp_path: Path) -> None:
     root = write_downstream(tmp_path, n=10)
     (root / "CR" / "custrev.neg").unlink()

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from contrastkit.cli import main
+from contrastkit.text import senteval as senteval_package
 from contrastkit.text.senteval import Layout, encoder_embedder, run_senteval
 from contrastkit.training import TrainConfig
 
@@ -69,14 +70,22 @@ def test_a_simcse_run_scores_its_selected_model_on_senteval(
 
 
 def test_sts_b_without_a_test_split_is_left_out_of_the_average(
-    tmp_path: Path, tiny_bert: Path, sentences: list[str]
+    tmp_path: Path, tiny_bert: Path, sentences: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     root = write_downstream(tmp_path / "downstream", n=4)
     (root / "STS" / "STSBenchmark" / "sts-test.csv").unlink()  # held out, as here
     run = tmp_path / "run"
     argv = simcse_argv(tmp_path, tiny_bert, sentences)
-    tasks = ["--senteval-tasks", "STS13,STSBenchmark"]
+    tasks = ["--senteval-tasks", "STS13,STSBenchmark", "--senteval-jobs", "3"]
+    jobs = []
+
+    def spy(*args: object, **kwargs: object) -> object:
+        jobs.append(kwargs["jobs"])
+        return run_senteval(*args, **kwargs)
+
+    monkeypatch.setattr(senteval_package, "run_senteval", spy)  # imported at scoring time
     assert main([*argv, "--out", str(run), "--senteval", str(root), *tasks]) == 0
+    assert jobs == [3]
     final = json.loads((run / "final.json").read_text())
     assert "senteval_STSBenchmark" not in final and "senteval_transfer_avg" not in final
     assert final["senteval_sts_avg"] == final["senteval_STS13"]
@@ -118,6 +127,8 @@ def test_bad_senteval_options_fail_before_the_run_directory_is_made(
         ({"senteval": "d"}, "senteval applies to framework simcse, not 'simclr'"),
         ({"sts_dev": "d.tsv"}, "sts_dev applies to framework simcse, not 'simclr'"),
         ({"framework": "simcse", "senteval_tasks": "MR"}, "senteval_tasks needs senteval"),
+        ({"framework": "simcse", "senteval_jobs": 2}, "senteval_jobs needs senteval"),
+        ({"framework": "simcse", "senteval_jobs": 0}, "senteval_jobs must be a positive"),
     ],
 )
 def test_senteval_config_validation(kwargs: dict, message: str) -> None:
