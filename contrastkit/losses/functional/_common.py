@@ -13,14 +13,12 @@ Conventions used throughout :mod:`contrastkit.losses.functional`:
 from __future__ import annotations
 
 import math
-from typing import Literal
 
 import torch
 from torch import Tensor
 
 from ._negatives import DenseNegatives, Negatives
 
-Reduction = Literal["mean", "sum", "none"]
 _REDUCTIONS = ("mean", "sum", "none")
 
 

@@ -93,10 +93,6 @@ class CachedEmbedder:
             os.replace(tmp, path)
         return emb
 
-    def for_task(self, task: str) -> Callable[[list[str]], np.ndarray]:
-        """The embedding function of one task (the form the evaluators take)."""
-        return lambda sentences: self(task, sentences)
-
 
 def default_cache_dir() -> Path:
     """``$XDG_CACHE_HOME/contrastkit/senteval`` (default ``~/.cache/...``)."""
