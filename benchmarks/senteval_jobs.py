@@ -7,7 +7,7 @@ This script times :func:`contrastkit.text.senteval.transfer.inner_kfold` seriall
 ratio taken from timings seconds apart, as on a shared machine a later burst of other work
 would otherwise favour one side), and checks that both give the same numbers.
 
-    OMP_NUM_THREADS=1 python benchmarks/senteval_jobs.py --jobs 2 --rounds 2
+    OMP_NUM_THREADS=1 python benchmarks/senteval_jobs.py --jobs 2 --rounds 2 [--classifier pytorch]
 
 Data: ``--embeddings X.npy --labels Y.npy`` (e.g. a model's CR embeddings), else a
 CR-sized synthetic set (3,775 x 384, unit rows around a shared direction, as mean-pooled
@@ -22,7 +22,7 @@ import time
 
 import numpy as np
 
-from contrastkit.text.senteval.transfer import inner_kfold
+from contrastkit.text.senteval.transfer import Fitting, inner_kfold
 
 
 def synthetic(n: int = 3775, d: int = 384, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -38,6 +38,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--classifier", choices=("sklearn", "pytorch"), default="sklearn")
     parser.add_argument("--embeddings", help="[N, d] .npy of sentence embeddings")
     parser.add_argument("--labels", help="[N] .npy of class labels")
     args = parser.parse_args()
@@ -47,13 +48,14 @@ def main() -> None:
         x, y = np.load(args.embeddings), np.load(args.labels)
     else:
         x, y = synthetic()
-    inner_kfold(x[::10], y[::10], k=2, jobs=args.jobs)  # start the worker processes
+    fittings = {n: Fitting(args.classifier, jobs=n) for n in (1, args.jobs)}
+    inner_kfold(x[::10], y[::10], k=2, fitting=fittings[args.jobs])  # start the workers
     ratios, results = [], {}
     for r in range(args.rounds):
         seconds = {}
         for jobs in (1, args.jobs) if r % 2 == 0 else (args.jobs, 1):
             start = time.perf_counter()
-            results[jobs] = inner_kfold(x, y, jobs=jobs)
+            results[jobs] = inner_kfold(x, y, fitting=fittings[jobs])
             seconds[jobs] = time.perf_counter() - start
         ratios.append(seconds[1] / seconds[args.jobs])
         print(

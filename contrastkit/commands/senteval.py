@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 from pathlib import Path
@@ -46,6 +47,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--threads", type=int, help="torch CPU threads (default: torch's)")
     parser.add_argument(
+        "--classifier",
+        choices=("sklearn", "pytorch"),
+        default="sklearn",
+        help="transfer tasks: sklearn logistic regression, or pytorch: SentEval's Adam one "
+        "that SimCSE's evaluation trains (on --device)",
+    )
+    parser.add_argument(
         "--jobs", type=int, default=1, help="transfer classifiers fitted at once (same scores)"
     )
     parser.add_argument("--pooling", choices=("cls", "mean"), help="override the model's pooling")
@@ -65,6 +73,7 @@ def run(args: argparse.Namespace) -> int:
     from ..text.encoder import default_model_path
     from ..text.senteval import Layout, encoder_embedder, markdown_table, run_senteval
     from ..text.senteval.embed import default_cache_dir
+    from ..text.senteval.transfer import Fitting
     from . import apply_threads
 
     data = Path(args.data)
@@ -73,6 +82,7 @@ def run(args: argparse.Namespace) -> int:
     if args.kfold < 2:
         raise ValueError(f"--kfold must be >= 2, got {args.kfold}")
     apply_threads(args.threads)
+    fitting = Fitting(args.classifier, jobs=args.jobs)  # checked before any encoding
     tasks = tuple(t.strip() for t in args.tasks.split(",") if t.strip())
     cache = (
         None if args.no_cache else Path(args.cache_dir) if args.cache_dir else default_cache_dir()
@@ -86,6 +96,7 @@ def run(args: argparse.Namespace) -> int:
         cache_dir=cache,
         precision=args.precision,
     )
+    fitting = dataclasses.replace(fitting, device=str(info["device"]))
     layout = Layout(data, Path(args.stsb) if args.stsb else None)
     name = args.name or _display_name(Path(str(info["model"])))
 
@@ -93,12 +104,18 @@ def run(args: argparse.Namespace) -> int:
         if args.out:
             out = Path(args.out)
             out.parent.mkdir(parents=True, exist_ok=True)
-            payload = {"model": name, "encoder": info, "kfold": args.kfold, **result.to_dict()}
+            payload = {
+                "model": name,
+                "encoder": info,
+                "kfold": args.kfold,
+                "classifier": fitting.kind,
+                **result.to_dict(),
+            }
             _write(out, json.dumps(payload, indent=2) + "\n")
             _write(out.with_suffix(".md"), markdown_table(result, name))
 
     result = run_senteval(
-        layout, embed, tasks, args.kfold, _flush_print, after_task=save, jobs=args.jobs
+        layout, embed, tasks, args.kfold, _flush_print, after_task=save, fitting=fitting
     )
     save(result)
     print(markdown_table(result, name))

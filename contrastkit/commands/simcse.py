@@ -54,6 +54,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--senteval-tasks", help="comma-separated SentEval tasks (default: all)")
     parser.add_argument(
+        "--senteval-classifier",
+        choices=("sklearn", "pytorch"),
+        default="sklearn",
+        help="SentEval's transfer classifier (pytorch: the Adam one SimCSE's evaluation trains)",
+    )
+    parser.add_argument(
         "--senteval-jobs", type=int, default=1, help="SentEval classifiers fitted at once"
     )
     parser.add_argument(
@@ -154,6 +160,7 @@ def config_from_args(args: argparse.Namespace, loss_args: dict[str, object]) -> 
         eval_steps=args.eval_every if args.sts_dev else None,
         senteval=args.senteval,
         senteval_tasks=args.senteval_tasks,
+        senteval_classifier=args.senteval_classifier,
         senteval_jobs=args.senteval_jobs,
         batch_size=args.batch_size,
         epochs=args.epochs,

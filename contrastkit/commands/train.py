@@ -52,6 +52,7 @@ FLAGS: dict[str, tuple[str, type, str]] = {
     "--eval-steps": ("eval_steps", int, "simcse framework: score --sts-dev every K batches"),
     "--senteval": ("senteval", str, "simcse framework: score the best model on SentEval DIR"),
     "--senteval-tasks": ("senteval_tasks", str, "simcse framework: comma-separated SentEval tasks"),
+    "--senteval-classifier": ("senteval_classifier", str, "simcse framework: sklearn or pytorch"),
     "--senteval-jobs": ("senteval_jobs", int, "simcse framework: SentEval classifiers at once"),
     "--epoch-steps": ("epoch_steps", int, "batches per epoch (default: every full batch)"),
     "--stem": ("stem", str, "resnet stem: cifar (3x3, no pool) or imagenet (7x7 + pool)"),

@@ -239,16 +239,24 @@ class SimCSETrainer(Trainer):
             markdown_table,
             run_senteval,
         )
+        from .senteval.transfer import Fitting
 
-        embed, info = encoder_embedder(
-            out / BEST, device=str(self.engine.device), precision=self.config.precision
+        cfg, device = self.config, str(self.engine.device)
+        embed, info = encoder_embedder(out / BEST, device=device, precision=cfg.precision)
+        layout = Layout(Path(str(cfg.senteval)))
+        fitting = Fitting(cfg.senteval_classifier, device, cfg.senteval_jobs)
+        result = run_senteval(
+            layout, embed, self.senteval_tasks, log=lambda _: None, fitting=fitting
         )
-        layout = Layout(Path(str(self.config.senteval)))
-        tasks, jobs = self.senteval_tasks, self.config.senteval_jobs
-        result = run_senteval(layout, embed, tasks, log=lambda _: None, jobs=jobs)
         if result.skipped:
             raise FileNotFoundError("; ".join(result.skipped.values()))
-        payload = {"model": out.name, "encoder": info, "kfold": 10, **result.to_dict()}
+        payload = {
+            "model": out.name,
+            "encoder": info,
+            "kfold": 10,
+            "classifier": fitting.kind,
+            **result.to_dict(),
+        }
         atomic_write_text(out / SENTEVAL, json.dumps(payload, indent=2) + "\n")
         atomic_write_text((out / SENTEVAL).with_suffix(".md"), markdown_table(result, out.name))
         scores = {f"senteval_{t}": result.score(t) for t in self.senteval_tasks}

@@ -92,10 +92,11 @@ class TrainConfig:
     sts_format: str = "stsb"  # stsb (STS Benchmark columns) | tsv (s1<TAB>s2<TAB>score)
     eval_steps: int | None = None
     # simcse framework: SentEval's downstream/ folder; the selected model is scored on
-    # senteval_tasks (comma-separated; None: all 14) after training, into final.json,
-    # fitting senteval_jobs transfer classifiers at once (the scores do not depend on it)
+    # senteval_tasks (comma-separated; None: all 14) after training, into final.json, with
+    # the senteval_classifier (sklearn | pytorch: SentEval's Adam one), senteval_jobs at once
     senteval: str | None = None
     senteval_tasks: str | None = None
+    senteval_classifier: str = "sklearn"
     senteval_jobs: int = 1
     epoch_steps: int | None = None  # batches per epoch (None: every full batch)
     # davis: epochs of end-to-end fine-tuning of encoder + GraphDTA head after pre-training
@@ -248,6 +249,8 @@ class TrainConfig:
             "save_every",
             "image_size",
             "linear_epochs",
+            "eval_steps",
+            "epoch_steps",
         ):
             value = getattr(self, name)
             if value is not None and (
@@ -353,8 +356,13 @@ class TrainConfig:
         for name in ("sts_dev", "eval_steps", "senteval", "senteval_tasks"):
             if getattr(self, name) is not None and self.framework != "simcse":
                 raise ValueError(f"{name} applies to framework simcse, not {self.framework!r}")
-        for name, unset in (("senteval_tasks", None), ("senteval_jobs", 1)):
-            if getattr(self, name) != unset and self.senteval is None:
+        if self.senteval_classifier not in ("sklearn", "pytorch"):
+            raise ValueError(
+                f"senteval_classifier must be sklearn or pytorch, got {self.senteval_classifier!r}"
+            )
+        unset = (("senteval_tasks", None), ("senteval_classifier", "sklearn"), ("senteval_jobs", 1))
+        for name, default in unset:
+            if getattr(self, name) != default and self.senteval is None:
                 raise ValueError(f"{name} needs senteval (SentEval's downstream/ folder)")
         if self.pooling not in (None, "cls", "mean"):
             raise ValueError(f"pooling must be cls, mean or null, got {self.pooling!r}")
@@ -366,12 +374,6 @@ class TrainConfig:
             raise ValueError(f"sts_format must be stsb or tsv, got {self.sts_format!r}")
         if self.eval_steps is not None and self.sts_dev is None:
             raise ValueError("eval_steps needs sts_dev (the STS pairs to evaluate)")
-        for name in ("eval_steps", "epoch_steps"):
-            value = getattr(self, name)
-            if value is not None and (
-                not isinstance(value, int) or isinstance(value, bool) or value < 1
-            ):
-                raise ValueError(f"{name} must be a positive integer or null, got {value!r}")
 
     def _validate_linear_eval(self) -> None:
         keys = ("linear_epochs", "linear_lr", "linear_optimizer")

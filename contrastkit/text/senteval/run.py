@@ -19,7 +19,14 @@ import numpy as np
 from . import readers
 from .readers import MissingTaskFilesError
 from .sts import evaluate_sts_set, evaluate_sts_year
-from .transfer import inner_kfold, kfold_then_test, mrpc_features, split_classifier
+from .transfer import (
+    SKLEARN,
+    Fitting,
+    inner_kfold,
+    kfold_then_test,
+    mrpc_features,
+    split_classifier,
+)
 
 STS_TASKS = ("STS12", "STS13", "STS14", "STS15", "STS16", "STSBenchmark", "SICKRelatedness")
 TRANSFER_TASKS = ("MR", "CR", "SUBJ", "MPQA", "SST2", "TREC", "MRPC")
@@ -112,14 +119,14 @@ def _length_order(*columns: list) -> np.ndarray:
 
 
 def _transfer(
-    task: str, folder: Path, embed: Callable[[list[str]], np.ndarray], k: int, jobs: int
+    task: str, folder: Path, embed: Callable[[list[str]], np.ndarray], k: int, fitting: Fitting
 ) -> dict:
     """One transfer task; embeddings come in file order (so the cache keys stay stable)
     and are then put in SentEval's order (:func:`_length_order`)."""
     if task in readers.BINARY_FILES:
         data = readers.read_binary(folder, task)
         order = _length_order(data.x, data.y)
-        return inner_kfold(embed(data.x)[order], np.array(data.y)[order], k=k, jobs=jobs)
+        return inner_kfold(embed(data.x)[order], np.array(data.y)[order], k=k, fitting=fitting)
     if task in ("SST2", "TREC"):
         splits = readers.read_sst2(folder) if task == "SST2" else readers.read_trec(folder)
         emb = _embed_splits(embed, {s: d.x for s, d in splits.items()})
@@ -128,8 +135,9 @@ def _transfer(
             order = _length_order(d.x, d.y)
             xs[split], ys[split] = emb[split][order], np.array(d.y)[order]
         if task == "SST2":
-            return split_classifier(xs, ys, jobs=jobs)
-        return kfold_then_test(xs["train"], ys["train"], xs["test"], ys["test"], k=k, jobs=jobs)
+            return split_classifier(xs, ys, fitting=fitting)
+        train, test = (xs["train"], ys["train"]), (xs["test"], ys["test"])
+        return kfold_then_test(*train, *test, k=k, fitting=fitting)
     pairs = readers.read_mrpc(folder)  # MRPC
     emb = _embed_splits(embed, {s: p.a + p.b for s, p in pairs.items()})
     feats, ys = {}, {}
@@ -138,7 +146,7 @@ def _transfer(
         feats[split] = mrpc_features(emb[split][: len(p)], emb[split][len(p) :])[order]
         ys[split] = np.array(p.y, dtype=int)[order]
     train, test = (feats["train"], ys["train"]), (feats["test"], ys["test"])
-    return kfold_then_test(*train, *test, k=k, f1=True, jobs=jobs)
+    return kfold_then_test(*train, *test, k=k, f1=True, fitting=fitting)
 
 
 def _embed_splits(
@@ -158,15 +166,13 @@ def run_senteval(
     kfold: int = 10,
     log: Callable[[str], None] = print,
     after_task: Callable[[SentEvalResult], None] | None = None,
-    jobs: int = 1,
+    fitting: Fitting = SKLEARN,
 ) -> SentEvalResult:
     """Evaluate ``tasks``; a task with missing files is skipped with one logged line.
 
     ``after_task`` is called with the results so far after every evaluated task (the
-    command uses it to keep ``--out`` current during long runs); ``jobs`` transfer-task
-    classifiers are fitted at once (:mod:`.transfer`; the scores do not depend on it)."""
-    if jobs < 1:
-        raise ValueError(f"--jobs must be a positive integer, got {jobs}")
+    command uses it to keep ``--out`` current during long runs); ``fitting`` says which
+    transfer classifier and how many fits at once (:class:`~.transfer.Fitting`)."""
     unknown = [t for t in tasks if t not in TASKS]
     if unknown:
         raise ValueError(f"--tasks: unknown {unknown}; choose from {', '.join(TASKS)}")
@@ -184,7 +190,7 @@ def run_senteval(
                 if "test" not in res:
                     log(f"{task}: no test split in {folder}; reporting {', '.join(res)} only")
             else:
-                res = _transfer(task, folder, task_embed, kfold, jobs)
+                res = _transfer(task, folder, task_embed, kfold, fitting)
         except MissingTaskFilesError as exc:
             result.skipped[task] = str(exc)
             log(f"skipped {task}: looked for {', '.join(str(f) for f in exc.files)}")

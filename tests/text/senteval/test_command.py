@@ -9,6 +9,7 @@ import pytest
 
 from contrastkit.cli import main
 from contrastkit.text.senteval import resolve_model
+from contrastkit.text.senteval.logreg import L2_GRID
 
 from .fixtures import write_downstream
 
@@ -26,6 +27,10 @@ def test_cli_writes_json_and_table_and_reuses_the_cache(
     argv = ["senteval", "--model", str(run_dir), "--data", str(root), "--device", "cpu"]
     argv += ["--tasks", "STS16,SICKRelatedness,MRPC", "--kfold", "2", "--out", str(out)]
     argv += ["--cache-dir", str(tmp_path / "cache")]
+    torch_out = tmp_path / "res" / "pytorch.json"  # SentEval's PyTorch classifier
+    assert main([*argv[:-4], "--out", str(torch_out), "--classifier", "pytorch", "--no-cache"]) == 0
+    assert json.loads(torch_out.read_text())["MRPC"]["C"] in L2_GRID
+    capsys.readouterr()
     assert main(argv) == 0
     first = capsys.readouterr().out
     data = json.loads(out.read_text())
@@ -38,7 +43,7 @@ def test_cli_writes_json_and_table_and_reuses_the_cache(
     }
     assert data["SICKRelatedness"]["test"]["pairs"] == 20
     assert {"acc", "f1", "C"} <= data["MRPC"].keys()
-    assert data["encoder"]["pooling"] == "mean"
+    assert data["encoder"]["pooling"] == "mean" and data["classifier"] == "sklearn"
     assert "| Model | MR | CR |" in out.with_suffix(".md").read_text()
     assert "encoded 0 sentences" not in first
     assert main(argv) == 0
@@ -95,6 +100,8 @@ def test_cli_bad_precision_and_threads_are_one_line_exit_2(
     base = ["senteval", "--model", str(tiny_st_bert), "--no-cache", "--data", str(root)]
     assert main([*base, "--threads", "0"]) == 2
     assert "--threads must be a positive integer" in capsys.readouterr().err
+    assert main([*base, "--jobs", "0"]) == 2
+    assert "--jobs must be a positive integer" in capsys.readouterr().err
     with pytest.raises(SystemExit) as exc:
         main([*base, "--precision", "fp8"])
     assert exc.value.code == 2

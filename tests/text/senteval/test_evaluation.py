@@ -20,7 +20,9 @@ from contrastkit.text.senteval import (
     run_senteval,
     transfer,
 )
+from contrastkit.text.senteval.logreg import L2_GRID
 from contrastkit.text.senteval.sts import evaluate_sts_year
+from contrastkit.text.senteval.transfer import Fitting
 
 from .fixtures import hash_embed, write_downstream
 
@@ -107,14 +109,29 @@ def test_every_task_runs_and_the_table_has_simcse_columns(tmp_path: Path) -> Non
     assert avg == pytest.approx((res.tasks["MR"]["acc"] + res.tasks["CR"]["acc"]) / 2) and n == 2
 
 
-def test_parallel_classifier_fits_give_the_same_scores(tmp_path: Path) -> None:
+@pytest.mark.parametrize("kind", ["sklearn", "pytorch"])
+def test_parallel_classifier_fits_give_the_same_scores(tmp_path: Path, kind: str) -> None:
     root = write_downstream(tmp_path, n=12)
-    serial = run_senteval(Layout(root), task_embed, kfold=2, log=lambda _: None)
-    parallel = run_senteval(Layout(root), task_embed, kfold=2, log=lambda _: None, jobs=2)
-    assert {"MR", "SST2", "TREC", "MRPC"} <= set(serial.tasks)  # all three CV schemes
-    assert parallel.tasks == serial.tasks
-    with pytest.raises(ValueError, match="--jobs must be a positive integer, got 0"):
-        run_senteval(Layout(root), task_embed, log=lambda _: None, jobs=0)
+    tasks = ("MR", "SST2", "TREC", "MRPC")  # all three CV schemes
+    results = [
+        run_senteval(
+            Layout(root), task_embed, tasks, 2, lambda _: None, fitting=Fitting(kind, jobs=j)
+        )
+        for j in (1, 2)
+    ]
+    assert set(results[0].tasks) == set(tasks)
+    assert results[1].tasks == results[0].tasks
+    grid = transfer.INNER_REGS if kind == "sklearn" else L2_GRID
+    assert set(results[0].tasks["MR"]["C"]) <= set(grid)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [({"jobs": 0}, "--jobs must be a positive integer, got 0"), ({"kind": "svm"}, "--classifier")],
+)
+def test_bad_fitting_settings_are_one_line_errors(kwargs: dict, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        Fitting(**kwargs)
 
 
 def test_missing_task_is_skipped_with_one_line_naming_files(tmp_path: Path) -> None:

@@ -77,15 +77,16 @@ def test_sts_b_without_a_test_split_is_left_out_of_the_average(
     run = tmp_path / "run"
     argv = simcse_argv(tmp_path, tiny_bert, sentences)
     tasks = ["--senteval-tasks", "STS13,STSBenchmark", "--senteval-jobs", "3"]
-    jobs = []
+    fittings = []
 
     def spy(*args: object, **kwargs: object) -> object:
-        jobs.append(kwargs["jobs"])
+        fittings.append(kwargs["fitting"])
         return run_senteval(*args, **kwargs)
 
     monkeypatch.setattr(senteval_package, "run_senteval", spy)  # imported at scoring time
-    assert main([*argv, "--out", str(run), "--senteval", str(root), *tasks]) == 0
-    assert jobs == [3]
+    classifier = ["--senteval-classifier", "pytorch"]
+    assert main([*argv, "--out", str(run), "--senteval", str(root), *tasks, *classifier]) == 0
+    assert [(f.kind, f.jobs, f.device) for f in fittings] == [("pytorch", 3, "cpu")]
     final = json.loads((run / "final.json").read_text())
     assert "senteval_STSBenchmark" not in final and "senteval_transfer_avg" not in final
     assert final["senteval_sts_avg"] == final["senteval_STS13"]
@@ -129,6 +130,8 @@ def test_bad_senteval_options_fail_before_the_run_directory_is_made(
         ({"framework": "simcse", "senteval_tasks": "MR"}, "senteval_tasks needs senteval"),
         ({"framework": "simcse", "senteval_jobs": 2}, "senteval_jobs needs senteval"),
         ({"framework": "simcse", "senteval_jobs": 0}, "senteval_jobs must be a positive"),
+        ({"framework": "simcse", "senteval_classifier": "pytorch"}, "senteval_classifier needs"),
+        ({"framework": "simcse", "senteval_classifier": "svm"}, "must be sklearn or pytorch"),
     ],
 )
 def test_senteval_config_validation(kwargs: dict, message: str) -> None:
