@@ -132,4 +132,18 @@ start = time.perf_counter()
 embed("smoke", sentences)
 print(f"senteval encoding         {len(sentences) / (time.perf_counter() - start):9.0f} sentences/s")
 PY
+  "$PYTHON" - "$DEVICE" <<'PY'
+import sys, time
+import numpy as np
+from contrastkit.engine.device import select_device
+from contrastkit.text.senteval.logreg import fit_logreg
+rng = np.random.default_rng(0)  # SentEval's PyTorch classifier on the device
+x = rng.standard_normal((4000, 384)).astype(np.float32)
+y = (x[:, 0] + 0.5 * rng.standard_normal(4000) > 0).astype(np.int64)
+device = select_device(sys.argv[1])
+start = time.perf_counter()
+model = fit_logreg(x[:3600], y[:3600], 1e-5, 1111, 2, (x[3600:], y[3600:]), device)
+accuracy = float(np.mean(model.predict(x[3600:]) == y[3600:]))
+print(f"senteval pytorch classifier {time.perf_counter() - start:7.2f} s/fit  accuracy {accuracy:.3f}")
+PY
 fi
