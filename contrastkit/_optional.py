@@ -26,6 +26,7 @@ from types import ModuleType
 # top-level import name -> the extra of pyproject.toml that installs it
 EXTRAS: dict[str, str] = {
     "sklearn": "train",
+    "joblib": "train",
     "scipy": "train",
     "matplotlib": "train",
     "mnist1d": "train",
