@@ -83,8 +83,8 @@ def fit_logreg(
         cut = max(int(VALIDATION_SPLIT * len(x)), 1)
         validation = (x[order[:cut]], y[order[:cut]])
         x, y = x[order[cut:]], y[order[cut:]]
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
+    with torch.random.fork_rng(devices=[]):  # the CPU generator only, restored after
+        torch.default_generator.manual_seed(seed)
         linear = nn.Linear(x.shape[1], classes)
     linear.to(device)
     optimizer = torch.optim.Adam(linear.parameters(), weight_decay=l2)
