@@ -360,9 +360,9 @@ class TrainConfig:
             raise ValueError(
                 f"senteval_classifier must be sklearn or pytorch, got {self.senteval_classifier!r}"
             )
-        unset = (("senteval_tasks", None), ("senteval_classifier", "sklearn"), ("senteval_jobs", 1))
-        for name, default in unset:
-            if getattr(self, name) != default and self.senteval is None:
+        defaults = {f.name: f.default for f in dataclasses.fields(self)}
+        for name in ("senteval_tasks", "senteval_classifier", "senteval_jobs"):
+            if getattr(self, name) != defaults[name] and self.senteval is None:
                 raise ValueError(f"{name} needs senteval (SentEval's downstream/ folder)")
         if self.pooling not in (None, "cls", "mean"):
             raise ValueError(f"pooling must be cls, mean or null, got {self.pooling!r}")
