@@ -165,7 +165,7 @@ def inner_kfold(
     y: np.ndarray,
     k: int = 10,
     seed: int = SEED,
-    fitting: Fitting = Fitting(),
+    fitting: Fitting = SKLEARN,
 ) -> dict[str, object]:
     """Nested CV accuracy (module doc): ``{"acc", "devacc", "C"}`` (the chosen
     regularisation per outer fold: C for sklearn, L2 for pytorch)."""
@@ -193,7 +193,7 @@ def kfold_then_test(
     k: int = 10,
     seed: int = SEED,
     f1: bool = False,
-    fitting: Fitting = Fitting(),
+    fitting: Fitting = SKLEARN,
 ) -> dict[str, object]:
     """CV on train picks the regularisation; test accuracy (and F1 of class 1 with
     ``f1=True``)."""
@@ -219,7 +219,7 @@ def split_classifier(
     x: dict[str, np.ndarray],
     y: dict[str, np.ndarray],
     seed: int = SEED,
-    fitting: Fitting = Fitting(),
+    fitting: Fitting = SKLEARN,
 ) -> dict[str, object]:
     """The regularisation chosen on ``x["dev"]``; the train-fit classifier's ``x["test"]``
     accuracy (the PyTorch one stops early on the dev split)."""
