@@ -33,17 +33,6 @@ import torch
 import torch.nn.functional as tf
 from torch import Tensor
 
-DIAGNOSTICS = (
-    "hardest_share",
-    "lemma1_ratio",
-    "lemma1_defined",
-    "pos_cos",
-    "pos_angle_mean",
-    "pos_angle_std",
-    "neg_angle_mean",
-    "neg_angle_std",
-)
-
 
 def lemma1_min_ratio(h: Tensor, pos: Tensor, neg: Tensor, lam: float = 0.1) -> Tensor:
     """Lemma 1's smallest ratio per row of unit ``h, pos, neg [N, d]``; NaN where undefined."""

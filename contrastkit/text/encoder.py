@@ -23,14 +23,12 @@ import json
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Literal
 
 import torch
 from torch import Tensor, nn
 
 from .._optional import require
 
-Pooling = Literal["cls", "mean"]
 POOLINGS: tuple[str, ...] = ("cls", "mean")
 DEFAULT_MAX_LENGTH = 512  # BERT's position limit, when a model declares no length
 # Config attributes that hold dropout rates in common encoders (BERT, RoBERTa, MPNet...
