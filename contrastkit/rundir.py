@@ -5,6 +5,7 @@ atomic writes, and checksummed checkpoints.
   be a directory that can be created and written, and a directory that already holds
   files is refused unless the run resumes it (``resume``) or replaces it (``overwrite``,
   which clears it first), so nothing already written is destroyed or mixed by mistake.
+  :func:`removed_if_unused` takes back the folders a failed command created.
 * :func:`atomic_write_text` / :func:`atomic_write_bytes` write a temporary file in the
   same directory, ``fsync`` it, rename it over the target and ``fsync`` the directory: a
   reader (or a run killed at any instant) sees the old file or the new one, never a part.
@@ -82,6 +83,33 @@ def prepare_run_dir(path: str | Path, resume: bool = False, overwrite: bool = Fa
             "that run, --overwrite to replace it, or choose another --out"
         )
     return path
+
+
+@contextlib.contextmanager
+def removed_if_unused(path: str | Path | None) -> Iterator[None]:
+    """Run the body; if it raises, remove again the folders on the way to ``path`` (``path``
+    included; ``None``: none) that did not exist when it began and are still empty,
+    deepest first.
+
+    A command whose input turns out bad only once its work starts (a dataset too small
+    for the batch, a data file missing) then leaves no empty output folder behind.
+    ``rmdir`` removes empty folders only: nothing written is ever deleted, and a folder
+    that has gained a file (a checkpoint, another process's claim) stays."""
+    new: list[Path] = []
+    if path is not None:
+        target = Path(path).expanduser().absolute()
+        new = [p for p in (target, *target.parents) if not p.exists()]  # deepest first
+    try:
+        yield
+    except BaseException:
+        for folder in new:
+            try:
+                folder.rmdir()
+            except FileNotFoundError:  # never made (the body failed before it)
+                continue
+            except OSError:  # no longer empty: neither it nor its parents are taken back
+                break
+        raise
 
 
 def check_output_file(path: str | Path, flag: str = "--out") -> Path:

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from .._optional import require
-from ..rundir import atomic_write_text, prepare_run_dir, read_jsonl
+from ..rundir import atomic_write_text, prepare_run_dir, read_jsonl, removed_if_unused
 from ..training import FINAL, TrainConfig, load_yaml
 from ..training.checkpoint import METRICS
 from ..training.label_aware import LabelAwareTrainer, trainer_class
@@ -252,6 +252,13 @@ def plot(out: Path, runs: dict[str, list[Path]]) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     planned, seeds, out = plan(args)
+    with removed_if_unused(None if args.summarize_only else out):  # a failed first run
+        return _compare(args, planned, seeds, out)
+
+
+def _compare(
+    args: argparse.Namespace, planned: list[tuple[str, TrainConfig]], seeds: list[int], out: Path
+) -> int:
     if args.summarize_only:
         if not out.is_dir():
             raise ValueError(f"--summarize-only: {str(out)!r} is not a directory")

@@ -8,7 +8,7 @@ import argparse
 import json
 
 from ..frameworks import check_run
-from ..rundir import prepare_run_dir
+from ..rundir import prepare_run_dir, removed_if_unused
 from ..text.data import STS_FORMATS
 from ..text.diagnostics import plot_diagnostics
 from ..text.encoder import POOLINGS
@@ -116,14 +116,15 @@ def run(args: argparse.Namespace) -> int:
     check_run("simcse", args.loss, loss_args, {})  # the loss and its arguments, up front
     config = config_from_args(args, loss_args)  # every value checked before --out is touched
     SimCSETrainer.check_paths(config, args.out)
-    out = prepare_run_dir(args.out, overwrite=args.overwrite, resume=args.resume)
-    trainer = SimCSETrainer(config, out, progress=not args.no_progress)
-    encoder = trainer.model.encoder.encoder
-    print(
-        f"loss {args.loss}: {json.dumps(loss_hyperparameters(trainer.model.loss))}; "
-        f"{encoder.pooling} pooling, dropout {args.dropout}, {len(trainer.train_x)} sentences"
-    )
-    final = trainer.fit(resume=args.resume)
+    with removed_if_unused(args.out):
+        out = prepare_run_dir(args.out, overwrite=args.overwrite, resume=args.resume)
+        trainer = SimCSETrainer(config, out, progress=not args.no_progress)
+        encoder = trainer.model.encoder.encoder
+        print(
+            f"loss {args.loss}: {json.dumps(loss_hyperparameters(trainer.model.loss))}; "
+            f"{encoder.pooling} pooling, dropout {args.dropout}, {len(trainer.train_x)} sentences"
+        )
+        final = trainer.fit(resume=args.resume)
     if "sts_dev_spearman_best" in final:
         first, last = final["sts_dev_spearman_before"], final["sts_dev_spearman_last"]
         print(

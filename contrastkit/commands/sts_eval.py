@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 
-from ..rundir import atomic_write_text, check_output_file
+from ..rundir import atomic_write_text, check_output_file, removed_if_unused
 from ..text.data import STS_FORMATS, read_sts
 from ..text.encoder import POOLINGS, SentenceEncoder, default_model_path
 from ..text.evaluate import sts_spearman
@@ -39,17 +40,19 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"--max-length must be a positive integer, got {args.max_length}")
     if args.batch_size < 1:
         raise ValueError(f"--batch-size must be a positive integer, got {args.batch_size}")
-    out = check_output_file(args.out) if args.out is not None else None
-    pairs = read_sts(args.data, args.format)
-    path = args.model or default_model_path()
-    encoder = SentenceEncoder.from_pretrained(
-        path, pooling=args.pooling, max_length=args.max_length
-    )
-    result = sts_spearman(encoder, pairs, batch_size=args.batch_size)
-    print(
-        f"STS Spearman x100: {100 * result['spearman']:.2f} "
-        f"({result['pairs']} pairs, {encoder.pooling} pooling, model {path})"
-    )
-    if out is not None:
-        atomic_write_text(out, json.dumps(result, indent=2) + "\n")
+    folder = None if args.out is None else Path(args.out).expanduser().parent
+    with removed_if_unused(folder):  # check_output_file creates it
+        out = check_output_file(args.out) if args.out is not None else None
+        pairs = read_sts(args.data, args.format)
+        path = args.model or default_model_path()
+        encoder = SentenceEncoder.from_pretrained(
+            path, pooling=args.pooling, max_length=args.max_length
+        )
+        result = sts_spearman(encoder, pairs, batch_size=args.batch_size)
+        print(
+            f"STS Spearman x100: {100 * result['spearman']:.2f} "
+            f"({result['pairs']} pairs, {encoder.pooling} pooling, model {path})"
+        )
+        if out is not None:
+            atomic_write_text(out, json.dumps(result, indent=2) + "\n")
     return 0

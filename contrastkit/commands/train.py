@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ..frameworks import FRAMEWORK_OPTIONS, check_run
-from ..rundir import prepare_run_dir
+from ..rundir import prepare_run_dir, removed_if_unused
 from ..training import TrainConfig, load_yaml, parse_assignments
 from ..training.label_aware import trainer_class
 
@@ -251,10 +251,10 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"--resume: run directory {str(out)!r} does not exist")
     cls = trainer_class(config)
     cls.check_paths(config, out)
-    if out is not None:
-        out = prepare_run_dir(out, resume=args.resume, overwrite=args.overwrite)
-    trainer = cls(config, out, progress=not args.no_progress)
-    final = trainer.fit(resume=args.resume)
+    with removed_if_unused(out):
+        if out is not None:
+            out = prepare_run_dir(out, resume=args.resume, overwrite=args.overwrite)
+        final = cls(config, out, progress=not args.no_progress).fit(resume=args.resume)
     if final:  # under torchrun only rank 0 evaluates
         print(json.dumps({k: v for k, v in final.items() if k != "config"}, indent=2))
     return 0

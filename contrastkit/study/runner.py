@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..rundir import removed_if_unused
 from ..training import CHECKPOINT, FINAL, METRICS, TrainConfig, Trainer, extendable, length_note
 from ..training.label_aware import LabelAwareTrainer, trainer_class
 from .config import Arm, Study
@@ -262,25 +263,27 @@ def run_study(
         if deadline is not None and time.monotonic() >= deadline:
             done.pending.extend(f"{a.label} seed {s}" for s, a in plan[i:])
             break
-        if not claim(directory):
-            done.busy.append(name)
-            continue
         started = time.perf_counter()  # a duration; the deadline reads time.monotonic
         try:
-            state = run_state(directory, config)  # again: the holder may have finished it
-            if state == "finished":
-                done.skipped.append(name)
-                continue
-            if log:
-                print(f"[study] {name} ({state}) -> {directory}", flush=True)
-            train(directory, config, state, label_aware, deadline, progress)
+            with removed_if_unused(directory):  # a run that fails to start leaves no folder
+                if not claim(directory):
+                    done.busy.append(name)
+                    continue
+                try:
+                    state = run_state(directory, config)  # again: the holder may have finished
+                    if state == "finished":
+                        done.skipped.append(name)
+                        continue
+                    if log:
+                        print(f"[study] {name} ({state}) -> {directory}", flush=True)
+                    train(directory, config, state, label_aware, deadline, progress)
+                finally:
+                    release(directory)
         except DeadlineError:
             log_run(study, name, time.perf_counter() - started, finished=False)
             done.stopped = name
             done.pending.extend(f"{a.label} seed {s}" for s, a in plan[i:])
             break
-        finally:
-            release(directory)
         log_run(study, name, time.perf_counter() - started, finished=True)
         done.finished.append(name)
     done.wall_time_s = time.monotonic() - start

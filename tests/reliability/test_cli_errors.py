@@ -23,8 +23,25 @@ def finished_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return run
 
 
-def _snapshot(root: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(root)): p.read_bytes() for p in root.rglob("*") if p.is_file()}
+def _snapshot(root: Path) -> dict[str, bytes | None]:
+    """Every file's bytes and every folder (``None``) under ``root``."""
+    return {
+        str(p.relative_to(root)): p.read_bytes() if p.is_file() else None
+        for p in root.rglob("*")
+    }
+
+
+NO_DATA_STUDY = """name: s
+paper: P
+table: T
+claim: c
+out: {tmp}/study
+runs_dir: {tmp}/runs
+base: {dataset: cifar10, data_root: {tmp}/nowhere, epochs: 1}
+baseline: a
+seeds: [0]
+arms: [{label: a, loss: ntxent}]
+"""  # {tmp}: the test's folder
 
 
 def _damage(kind: str) -> Callable[[Path], None]:
@@ -99,6 +116,18 @@ CASES: list[tuple[str, list[str], dict[str, bytes], str | None, str]] = [
                          "--loss-arg", "temprature=0.1"], {}, None, "no argument 'temprature'"),
     ("simcse_utf8", ["simcse", "--train-file", "{tmp}/t.txt", "--out", "{tmp}/o"],
      {"t.txt": b"ok\n\xffbad\n"}, None, "line 2 is not UTF-8"),
+    # input found bad once the work starts: the folders made for the output are taken back
+    ("batch_above_data", ["train", *TINY, "--dataset=mnist1d", "--num-samples=10", "--out",
+                          "{tmp}/new/run"], {}, None, "exceeds the 8 training samples"),
+    ("compare_batch_above_data", ["compare", *TINY, "--dataset=mnist1d", "--num-samples=10",
+                                  "--losses", "ntxent", "--out", "{tmp}/cmp"], {}, None,
+     "exceeds the 8 training samples"),
+    ("study_data_missing", ["study", "{tmp}/s.yaml"], {"s.yaml": NO_DATA_STUDY.encode()}, None,
+     "cifar10: none of these exist"),
+    ("simcse_no_train_file", ["simcse", "--train-file", "{tmp}/none.txt", "--out", "{tmp}/o"],
+     {}, None, "none.txt' is not a readable file"),
+    ("sts_out_new_folder", ["sts-eval", "--data", "{tmp}/none.tsv", "--out", "{tmp}/new/r.json"],
+     {}, None, "none.tsv' is not a readable file"),
     ("compare_bad_metrics", ["compare", *TINY, "--losses", "ntxent", "--summarize-only",
                              "--out", "{tmp}/cmp"], {}, "bad_metrics", "line 1 is not a JSON"),
 ]
@@ -111,7 +140,7 @@ def test_bad_input_is_one_line_exit_2(
     argv: list[str], files: dict[str, bytes], damage: str | None, message: str,
 ) -> None:
     for name, data in files.items():
-        (tmp_path / name).write_bytes(data)
+        (tmp_path / name).write_bytes(data.replace(b"{tmp}", str(tmp_path).encode()))
     run = tmp_path / "run"
     if damage is not None:
         shutil.copytree(finished_run, run)

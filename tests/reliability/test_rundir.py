@@ -20,6 +20,7 @@ from contrastkit.rundir import (
     load_checkpoint,
     prepare_run_dir,
     read_jsonl,
+    removed_if_unused,
 )
 from contrastkit.training import CHECKPOINT, FINAL, METRICS, TrainConfig, Trainer
 
@@ -50,6 +51,29 @@ def test_prepare_run_dir_refuses_non_empty_and_bad_paths(tmp_path: Path) -> None
         check_output_file(tmp_path)
     with pytest.raises(ValueError, match="which is a file"):
         check_output_file(afile / "out.json")
+
+
+def test_a_failed_body_takes_back_only_the_empty_folders_it_found_missing(
+    tmp_path: Path,
+) -> None:
+    kept = tmp_path / "kept"
+    kept.mkdir()
+    with pytest.raises(RuntimeError), removed_if_unused(kept / "a" / "b" / "run"):
+        prepare_run_dir(kept / "a" / "b")  # the body made part of the path, then failed
+        raise RuntimeError
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["kept"]
+
+    with pytest.raises(RuntimeError), removed_if_unused(kept / "a" / "run"):
+        (kept / "a" / "run").mkdir(parents=True)
+        (kept / "a" / "note.txt").write_text("x")  # a parent gained a file: it stays
+        raise RuntimeError
+    assert sorted(p.name for p in kept.rglob("*")) == ["a", "note.txt"]
+
+    with removed_if_unused(kept / "ok"):  # no error: what the body made stays
+        (kept / "ok").mkdir()
+    with pytest.raises(RuntimeError), removed_if_unused(None):
+        raise RuntimeError
+    assert (kept / "ok").is_dir()
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root writes anywhere")
