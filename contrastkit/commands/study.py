@@ -20,6 +20,7 @@ from ..study import Study, Suite, load_config, run_study, status, write_report, 
 from ..study.probe import run_probe
 from ..study.records import ENVIRONMENT_KEYS
 from ..study.report import collect, finished_runs, readme_rows
+from ..study.runner import epochs_left, survey
 from ..training.config_io import parse_assignments
 
 NAME = "study"
@@ -80,7 +81,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     mode.add_argument(
         "--status",
         action="store_true",
-        help="train and write nothing: print where every arm × seed stands",
+        help="train and write nothing: print where every arm × seed stands and the epochs "
+        "left",
     )
 
 
@@ -121,15 +123,23 @@ def _probe(study: Study, args: argparse.Namespace) -> None:
 
 
 def _status(study: Study, seeds: list[int] | None, arms: list[str] | None) -> None:
-    states = {
-        (label, seed): state
-        for (label, seed), state in status(study).items()
-        if (seeds is None or seed in seeds) and (arms is None or label in arms)
-    }
+    slots = [
+        slot
+        for slot in survey(study)
+        if (seeds is None or slot.seed in seeds) and (arms is None or slot.label in arms)
+    ]
+    states = status(study, slots)
     for (label, seed), state in states.items():
         print(f"{label} seed {seed}: {state}")
     done = sum(state.startswith("finished") for state in states.values())
-    print(f"[study] {study.name}: {done} of {len(states)} runs finished")
+    left, pace = epochs_left(slots)
+    line = f"[study] {study.name}: {done} of {len(states)} runs finished; {left} epochs left"
+    if pace is not None and left:
+        line += (
+            f", {left * pace / 3600:.1f} h of training at the median {pace:.1f} s per epoch "
+            "logged so far (evaluation not included)"
+        )
+    print(line)
 
 
 def _report(study: Study, command: str, readme: bool) -> dict[str, Any]:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import os
+import statistics
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -203,23 +204,47 @@ def survey(study: Study) -> list[Slot]:
     return slots
 
 
-def status(study: Study) -> dict[tuple[str, int], str]:
-    """:func:`survey` in words, by (arm label, seed): ``finished``, ``finished
-    (runs.jsonl)``, ``epoch N of E`` (continues from its checkpoint), ``new`` or ``other
-    config``, plus ``, claimed by pid P`` while a live process holds an unfinished run."""
+def logged_epochs(slot: Slot) -> list[dict[str, Any]]:
+    """The per-epoch records ``slot``'s run has logged: its ``metrics.jsonl``, else its
+    ``runs.jsonl`` history, else none."""
+    path = slot.directory / METRICS
+    if slot.state in ("finished", "partial") and path.exists():
+        return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return list(slot.record.history) if slot.state == "recorded" and slot.record else []
+
+
+def status(study: Study, slots: list[Slot] | None = None) -> dict[tuple[str, int], str]:
+    """:func:`survey` (or ``slots`` of it) in words, by (arm label, seed): ``finished``,
+    ``finished (runs.jsonl)``, ``epoch N of E`` (continues from its checkpoint), ``new``
+    or ``other config``, plus ``, claimed by pid P`` while a live process holds an
+    unfinished run."""
     out = {}
-    for slot in survey(study):
+    for slot in survey(study) if slots is None else slots:
         state = {"recorded": "finished (runs.jsonl)"}.get(slot.state, slot.state)
         if slot.state == "partial":
-            lines = (slot.directory / METRICS).read_text().splitlines()
-            last = json.loads(lines[-1])["epoch"] if lines else 0
-            state = f"epoch {last} of {slot.config.epochs}"
+            done = logged_epochs(slot)
+            state = f"epoch {done[-1]['epoch'] if done else 0} of {slot.config.epochs}"
         path = claim_path(slot.directory)
         holder = path.read_text().strip() if path.exists() else ""
         if not state.startswith("finished") and holder.isdigit() and _alive(int(holder)):
             state += f", claimed by pid {holder}"
         out[(slot.label, slot.seed)] = state
     return out
+
+
+def epochs_left(slots: list[Slot]) -> tuple[int, float | None]:
+    """The epochs ``slots`` still have to train (a partial run from its last logged
+    epoch; a run of another config counts whole) and the median training seconds per
+    epoch (``epoch_time_s``: evaluation not included) over every epoch they have logged,
+    ``None`` before the first: the pace to expect on the machines that ran them."""
+    left, seconds = 0, []
+    for slot in slots:
+        done = logged_epochs(slot)
+        seconds += [float(r["epoch_time_s"]) for r in done if "epoch_time_s" in r]
+        if slot.state not in ("finished", "recorded"):
+            reached = done[-1]["epoch"] if slot.state == "partial" and done else 0
+            left += slot.config.epochs - reached
+    return left, statistics.median(seconds) if seconds else None
 
 
 @dataclass

@@ -229,7 +229,9 @@ def test_status_names_every_runs_state_and_trains_nothing(
         ("ntxent", 2): "new, claimed by pid 1",
     }
     assert main(["study", str(path), "--status"]) == 0
-    assert "[study] tiny: 2 of 3 runs finished" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "[study] tiny: 2 of 3 runs finished; 2 epochs left, " in out
+    assert "s per epoch logged so far (evaluation not included)" in out
     assert main(["study", str(path), "--status", "--seeds", "1,2"]) == 0
     out = capsys.readouterr().out
     assert "seed 0" not in out and "[study] tiny: 1 of 2 runs finished" in out
@@ -240,6 +242,11 @@ def test_status_names_every_runs_state_and_trains_nothing(
     longer = load_study(_study(tmp_path, arms, [0, 1, 2], base={**TINY, "epochs": 3}))
     states = runner_module.status(longer)
     assert states[("ntxent", 0)] == "epoch 2 of 3" and states[("ntxent", 1)] == "new"
+    # seed 0 continues from epoch 2; seed 1 (a 2-epoch record only) and seed 2 start over
+    left, pace = runner_module.epochs_left(runner_module.survey(longer))
+    metrics = (study.runs_dir / "ntxent" / "seed0" / "metrics.jsonl").read_text().split("\n")
+    times = [json.loads(line)["epoch_time_s"] for line in metrics if line]
+    assert left == 1 + 3 + 3 and len(times) == 2 and pace == pytest.approx(sum(times) / 2)
 
 
 def test_only_label_aware_arms_make_a_study_label_aware(tmp_path: Path) -> None:
