@@ -25,23 +25,9 @@ from pathlib import Path
 from typing import Any
 
 from ..rundir import atomic_write_text
-from ..training import FINAL, METRICS, TRACE_SUFFIX, TrainConfig
+from ..training import ENVIRONMENT_KEYS, FINAL, METRICS, TRACE_SUFFIX, TrainConfig
 
 RECORDS = "runs.jsonl"
-# where a run's data is and how it executes: set per machine (``contrastkit study --set``),
-# never part of what a study declares; the protocol is every other config field
-ENVIRONMENT_KEYS = (
-    "data_root",
-    "cache_dir",
-    "sts_dev",
-    "senteval",
-    "senteval_jobs",
-    "device",
-    "threads",
-    "workers",
-    "compile",
-    "channels_last",
-)
 IGNORED_KEYS = ("modality", *ENVIRONMENT_KEYS)  # differences that do not change the protocol
 
 

@@ -1,12 +1,13 @@
 """Training loop, run configuration and run files."""
 
 from .checkpoint import CHECKPOINT, METRICS, extendable, length_note
-from .config import TrainConfig
+from .config import ENVIRONMENT_KEYS, TrainConfig
 from .config_io import load_yaml, parse_assignments, parse_value
 from .trainer import FINAL, TRACE_SUFFIX, Trainer, epoch_generator
 
 __all__ = [
     "CHECKPOINT",
+    "ENVIRONMENT_KEYS",
     "FINAL",
     "METRICS",
     "TRACE_SUFFIX",

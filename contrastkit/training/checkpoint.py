@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from .. import rundir
 from ..engine import LENGTH_DEPENDENT
 from ..engine.device import rng_state, set_rng_state
+from .config import ENVIRONMENT_KEYS
 
 if TYPE_CHECKING:
     from .config import TrainConfig
@@ -35,8 +36,9 @@ if TYPE_CHECKING:
 
 CHECKPOINT = "checkpoint.pt"
 METRICS = "metrics.jsonl"
-# config keys that may change between a checkpoint and its resumption
-RESUMABLE_CHANGES = ("epochs", "threads", "save_every", "tensorboard", "device")
+# config keys that may change between a checkpoint and its resumption: where the data is
+# and how the run executes (a study's partial runs continue on another machine), logging
+RESUMABLE_CHANGES = ("epochs", "save_every", "tensorboard", *ENVIRONMENT_KEYS)
 
 
 def extendable(config: TrainConfig) -> bool:

@@ -21,6 +21,21 @@ from ..data import AUG_RECIPES, check_jitter, check_modality, dataset_info
 from ..engine import LR_SCALINGS, OPTIMIZERS, PRECISIONS, SCHEDULES, scale_lr
 from ..models import BACKBONES
 
+# where a run's data is and how it executes: set per machine (``contrastkit study --set``),
+# never part of a protocol, and free to change when a run resumes; every other field is
+ENVIRONMENT_KEYS = (
+    "data_root",
+    "cache_dir",
+    "sts_dev",
+    "senteval",
+    "senteval_jobs",
+    "device",
+    "threads",
+    "workers",
+    "compile",
+    "channels_last",
+)
+
 
 @dataclass
 class TrainConfig:

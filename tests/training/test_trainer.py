@@ -86,6 +86,16 @@ def test_run_directory_guards(tmp_path: Path) -> None:
         Trainer(tiny(epochs=2), tmp_path / "empty", False).fit(resume=True)
 
 
+def test_a_run_resumes_on_another_machine_with_its_own_execution_settings(
+    tmp_path: Path,
+) -> None:
+    Trainer(tiny(epochs=1), tmp_path, False).fit()
+    moved = tiny(epochs=2, channels_last=True, workers=0, threads=2)
+    final = Trainer(moved, tmp_path, False).fit(resume=True)
+    assert final["epochs"] == 2 and [r["epoch"] for r in records(tmp_path)] == [1, 2]
+    assert final["config"]["channels_last"] is True
+
+
 def test_batch_larger_than_dataset_is_refused() -> None:
     with pytest.raises(ValueError, match="exceeds the 1437 training samples"):
         Trainer(tiny(batch_size=5000), None, False)
