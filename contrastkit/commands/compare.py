@@ -19,7 +19,7 @@ from typing import Any
 
 from .._optional import require
 from ..rundir import atomic_write_text, prepare_run_dir, read_jsonl, removed_if_unused
-from ..training import FINAL, TrainConfig, load_yaml
+from ..training import ENVIRONMENT_KEYS, FINAL, TrainConfig, load_yaml
 from ..training.checkpoint import METRICS
 from ..training.label_aware import LabelAwareTrainer, trainer_class
 from .train import add_train_arguments, check_config, merge, overrides_from_args
@@ -137,12 +137,13 @@ def run_one(
     ``label_aware`` evaluates it like the label-aware runs it is compared with.
 
     With ``resume``, a finished run (``final.json``) is reused only if its saved config
-    equals ``config`` (``threads`` aside); one that differs only by fewer ``epochs``
-    continues from its checkpoint (the trainer refuses that under a schedule that depends
-    on the run's length); any other difference raises ``ValueError``."""
+    equals ``config`` (where its data was and how it executed,
+    :data:`~contrastkit.training.ENVIRONMENT_KEYS`, aside); one that differs only by fewer
+    ``epochs`` continues from its checkpoint (the trainer refuses that under a schedule
+    that depends on the run's length); any other difference raises ``ValueError``."""
     if resume and (directory / FINAL).exists():
         final = _read_final(directory / FINAL)
-        diff = config.differences(final.get("config"), ("threads",))
+        diff = config.differences(final.get("config"), ENVIRONMENT_KEYS)
         if not diff:
             return final
         saved_epochs = (final.get("config") or {}).get("epochs")
