@@ -24,16 +24,8 @@ from ..models import BACKBONES
 # where a run's data is and how it executes: set per machine (``contrastkit study --set``),
 # never part of a protocol, and free to change when a run resumes; every other field is
 ENVIRONMENT_KEYS = (
-    "data_root",
-    "cache_dir",
-    "sts_dev",
-    "senteval",
-    "senteval_jobs",
-    "device",
-    "threads",
-    "workers",
-    "compile",
-    "channels_last",
+    *("data_root", "cache_dir", "sts_dev", "senteval", "senteval_jobs"),
+    *("device", "threads", "workers", "compile", "channels_last"),
 )
 
 
@@ -190,17 +182,8 @@ class TrainConfig:
                 f"imbalance must be linear, exponential or null, got {self.imbalance!r}"
             )
         for name in (
-            "epochs",
-            "batch_size",
-            "feature_dim",
-            "width",
-            "proj_dim",
-            "queue_size",
-            "knn_k",
-            "knn_small_k",
-            "eval_every",
-            "max_length",
-            "senteval_jobs",
+            *("epochs", "batch_size", "feature_dim", "width", "proj_dim", "queue_size"),
+            *("knn_k", "knn_small_k", "eval_every", "max_length", "senteval_jobs"),
         ):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
@@ -238,13 +221,8 @@ class TrainConfig:
         ):
             raise ValueError(f"binarize_threshold must be a finite number or null, got {thr!r}")
         for name in (
-            "sync_batchnorm",
-            "compile",
-            "channels_last",
-            "nesterov",
-            "tensorboard",
-            "online_probe",
-            "mlp_head",
+            *("sync_batchnorm", "compile", "channels_last", "nesterov", "tensorboard"),
+            *("online_probe", "mlp_head"),
         ):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be true or false, got {getattr(self, name)!r}")
@@ -256,16 +234,8 @@ class TrainConfig:
         if self.data_root is not None and not isinstance(self.data_root, str):
             raise ValueError(f"data_root must be a path or null, got {self.data_root!r}")
         for name in (
-            "num_samples",
-            "hidden_dim",
-            "aug_types",
-            "num_views",
-            "threads",
-            "save_every",
-            "image_size",
-            "linear_epochs",
-            "eval_steps",
-            "epoch_steps",
+            *("num_samples", "hidden_dim", "aug_types", "num_views", "threads", "save_every"),
+            *("image_size", "linear_epochs", "eval_steps", "epoch_steps"),
         ):
             value = getattr(self, name)
             if value is not None and (
