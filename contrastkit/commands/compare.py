@@ -253,7 +253,7 @@ def plot(out: Path, runs: dict[str, list[Path]]) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     planned, seeds, out = plan(args)
-    with removed_if_unused(None if args.summarize_only else out):  # a failed first run
+    with removed_if_unused(None if args.summarize_only else out):  # if no run could start
         return _compare(args, planned, seeds, out)
 
 
