@@ -91,18 +91,26 @@ class OnlineProbe:
 
 class TensorBoardLog:
     """TensorBoard event files in ``directory``: every number of a per-epoch record as a
-    scalar at its epoch (``torch.utils.tensorboard``, imported only when asked for)."""
+    scalar at its epoch (``torch.utils.tensorboard``, imported and the files created at
+    the first record); ``directory=None`` logs nothing."""
 
-    def __init__(self, directory: Path) -> None:
-        from torch.utils.tensorboard import SummaryWriter
-
-        self.writer = SummaryWriter(str(directory))
+    def __init__(self, directory: Path | None) -> None:
+        self.directory = directory
+        self.writer: Any = None
 
     def log(self, record: dict[str, Any]) -> None:
+        if self.directory is None:
+            return
+        if self.writer is None:
+            from torch.utils.tensorboard import SummaryWriter
+
+            self.writer = SummaryWriter(str(self.directory))
         for key, value in record.items():
             if isinstance(value, int | float) and not isinstance(value, bool) and key != "epoch":
                 self.writer.add_scalar(key, value, record["epoch"])
         self.writer.flush()
 
     def close(self) -> None:
-        self.writer.close()
+        if self.writer is not None:
+            self.writer.close()
+            self.writer = None

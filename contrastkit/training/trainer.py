@@ -179,7 +179,8 @@ class Trainer:
         self.epoch = 0
         self.history: list[dict[str, Any]] = []
         self.train_time = 0.0
-        self._tensorboard: Any = None
+        logs_events = config.tensorboard and self.out is not None and self.rank == 0
+        self.tensorboard = TensorBoardLog(self.out / "tensorboard" if logs_events else None)
 
     def load_data(self) -> Split:
         """The dataset the loss trains on."""
@@ -352,21 +353,13 @@ class Trainer:
                     )
             self.history.append(record)
             checkpoint.save_epoch(self, record)
-            self._log_tensorboard(record)
-        if self._tensorboard is not None:
-            self._tensorboard.close()
+            self.tensorboard.log(record)
+        self.tensorboard.close()
         return self.finish()
 
     def run_info(self) -> dict[str, Any]:
         """Hardware and numerics of the run, for ``final.json``."""
         return {**device_info(self.engine.device), **self.engine.describe()}
-
-    def _log_tensorboard(self, record: dict[str, Any]) -> None:
-        if not self.config.tensorboard or self.out is None or self.rank != 0:
-            return
-        if self._tensorboard is None:
-            self._tensorboard = TensorBoardLog(self.out / "tensorboard")
-        self._tensorboard.log(record)
 
     def finish(self) -> dict[str, Any]:
         """Final evaluation; writes ``final.json`` when there is a run directory.
