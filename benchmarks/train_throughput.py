@@ -1,15 +1,16 @@
 """Training throughput: contrastkit's engine-based Trainer against a minimal hand-written
-loop, and the engine's options (bf16 / fp16 autocast, torch.compile) against fp32 eager.
+loop, and the engine's options (bf16 / fp16 autocast, torch.compile, channels_last) against
+fp32 eager.
 
 Every variant is a :class:`Trainer` built from one :class:`TrainConfig` (same framework,
 data, augmentations, optimiser and batch order) differing only in ``precision`` /
-``compile``; the hand-written loop runs on the fp32 Trainer's own objects (model,
-optimiser, augmentations) with nothing but ``x[idx]``, the views, ``model(views)``,
-``zero_grad``, ``backward`` and ``step``. Epochs of all variants alternate within one
-process (A, B, C, C, B, A, A, ...) so load from other processes and order effects hit all
-alike; one untimed
-warm-up epoch each first (allocations, caches, compilation). Reports the median samples/s
-of each and ratios against the baseline measured in the same run.
+``compile`` / ``channels_last``; the hand-written loop runs on the fp32 Trainer's own
+objects (model, optimiser, augmentations) with nothing but ``x[idx]``, the views,
+``model(views)``, ``zero_grad``, ``backward`` and ``step``. Epochs of all variants
+alternate within one process (A, B, C, C, B, A, A, ...) so load from other processes and
+order effects hit all alike; one untimed warm-up epoch each first (allocations, caches,
+compilation). Reports the median samples/s of each and ratios against the baseline
+measured in the same run.
 
     OMP_NUM_THREADS=1 nice python benchmarks/train_throughput.py --dataset mnist1d \
         --batch-size 256 --epochs 3 --variants fp32,bf16,compile
@@ -34,6 +35,7 @@ VARIANTS = {
     "bf16": {"precision": "bf16"},
     "fp16": {"precision": "fp16"},
     "compile": {"compile": True},
+    "channels_last": {"channels_last": True},
     "bf16+compile": {"precision": "bf16", "compile": True},
 }
 
