@@ -178,8 +178,8 @@ def test_compare_resume_refuses_stale_final(tmp_path: Path, capsys) -> None:
     assert main([*base, "--epochs", "1"]) == 2  # no --resume: the directory is refused
     assert "already holds files" in capsys.readouterr().err
     final = (tmp_path / "C" / "ntxent" / "seed0" / FINAL).read_text()
-    # run elsewhere (other threads, workers): the finished run is reused, not retrained
-    assert main([*base, "--epochs", "1", "--threads", "2", "--workers", "0", "--resume"]) == 0
+    # run elsewhere (other device name, workers): the finished run is reused, not retrained
+    assert main([*base, "--epochs", "1", "--device", "cpu", "--workers", "0", "--resume"]) == 0
     assert (tmp_path / "C" / "ntxent" / "seed0" / FINAL).read_text() == final
 
 

@@ -90,7 +90,7 @@ def test_a_run_resumes_on_another_machine_with_its_own_execution_settings(
     tmp_path: Path,
 ) -> None:
     Trainer(tiny(epochs=1), tmp_path, False).fit()
-    moved = tiny(epochs=2, channels_last=True, workers=0, threads=2)
+    moved = tiny(epochs=2, channels_last=True, workers=0, device="cpu")
     final = Trainer(moved, tmp_path, False).fit(resume=True)
     assert final["epochs"] == 2 and [r["epoch"] for r in records(tmp_path)] == [1, 2]
     assert final["config"]["channels_last"] is True
