@@ -28,9 +28,8 @@ from ..training import METRICS, TrainConfig, extendable
 from .config import Arm, Study
 from .runner import (
     DeadlineError,
-    claim,
+    claimed,
     label_aware_study,
-    release,
     run_state,
     seeded,
     train,
@@ -82,16 +81,15 @@ def run_probe(
     directory = probe_dir(study)
     stopped = False
     if run_state(directory, config) != "finished":
-        if not claim(directory):
-            raise ValueError(f"{directory} is being trained by another live process")
-        try:
-            state = run_state(directory, config)  # again: the holder may have finished it
-            if state != "finished":
-                train(directory, config, state, label_aware_study(study), deadline, progress)
-        except DeadlineError:
-            stopped = True
-        finally:
-            release(directory)
+        with claimed(directory) as held:
+            if not held:
+                raise ValueError(f"{directory} is being trained by another live process")
+            try:
+                state = run_state(directory, config)  # again: the holder may have finished it
+                if state != "finished":
+                    train(directory, config, state, label_aware_study(study), deadline, progress)
+            except DeadlineError:
+                stopped = True
     conv = study.convergence_settings()
     metrics = directory / METRICS
     lines = metrics.read_text().splitlines() if metrics.exists() else []

@@ -23,15 +23,17 @@ the current run stops after its last saved epoch and the study can be continued 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import statistics
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..rundir import removed_if_unused
+from ..rundir import read_jsonl, removed_if_unused
 from ..training import CHECKPOINT, FINAL, METRICS, TrainConfig, Trainer, extendable, length_note
 from ..training.label_aware import LabelAwareTrainer, trainer_class
 from .config import Arm, Study
@@ -171,6 +173,18 @@ def release(directory: Path) -> None:
         path.unlink()
 
 
+@contextlib.contextmanager
+def claimed(directory: Path) -> Iterator[bool]:
+    """:func:`claim` ``directory`` for the body and :func:`release` it after; yields
+    whether this process holds it (``False``: a live process does)."""
+    held = claim(directory)
+    try:
+        yield held
+    finally:
+        if held:
+            release(directory)
+
+
 @dataclass(frozen=True)
 class Slot:
     """One arm × seed of a study and where it stands: ``finished`` (its run directory),
@@ -209,7 +223,7 @@ def logged_epochs(slot: Slot) -> list[dict[str, Any]]:
     ``runs.jsonl`` history, else none."""
     path = slot.directory / METRICS
     if slot.state in ("finished", "partial") and path.exists():
-        return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+        return read_jsonl(path)[0]
     return list(slot.record.history) if slot.state == "recorded" and slot.record else []
 
 
@@ -290,20 +304,18 @@ def run_study(
             break
         started = time.perf_counter()  # a duration; the deadline reads time.monotonic
         try:
-            with removed_if_unused(directory):  # a run that fails to start leaves no folder
-                if not claim(directory):
+            # a run that fails to start leaves no folder; the claim is released first
+            with removed_if_unused(directory), claimed(directory) as held:
+                if not held:
                     done.busy.append(name)
                     continue
-                try:
-                    state = run_state(directory, config)  # again: the holder may have finished
-                    if state == "finished":
-                        done.skipped.append(name)
-                        continue
-                    if log:
-                        print(f"[study] {name} ({state}) -> {directory}", flush=True)
-                    train(directory, config, state, label_aware, deadline, progress)
-                finally:
-                    release(directory)
+                state = run_state(directory, config)  # again: the holder may have finished it
+                if state == "finished":
+                    done.skipped.append(name)
+                    continue
+                if log:
+                    print(f"[study] {name} ({state}) -> {directory}", flush=True)
+                train(directory, config, state, label_aware, deadline, progress)
         except DeadlineError:
             log_run(study, name, time.perf_counter() - started, finished=False)
             done.stopped = name
