@@ -28,9 +28,8 @@ from pathlib import Path
 import torch
 
 from contrastkit.rundir import FAULT_ENV, load_checkpoint, read_jsonl
+from contrastkit.training import TIMING_KEYS  # measurements of the machine, not of the run
 
-# measurements of the machine, not results of the run
-TIMING = {"epoch_time_s", "samples_per_s", "train_time_s", "peak_device_memory_mb"}
 TRAIN = ["--dataset=digits", "--epochs=3", "--batch-size=256", "--feature-dim=8", "--width=2"]
 TRAIN += ["--proj-dim=8", "--knn-k=20", "--loss=macl", "--no-progress", "--threads=1"]
 FILES = {"checkpoint.pt": 3, "metrics.jsonl": 3, "final.json": 1}  # writes per run
@@ -54,10 +53,10 @@ def train(out: Path, resume: bool, fault: str | None = None, kill_after: float |
 
 
 def result(out: Path) -> tuple[list[dict], dict, dict]:
-    records = [{k: v for k, v in r.items() if k not in TIMING} for r in read_jsonl(out / "metrics.jsonl")[0]]  # noqa: E501
+    records = [{k: v for k, v in r.items() if k not in TIMING_KEYS} for r in read_jsonl(out / "metrics.jsonl")[0]]  # noqa: E501
     final = json.loads((out / "final.json").read_text())
     state = load_checkpoint(out / "checkpoint.pt")
-    return records, {k: v for k, v in final.items() if k not in TIMING}, state
+    return records, {k: v for k, v in final.items() if k not in TIMING_KEYS}, state
 
 
 def same(a: tuple[list[dict], dict, dict], b: tuple[list[dict], dict, dict]) -> bool:

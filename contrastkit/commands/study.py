@@ -19,8 +19,9 @@ from typing import Any
 from ..study import Study, Suite, load_config, run_study, status, write_report, write_suite_report
 from ..study.probe import run_probe
 from ..study.records import ENVIRONMENT_KEYS
+from ..study.remaining import remaining
 from ..study.report import collect, finished_runs, readme_rows
-from ..study.runner import epochs_left, survey
+from ..study.runner import survey
 from ..training.config_io import parse_assignments
 
 NAME = "study"
@@ -81,8 +82,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     mode.add_argument(
         "--status",
         action="store_true",
-        help="train and write nothing: print where every arm × seed stands and the epochs "
-        "left",
+        help="train and write nothing: print where every arm × seed stands, the work left "
+        "and its hours at the pace the runs logged",
     )
 
 
@@ -132,14 +133,8 @@ def _status(study: Study, seeds: list[int] | None, arms: list[str] | None) -> No
     for (label, seed), state in states.items():
         print(f"{label} seed {seed}: {state}")
     done = sum(state.startswith("finished") for state in states.values())
-    left, pace = epochs_left(slots)
-    line = f"[study] {study.name}: {done} of {len(states)} runs finished; {left} epochs left"
-    if pace is not None and left:
-        line += (
-            f", {left * pace / 3600:.1f} h of training at the median {pace:.1f} s per epoch "
-            "logged so far (evaluation not included)"
-        )
-    print(line)
+    left = remaining(slots).describe()
+    print(f"[study] {study.name}: {done} of {len(states)} runs finished; {left}")
 
 
 def _report(study: Study, command: str, readme: bool) -> dict[str, Any]:

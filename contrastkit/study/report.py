@@ -16,6 +16,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+from ..training import TIMING_KEYS
 from .config import Study
 from .curves import gap_change, mean_curve
 from .records import RunRecord, write_records
@@ -37,7 +38,7 @@ def finished_runs(study: Study) -> dict[tuple[str, int], RunRecord]:
 
 # final.json: Wang & Isola (2020) Eqs. 4-5; label-aware runs add LASCon §4.2's versions
 GEOMETRY = ("alignment", "uniformity", "label_alignment", "label_uniformity")
-BOOKKEEPING = ("epoch", "loss", "lr", "epoch_time_s", "samples_per_s")
+BOOKKEEPING = ("epoch", "loss", "lr", *TIMING_KEYS)
 
 
 def _why(runs: dict[int, RunRecord], confidence: float) -> dict[str, Any]:

@@ -26,7 +26,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import statistics
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -244,21 +243,6 @@ def status(study: Study, slots: list[Slot] | None = None) -> dict[tuple[str, int
             state += f", claimed by pid {holder}"
         out[(slot.label, slot.seed)] = state
     return out
-
-
-def epochs_left(slots: list[Slot]) -> tuple[int, float | None]:
-    """The epochs ``slots`` still have to train (a partial run from its last logged
-    epoch; a run of another config counts whole) and the median training seconds per
-    epoch (``epoch_time_s``: evaluation not included) over every epoch they have logged,
-    ``None`` before the first: the pace to expect on the machines that ran them."""
-    left, seconds = 0, []
-    for slot in slots:
-        done = logged_epochs(slot)
-        seconds += [float(r["epoch_time_s"]) for r in done if "epoch_time_s" in r]
-        if slot.state not in ("finished", "recorded"):
-            reached = done[-1]["epoch"] if slot.state == "partial" and done else 0
-            left += slot.config.epochs - reached
-    return left, statistics.median(seconds) if seconds else None
 
 
 @dataclass

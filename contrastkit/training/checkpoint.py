@@ -3,17 +3,19 @@ and the ``--resume`` that restores them (atomic, checksummed writes: :mod:`contr
 
 A run directory holds:
 
-* ``metrics.jsonl``: one JSON record per epoch (mean loss, learning rate, kNN accuracies,
-  the loss's diagnostics averaged over the epoch, MACL's / AMCL's per-step temperature
-  trace, the online probe's numbers when it is on);
+* ``metrics.jsonl``: one JSON record per epoch (mean loss, learning rate, training
+  seconds, kNN accuracies and the seconds they took on evaluated epochs, the loss's
+  diagnostics averaged over the epoch, MACL's / AMCL's per-step temperature trace, the
+  online probe's numbers when it is on);
 * ``checkpoint.pt``: state dicts only (model, optimiser, schedule, engine, the online
   probe, the CPU's and the device's RNG), the epoch, the training time, the config and the
   SHA-256 of that content, written atomically and verified on load, loaded with
   ``torch.load(weights_only=True)``; with ``save_every`` also ``checkpoint_epochNNNN.pt``
   every that many epochs;
 * ``final.json`` (written by the trainer's ``finish``): kNN (k = 200 and small k),
-  linear-probe accuracy, alignment, uniformity, timing, device, GPU name, precision,
-  compile, torch version, peak device memory, the full config and the seed;
+  linear-probe accuracy, alignment, uniformity, training and final-evaluation seconds,
+  device, GPU name, precision, compile, torch version, peak device memory, the full config
+  and the seed;
 * with ``tensorboard``, TensorBoard event files of the per-epoch scalars.
 
 The functions take the :class:`~.trainer.Trainer` whose state they write or restore.
@@ -36,6 +38,16 @@ if TYPE_CHECKING:
 
 CHECKPOINT = "checkpoint.pt"
 METRICS = "metrics.jsonl"
+# the fields of metrics.jsonl and final.json that measure time or memory: two runs that
+# train the same numbers differ in these only
+TIMING_KEYS = (
+    "epoch_time_s",
+    "samples_per_s",
+    "eval_time_s",
+    "train_time_s",
+    "final_eval_time_s",
+    "peak_device_memory_mb",
+)
 # config keys that may change between a checkpoint and its resumption: where the data is
 # and how the run executes (a study's partial runs continue on another machine), logging
 RESUMABLE_CHANGES = ("epochs", "save_every", "tensorboard", *ENVIRONMENT_KEYS)

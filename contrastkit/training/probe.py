@@ -37,6 +37,16 @@ class OnlineProbe:
         self._features: Tensor | None = None
         self._sums = torch.zeros(3, device=device)  # loss sum, correct, samples
 
+    @classmethod
+    def for_labels(
+        cls, feature_dim: int, y_train: Tensor, y_test: Tensor, device: torch.device, name: str
+    ) -> OnlineProbe:
+        """A probe over the classes of ``y_train`` and ``y_test`` (dataset ``name``);
+        continuous labels are refused."""
+        if y_train.is_floating_point():
+            raise ValueError(f"online_probe needs class labels; {name} has continuous labels")
+        return cls(feature_dim, int(max(y_train.max(), y_test.max())) + 1, device)
+
     @contextmanager
     def capture(self, encoder: nn.Module) -> Iterator[None]:
         """Record the first output of ``encoder`` inside the block (the first view, or the

@@ -175,10 +175,16 @@ class Trainer:
             config.lr_milestones,
             config.lr_gamma,
         )
-        self.probe = self.build_probe() if config.online_probe else None
+        self.probe = None
+        if config.online_probe:
+            feature_dim, d = self.model.encoder.feature_dim, self.data
+            self.probe = OnlineProbe.for_labels(
+                feature_dim, d.y_train, d.y_test, device, config.dataset
+            )
         self.epoch = 0
         self.history: list[dict[str, Any]] = []
         self.train_time = 0.0
+        self.epoch_end = time.perf_counter()  # the final evaluation starts here
         logs_events = config.tensorboard and self.out is not None and self.rank == 0
         self.tensorboard = TensorBoardLog(self.out / "tensorboard" if logs_events else None)
 
@@ -213,16 +219,6 @@ class Trainer:
         names = ("x_train", "y_train", "x_test", "y_test")
         placed = self.engine.place([getattr(split, n) for n in names])
         return dataclasses.replace(split, **dict(zip(names, placed, strict=True)))
-
-    def build_probe(self) -> OnlineProbe:
-        """The online linear probe (class labels only)."""
-        y = self.data.y_train
-        if y.is_floating_point():
-            raise ValueError(
-                f"online_probe needs class labels; {self.config.dataset} has continuous labels"
-            )
-        classes = int(max(y.max(), self.data.y_test.max())) + 1
-        return OnlineProbe(self.model.encoder.feature_dim, classes, self.engine.device)
 
     # ----------------------------------------------------------------- training
     def train_epoch(self) -> dict[str, Any]:
@@ -344,6 +340,7 @@ class Trainer:
             record = self.train_epoch()
             self.epoch += 1
             evaluate = self.epoch % self.config.eval_every == 0 or self.epoch == self.config.epochs
+            began = time.perf_counter()
             if evaluate and self.rank == 0 and self.epoch_features:
                 train_feats, test_feats = self.features()
                 record.update(self.knn(train_feats, test_feats))
@@ -351,9 +348,11 @@ class Trainer:
                     record["online_probe_test_accuracy"] = self.probe.accuracy(
                         test_feats, self.data.y_test
                     )
+            record["eval_time_s"] = time.perf_counter() - began  # ~0 on epochs not evaluated
             self.history.append(record)
             checkpoint.save_epoch(self, record)
             self.tensorboard.log(record)
+            self.epoch_end = time.perf_counter()
         self.tensorboard.close()
         return self.finish()
 
@@ -385,14 +384,16 @@ class Trainer:
         }
 
     def write_final(self, metrics: dict[str, Any]) -> dict[str, Any]:
-        """``metrics`` completed with what describes the run (epochs, training time, seed,
-        world size, :meth:`run_info`, config) and, with a run directory, written atomically
-        to ``final.json``; returned. Every trainer's ``finish`` ends here."""
+        """``metrics`` completed with what describes the run (epochs, training time, the
+        final evaluation's time, seed, world size, :meth:`run_info`, config) and, with a
+        run directory, written atomically to ``final.json``; returned. Every trainer's
+        ``finish`` ends here."""
         cfg = self.config
         final: dict[str, Any] = {
             **metrics,
             "epochs": self.epoch,
             "train_time_s": self.train_time,
+            "final_eval_time_s": time.perf_counter() - self.epoch_end,
             "seed": cfg.seed,
             "world_size": self.world,
             **self.run_info(),

@@ -15,6 +15,7 @@ import torch
 from contrastkit.commands.train import add_arguments, overrides_from_args
 from contrastkit.rundir import CHECKSUM_KEY
 from contrastkit.training import CHECKPOINT, FINAL, METRICS, TrainConfig
+from contrastkit.training.probe import OnlineProbe
 
 # framework/loss pairs to cover: every framework, and AMCL (heads inside the loss)
 PAIRS = [
@@ -134,6 +135,14 @@ def test_run_files_probe_tensorboard_and_periodic_checkpoints(
     assert written["peak_device_memory_mb"] > 0
     state = torch.load(tmp_path / CHECKPOINT, weights_only=True)
     assert {"scheduler", "engine", "torch_rng", "probe"} <= set(state)
+
+
+def test_the_online_probe_counts_both_splits_classes_and_refuses_continuous_labels() -> None:
+    cpu = torch.device("cpu")
+    probe = OnlineProbe.for_labels(8, torch.tensor([0, 3, 1]), torch.tensor([4, 0]), cpu, "d")
+    assert (probe.layer.in_features, probe.layer.out_features) == (8, 5)
+    with pytest.raises(ValueError, match="online_probe needs class labels; r has continuous"):
+        OnlineProbe.for_labels(8, torch.tensor([0.5, 1.0]), torch.tensor([0.2]), cpu, "r")
 
 
 def test_a_checkpoint_of_an_older_config_resumes(make_trainer: Callable, tmp_path: Path) -> None:

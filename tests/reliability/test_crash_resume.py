@@ -17,10 +17,9 @@ import pytest
 import torch
 
 from contrastkit.rundir import FAULT_ENV, load_checkpoint, read_jsonl
-from contrastkit.training import CHECKPOINT, FINAL, METRICS, TrainConfig, Trainer
+from contrastkit.training import CHECKPOINT, FINAL, METRICS, TIMING_KEYS, TrainConfig, Trainer
 
 # measurements of the machine, not results of the run
-TIMING = {"epoch_time_s", "samples_per_s", "train_time_s", "peak_device_memory_mb"}
 CONFIG = dict(dataset="digits", epochs=3, batch_size=256, feature_dim=8, width=2, proj_dim=8,
               knn_k=20, loss="macl")  # fmt: skip
 # one kill inside each kind of write, then kills at random instants
@@ -54,8 +53,8 @@ def _run(out: Path, fault: str | None = None, kill_after: float | None = None) -
 
 def _result(out: Path) -> tuple[list[dict], dict, dict]:
     rows = read_jsonl(out / METRICS)[0]
-    records = [{k: v for k, v in r.items() if k not in TIMING} for r in rows]
-    final = {k: v for k, v in json.loads((out / FINAL).read_text()).items() if k not in TIMING}
+    records = [{k: v for k, v in r.items() if k not in TIMING_KEYS} for r in rows]
+    final = {k: v for k, v in json.loads((out / FINAL).read_text()).items() if k not in TIMING_KEYS}
     state = load_checkpoint(out / CHECKPOINT)
     return records, final, state
 

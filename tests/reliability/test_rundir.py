@@ -22,10 +22,9 @@ from contrastkit.rundir import (
     read_jsonl,
     removed_if_unused,
 )
-from contrastkit.training import CHECKPOINT, FINAL, METRICS, TrainConfig, Trainer
+from contrastkit.training import CHECKPOINT, FINAL, METRICS, TIMING_KEYS, TrainConfig, Trainer
 
 # measurements of the machine, not of the run (peak memory: the process's RSS high-water mark)
-TIMING = {"epoch_time_s", "samples_per_s", "train_time_s", "peak_device_memory_mb"}
 TINY = dict(dataset="digits", batch_size=256, feature_dim=8, width=2, proj_dim=8, knn_k=20)
 TINY_FLAGS = [f"--{k.replace('_', '-')}={v}" for k, v in TINY.items()] + ["--no-progress"]
 
@@ -138,7 +137,7 @@ def test_read_jsonl_names_bad_line(tmp_path: Path) -> None:
 
 
 def _strip(recs: list[dict]) -> list[dict]:
-    return [{k: v for k, v in r.items() if k not in TIMING} for r in recs]
+    return [{k: v for k, v in r.items() if k not in TIMING_KEYS} for r in recs]
 
 
 def test_kill_after_metrics_before_first_checkpoint_restarts_cleanly(tmp_path: Path) -> None:
@@ -149,8 +148,8 @@ def test_kill_after_metrics_before_first_checkpoint_restarts_cleanly(tmp_path: P
     (run / FINAL).unlink()
     resumed = Trainer(TrainConfig(**TINY, epochs=1), run, False).fit(resume=True)
     assert [r["epoch"] for r in read_jsonl(run / METRICS)[0]] == [1]
-    assert {k: v for k, v in resumed.items() if k not in TIMING} == {
-        k: v for k, v in straight.items() if k not in TIMING
+    assert {k: v for k, v in resumed.items() if k not in TIMING_KEYS} == {
+        k: v for k, v in straight.items() if k not in TIMING_KEYS
     }
 
 

@@ -12,6 +12,7 @@ import yaml
 from contrastkit.cli import main
 from contrastkit.study import load_study, run_study, write_report
 from contrastkit.study import runner as runner_module
+from contrastkit.study.remaining import remaining
 
 from .tiny import TINY
 
@@ -230,8 +231,8 @@ def test_status_names_every_runs_state_and_trains_nothing(
     }
     assert main(["study", str(path), "--status"]) == 0
     out = capsys.readouterr().out
-    assert "[study] tiny: 2 of 3 runs finished; 2 epochs left, " in out
-    assert "s per epoch logged so far (evaluation not included)" in out
+    assert "[study] tiny: 2 of 3 runs finished; 2 epochs and 1 final evaluations left: " in out
+    assert "h at the pace logged so far (training " in out
     assert main(["study", str(path), "--status", "--seeds", "1,2"]) == 0
     out = capsys.readouterr().out
     assert "seed 0" not in out and "[study] tiny: 1 of 2 runs finished" in out
@@ -243,10 +244,11 @@ def test_status_names_every_runs_state_and_trains_nothing(
     states = runner_module.status(longer)
     assert states[("ntxent", 0)] == "epoch 2 of 3" and states[("ntxent", 1)] == "new"
     # seed 0 continues from epoch 2; seed 1 (a 2-epoch record only) and seed 2 start over
-    left, pace = runner_module.epochs_left(runner_module.survey(longer))
+    left = remaining(runner_module.survey(longer))
     metrics = (study.runs_dir / "ntxent" / "seed0" / "metrics.jsonl").read_text().split("\n")
     times = [json.loads(line)["epoch_time_s"] for line in metrics if line]
-    assert left == 1 + 3 + 3 and len(times) == 2 and pace == pytest.approx(sum(times) / 2)
+    assert (left.epochs, left.runs) == (1 + 3 + 3, 3) and left.final_s is None
+    assert len(times) == 2 and left.epoch_s == pytest.approx(sum(times) / 2)
 
 
 def test_only_label_aware_arms_make_a_study_label_aware(tmp_path: Path) -> None:

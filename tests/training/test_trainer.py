@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import torch
 
-from contrastkit.training import CHECKPOINT, FINAL, METRICS, TrainConfig, Trainer
-
-TIMING = {"epoch_time_s", "samples_per_s", "train_time_s", "peak_device_memory_mb"}
+from contrastkit.training import CHECKPOINT, FINAL, METRICS, TIMING_KEYS, TrainConfig, Trainer
+from contrastkit.training import trainer as trainer_module
 
 
 def tiny(**kw: object) -> TrainConfig:
@@ -31,7 +31,7 @@ def tiny(**kw: object) -> TrainConfig:
 
 def records(path: Path) -> list[dict]:
     return [
-        {k: v for k, v in json.loads(x).items() if k not in TIMING}
+        {k: v for k, v in json.loads(x).items() if k not in TIMING_KEYS}
         for x in (path / METRICS).read_text().splitlines()
     ]
 
@@ -55,7 +55,7 @@ def test_two_epochs_plus_resume_equals_four_straight(
         assert torch.equal(state_a[key], state_b[key]), key
     assert records(tmp_path / "a") == records(tmp_path / "b")
     assert len(records(tmp_path / "b")) == 4
-    strip = lambda f: {k: v for k, v in f.items() if k not in TIMING}  # noqa: E731
+    strip = lambda f: {k: v for k, v in f.items() if k not in TIMING_KEYS}  # noqa: E731
     assert strip(final_a) == strip(final_b)
     assert strip(json.loads((tmp_path / "b" / FINAL).read_text())) == strip(final_a)
 
@@ -74,6 +74,36 @@ def test_run_files_and_checkpoint_contents(tmp_path: Path) -> None:
     assert recs[0]["temperature"] == pytest.approx(sum(recs[0]["temperature_steps"]) / steps)
     state = torch.load(tmp_path / CHECKPOINT, weights_only=True)  # plain tensors and dicts only
     assert state["epoch"] == 2 and set(state) >= {"model", "optimizer", "torch_rng", "config"}
+
+
+def test_evaluation_is_timed_apart_from_training(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``eval_time_s`` covers an epoch's evaluation (about 0 s when it does not evaluate),
+    ``final_eval_time_s`` the final one, ``train_time_s`` neither: on a fake clock that
+    moves 1 ms a reading, 1 s a training batch and 10 s a feature extraction."""
+    clock = [0.0]
+
+    def perf_counter() -> float:
+        clock[0] += 0.001
+        return clock[0]
+
+    def slow_features(self: Trainer) -> tuple[torch.Tensor, torch.Tensor]:
+        clock[0] += 10.0
+        return features(self)
+
+    def slow_batch(self: Trainer, *args: object) -> None:
+        clock[0] += 1.0
+
+    features = Trainer.features
+    monkeypatch.setattr(trainer_module, "time", SimpleNamespace(perf_counter=perf_counter))
+    monkeypatch.setattr(Trainer, "features", slow_features)
+    monkeypatch.setattr(Trainer, "after_batch", slow_batch)
+    final = Trainer(tiny(epochs=2, eval_every=2), tmp_path, False).fit()
+    first, second = (json.loads(x) for x in (tmp_path / METRICS).read_text().splitlines())
+    assert first["eval_time_s"] < 0.01 and 10 < second["eval_time_s"] < 10.01
+    assert 10 < final["final_eval_time_s"] < 10.1
+    assert 22 < final["train_time_s"] < 22.1  # 2 epochs of 1437 // 128 = 11 batches
 
 
 def test_run_directory_guards(tmp_path: Path) -> None:
