@@ -48,9 +48,9 @@ class Remaining:
         ]
         known = [(count, pace, name, per) for count, pace, name, per in costs if pace is not None]
         if known:
-            hours = sum(count * pace for count, pace, _, _ in known) / 3600
-            paces = ", ".join(f"{name} {pace:.1f} s {per}" for _, pace, name, per in known)
-            text += f": {hours:.1f} h at the pace logged so far ({paces})"
+            total = _duration(sum(count * pace for count, pace, _, _ in known))
+            paces = ", ".join(f"{name} {_seconds(pace)} s {per}" for _, pace, name, per in known)
+            text += f": {total} at the pace logged so far ({paces})"
         unknown = [name for _, pace, name, _ in costs if pace is None]
         if unknown:
             text += f"; not logged yet, so not counted: {', '.join(unknown)}"
@@ -87,3 +87,13 @@ def remaining(slots: list[Slot]) -> Remaining:
 
 def _final(slot: Slot) -> dict[str, Any]:
     return json.loads((slot.directory / FINAL).read_text())
+
+
+def _duration(seconds: float) -> str:
+    if seconds >= 3600:
+        return f"{seconds / 3600:.1f} h"
+    return f"{seconds / 60:.1f} min" if seconds >= 60 else f"{seconds:.0f} s"
+
+
+def _seconds(pace: float) -> str:
+    return f"{pace:.1f}" if pace >= 1 else f"{pace:.2g}"

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from contrastkit.study.records import RunRecord
-from contrastkit.study.remaining import remaining
+from contrastkit.study.remaining import Remaining, remaining
 from contrastkit.study.runner import Slot
 from contrastkit.training import FINAL, METRICS, TrainConfig
 
@@ -68,7 +68,13 @@ def test_a_pace_no_run_has_logged_is_named_not_guessed(tmp_path: Path) -> None:
     old = _run_dir(tmp_path / "old", [{"epoch": 1, "epoch_time_s": 36.0}])
     slots = [Slot("a", 1, old, CONFIG, "partial", None), new]
     assert remaining(slots).describe() == (
-        "19 epochs and 2 final evaluations left: 0.2 h at the pace logged so far "
+        "19 epochs and 2 final evaluations left: 11.4 min at the pace logged so far "
         "(training 36.0 s per epoch); not logged yet, so not counted: evaluation, "
         "final evaluation"
+    )
+    fast = Remaining(epochs=3, runs=1, epoch_s=0.052, eval_s=0.0031, final_s=2.0)
+    assert fast.describe() == (
+        "3 epochs and 1 final evaluations left: 2 s at the pace logged so far "
+        "(training 0.052 s per epoch, evaluation 0.0031 s per epoch, "
+        "final evaluation 2.0 s per run)"
     )

@@ -232,7 +232,7 @@ def test_status_names_every_runs_state_and_trains_nothing(
     assert main(["study", str(path), "--status"]) == 0
     out = capsys.readouterr().out
     assert "[study] tiny: 2 of 3 runs finished; 2 epochs and 1 final evaluations left: " in out
-    assert "h at the pace logged so far (training " in out
+    assert " at the pace logged so far (training " in out
     assert main(["study", str(path), "--status", "--seeds", "1,2"]) == 0
     out = capsys.readouterr().out
     assert "seed 0" not in out and "[study] tiny: 1 of 2 runs finished" in out
