@@ -19,7 +19,6 @@ import torch
 from contrastkit.rundir import FAULT_ENV, load_checkpoint, read_jsonl
 from contrastkit.training import CHECKPOINT, FINAL, METRICS, TIMING_KEYS, TrainConfig, Trainer
 
-# measurements of the machine, not results of the run
 CONFIG = dict(dataset="digits", epochs=3, batch_size=256, feature_dim=8, width=2, proj_dim=8,
               knn_k=20, loss="macl")  # fmt: skip
 # one kill inside each kind of write, then kills at random instants

@@ -24,7 +24,6 @@ from contrastkit.rundir import (
 )
 from contrastkit.training import CHECKPOINT, FINAL, METRICS, TIMING_KEYS, TrainConfig, Trainer
 
-# measurements of the machine, not of the run (peak memory: the process's RSS high-water mark)
 TINY = dict(dataset="digits", batch_size=256, feature_dim=8, width=2, proj_dim=8, knn_k=20)
 TINY_FLAGS = [f"--{k.replace('_', '-')}={v}" for k, v in TINY.items()] + ["--no-progress"]
 
