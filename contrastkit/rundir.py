@@ -6,9 +6,10 @@ atomic writes, and checksummed checkpoints.
   files is refused unless the run resumes it (``resume``) or replaces it (``overwrite``,
   which clears it first), so nothing already written is destroyed or mixed by mistake.
   :func:`removed_if_unused` takes back the folders a failed command created.
-* :func:`atomic_write_text` / :func:`atomic_write_bytes` write a temporary file in the
-  same directory, ``fsync`` it, rename it over the target and ``fsync`` the directory: a
-  reader (or a run killed at any instant) sees the old file or the new one, never a part.
+* :func:`atomic_write_text` / :func:`atomic_write_bytes` / :func:`atomic_file` write a
+  temporary file of a unique name in the same directory, ``fsync`` it, rename it over the
+  target and ``fsync`` the directory: a reader (or a run killed at any instant) sees the
+  old file or the new one, never a part.
 * :func:`atomic_torch_save` writes a checkpoint (a mapping) with the SHA-256 of its
   content stored inside it, so it stays a plain ``torch.load``-able file;
   :func:`load_checkpoint` loads with ``weights_only=True`` (nothing is unpickled) and
@@ -34,7 +35,7 @@ import shutil
 import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import torch
 
@@ -164,11 +165,32 @@ def _maybe_fault(name: str) -> bool:
 
 def atomic_write_bytes(path: str | Path, data: bytes) -> None:
     """Replace ``path`` by ``data`` atomically (temp file + fsync + rename + dir fsync)."""
+    with atomic_file(path) as fh:
+        _write_synced(fh, data, Path(path).name)
+
+
+@contextlib.contextmanager
+def atomic_file(path: str | Path) -> Iterator[BinaryIO]:
+    """A binary handle on a new temporary file beside ``path``, synced and renamed over
+    ``path`` when the block ends (removed if it raises). Its name is unique to the call,
+    so processes that write the same ``path`` at once (two runs filling one cache) each
+    rename a whole file of their own: the last one wins, and no rename finds its file gone.
+
+    Example:
+        >>> import tempfile
+        >>> p = Path(tempfile.mkdtemp()) / "a.bin"
+        >>> with atomic_file(p) as fh:
+        ...     _ = fh.write(b"xy")
+        >>> p.read_bytes()
+        b'xy'
+    """
     path = Path(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as fh:
-            _write_synced(fh, data, path.name)
+            yield fh
+            fh.flush()
+            os.fsync(fh.fileno())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -13,7 +13,9 @@ share one size) and cached as uint8 ``.npy`` files under ``cache_dir``
 (``$CONTRASTKIT_CACHE`` or ``~/.cache/contrastkit``), never beside the data, which may be
 read-only. Later loads memory-map the cache: no decoding, and pages load on demand. The
 cache key hashes the source path, its size and modification time, and the decoding
-options, so a changed source is decoded again.
+options, so a changed source is decoded again. Runs started together (a study's
+processes) may each decode a missing cache; every file is written whole under a name of
+its own and renamed into place, so neither fails and the cache they leave is complete.
 
 Large sets (ImageNet-100) are not decoded into the cache but streamed: each image is read
 and decoded with Pillow in ``DataLoader`` worker processes as its batch is drawn
@@ -36,6 +38,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from ..rundir import atomic_file, atomic_write_text
 from .images import image_split
 from .registry import Split, register_dataset
 
@@ -217,14 +220,12 @@ def load_imagefolder(
     if not meta_path.is_file():
         arrays, classes = _decode_all(root, image_size, test_fraction, split_seed)
         folder.mkdir(parents=True, exist_ok=True)
-        for name, arr in arrays.items():
-            tmp = folder / f"{name}.tmp.npy"
-            np.save(tmp, arr)
-            tmp.replace(folder / f"{name}.npy")
+        for name, arr in arrays.items():  # two runs may decode at once: each file is atomic
+            with atomic_file(folder / f"{name}.npy") as fh:
+                np.save(fh, arr)
         meta = {"source": str(root), "classes": classes, "key": key}
-        tmp = folder / "meta.json.tmp"
-        tmp.write_text(json.dumps(meta, indent=1))
-        tmp.replace(meta_path)  # written last: its presence marks a complete cache
+        # written last: its presence marks a complete cache
+        atomic_write_text(meta_path, json.dumps(meta, indent=1))
     classes = json.loads(meta_path.read_text())["classes"]
     loaded = {
         n: torch.from_numpy(np.load(folder / f"{n}.npy", mmap_mode="c"))

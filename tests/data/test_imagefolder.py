@@ -69,3 +69,27 @@ def test_bad_layout_and_missing_root(tmp_path: Path) -> None:
         load_dataset("imagefolder", data_root=str(tmp_path / "a"), cache_dir=str(tmp_path / "c"))
     with pytest.raises(FileNotFoundError, match="does not exist"):
         load_dataset("imagefolder", data_root=str(tmp_path / "nope"))
+
+
+def test_two_runs_filling_one_cache_at_once_both_load(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A second run decodes and writes the whole cache while the first is between writing
+    its first file and renaming it: both must load the same set."""
+    import contrastkit.data.imagefolder as imagefolder
+
+    _tree(tmp_path / "data", ("train", "test"), per_class=2)
+    kw = {"data_root": str(tmp_path / "data"), "cache_dir": str(tmp_path / "c")}
+    save, raced, inner = np.save, [], []
+
+    def save_then_race(file, arr, *args, **kwargs):
+        save(file, arr, *args, **kwargs)
+        if not raced:  # the first file written: the other run goes now, start to end
+            raced.append(True)
+            inner.append(load_dataset("imagefolder", **kw))
+
+    monkeypatch.setattr(imagefolder.np, "save", save_then_race)
+    outer = load_dataset("imagefolder", **kw)
+    assert len(inner) == 1 and torch.equal(outer.x_train, inner[0].x_train)
+    files = sorted(p.name for p in (tmp_path / "c").glob("*/*"))  # no temporary left over
+    assert files == ["meta.json", "x_test.npy", "x_train.npy", "y_test.npy", "y_train.npy"]
