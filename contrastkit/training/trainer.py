@@ -50,7 +50,7 @@ from ..data import Split, build_augment, dataset_from_config
 from ..data.sources import iter_batches, pretraining_set
 from ..engine import Engine, build_optimizer, build_schedule, eval_mode
 from ..engine.device import device_info
-from ..evaluation import alignment_uniformity, knn_accuracy, linear_probe
+from ..evaluation import alignment_uniformity, knn_accuracies, linear_probe
 from ..frameworks import build_framework, framework_class
 from ..models import build_encoder
 from . import checkpoint
@@ -318,11 +318,11 @@ class Trainer:
     def knn(self, train_feats: torch.Tensor, test_feats: torch.Tensor) -> dict[str, float]:
         cfg, device = self.config, train_feats.device
         y_train, y_test = self.data.y_train.to(device), self.data.y_test.to(device)
+        ks = (cfg.knn_k, cfg.knn_small_k)
+        acc = knn_accuracies(train_feats, y_train, test_feats, y_test, ks)
         return {
-            "knn_accuracy": knn_accuracy(train_feats, y_train, test_feats, y_test, cfg.knn_k),
-            f"knn_accuracy_k{cfg.knn_small_k}": knn_accuracy(
-                train_feats, y_train, test_feats, y_test, cfg.knn_small_k
-            ),
+            "knn_accuracy": acc[cfg.knn_k],
+            f"knn_accuracy_k{cfg.knn_small_k}": acc[cfg.knn_small_k],
         }
 
     def fit(self, resume: bool = False) -> dict[str, Any]:

@@ -9,7 +9,7 @@ import pytest
 import torch
 from sklearn.neighbors import KNeighborsClassifier
 
-from contrastkit.evaluation import knn_accuracy, knn_predict
+from contrastkit.evaluation import knn_accuracies, knn_accuracy, knn_predict, knn_predict_many
 
 
 def clustered(n: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -58,6 +58,24 @@ def test_matches_loop_reference_and_weights_matter() -> None:
     flat = knn_predict(x_tr, y_tr, x_te, k=25, temperature=1e3)
     sharp = knn_predict(x_tr, y_tr, x_te, k=25, temperature=0.01)
     assert not torch.equal(flat, sharp)
+
+
+def test_one_pass_for_several_k_is_each_k_alone() -> None:
+    """The shared similarity pass gives, for every k, the loop reference's votes and the
+    single-k call's predictions (chunked: 150 test rows in chunks of 64)."""
+    x_tr, y_tr = clustered(400, 5)
+    x_te, y_te = clustered(150, 6)
+    ks = (200, 1, 25, 1000)  # 1000 > N: capped at N, as alone
+    many = knn_predict_many(x_tr, y_tr, x_te, ks, temperature=0.1, chunk_size=64)
+    assert sorted(many) == sorted(ks)
+    for k in ks:
+        assert torch.equal(many[k], knn_predict(x_tr, y_tr, x_te, k=k, temperature=0.1))
+    assert many[25].tolist() == loop_reference(x_tr, y_tr, x_te, 25, 0.1)
+    assert len({tuple(p.tolist()) for p in many.values()}) > 1  # the k actually differ
+    accuracies = knn_accuracies(x_tr, y_tr, x_te, y_te, (200, 20))
+    assert accuracies == {k: knn_accuracy(x_tr, y_tr, x_te, y_te, k=k) for k in (200, 20)}
+    with pytest.raises(ValueError, match="k must be >= 1"):
+        knn_predict_many(x_tr, y_tr, x_te, ())
 
 
 def test_accuracy_k_capped_and_errors() -> None:
