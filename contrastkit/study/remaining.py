@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..training import FINAL
-from .runner import Slot, logged_epochs
+from .runner import Slot
 
 
 @dataclass(frozen=True)
@@ -65,7 +65,7 @@ def remaining(slots: list[Slot]) -> Remaining:
     eval_s: list[float] = []
     final_s: list[float] = []
     for slot in slots:
-        done = logged_epochs(slot)
+        done = slot.logged
         epoch_s += [float(r["epoch_time_s"]) for r in done if "epoch_time_s" in r]
         eval_s += [float(r["eval_time_s"]) for r in done if "eval_time_s" in r]
         if slot.state in ("finished", "recorded"):

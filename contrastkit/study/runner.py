@@ -24,6 +24,7 @@ the current run stops after its last saved epoch and the study can be continued 
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import time
@@ -197,6 +198,15 @@ class Slot:
     state: str
     record: RunRecord | None
 
+    @functools.cached_property
+    def logged(self) -> list[dict[str, Any]]:
+        """The per-epoch records the run has logged: its ``metrics.jsonl`` (read once per
+        slot, however many readers ask), else its ``runs.jsonl`` history, else none."""
+        path = self.directory / METRICS
+        if self.state in ("finished", "partial") and path.exists():
+            return read_jsonl(path)[0]
+        return list(self.record.history) if self.state == "recorded" and self.record else []
+
 
 def survey(study: Study) -> list[Slot]:
     """Every arm × seed of ``study`` with its state, reading the run directories and the
@@ -217,15 +227,6 @@ def survey(study: Study) -> list[Slot]:
     return slots
 
 
-def logged_epochs(slot: Slot) -> list[dict[str, Any]]:
-    """The per-epoch records ``slot``'s run has logged: its ``metrics.jsonl``, else its
-    ``runs.jsonl`` history, else none."""
-    path = slot.directory / METRICS
-    if slot.state in ("finished", "partial") and path.exists():
-        return read_jsonl(path)[0]
-    return list(slot.record.history) if slot.state == "recorded" and slot.record else []
-
-
 def status(study: Study, slots: list[Slot] | None = None) -> dict[tuple[str, int], str]:
     """:func:`survey` (or ``slots`` of it) in words, by (arm label, seed): ``finished``,
     ``finished (runs.jsonl)``, ``epoch N of E`` (continues from its checkpoint), ``new``
@@ -235,7 +236,7 @@ def status(study: Study, slots: list[Slot] | None = None) -> dict[tuple[str, int
     for slot in survey(study) if slots is None else slots:
         state = {"recorded": "finished (runs.jsonl)"}.get(slot.state, slot.state)
         if slot.state == "partial":
-            done = logged_epochs(slot)
+            done = slot.logged
             state = f"epoch {done[-1]['epoch'] if done else 0} of {slot.config.epochs}"
         path = claim_path(slot.directory)
         holder = path.read_text().strip() if path.exists() else ""

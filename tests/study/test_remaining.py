@@ -78,3 +78,12 @@ def test_a_pace_no_run_has_logged_is_named_not_guessed(tmp_path: Path) -> None:
         "(training 0.052 s per epoch, evaluation 0.0031 s per epoch, "
         "final evaluation 2.0 s per run)"
     )
+
+
+def test_a_slot_reads_its_metrics_once(tmp_path: Path) -> None:
+    """``--status`` asks a partial run's epochs twice (its line, the estimate): the file is
+    read once, so both see the same epochs even if the run logs more in between."""
+    slot = Slot("a", 0, _run_dir(tmp_path / "a", _epochs(4)), CONFIG, "partial", None)
+    assert slot.logged == _epochs(4)
+    (slot.directory / METRICS).write_text("")
+    assert slot.logged == _epochs(4) and remaining([slot]).epochs == 6
