@@ -172,6 +172,16 @@ def verdict_cell(comp: dict[str, Any] | None) -> str:
     return f"**{comp['verdict']}** (interval: {comp['interval_verdict']})"
 
 
+def _evaluation_time(wall: dict[str, float], runs: int) -> str:
+    """The wall-time line's end: the evaluation minutes, if any run logged them."""
+    if not wall.get("eval_runs"):
+        return "."
+    which = (
+        "" if wall["eval_runs"] == runs else f" ({wall['eval_runs']:.0f} of {runs} runs logged it)"
+    )
+    return f"; evaluation (after epochs and final): {wall['eval_s'] / 60:.1f} min{which}."
+
+
 def markdown(results: dict[str, Any], command: str, wall: dict[str, float]) -> str:
     """``REPORT.md``: claim, rule, the table of arms and comparisons, convergence, time."""
     pct = f"{100 * results['confidence']:g} %"
@@ -240,7 +250,8 @@ def markdown(results: dict[str, Any], command: str, wall: dict[str, float]) -> s
         "",
         f"Wall time of the study's runs: {wall.get('total_s', 0) / 60:.1f} min, summed over "
         "runs and processes (`study_log.jsonl`; evaluation included, a run killed mid-way "
-        f"not counted); training alone: {wall.get('train_s', 0) / 60:.1f} min.",
+        f"not counted); training alone: {wall.get('train_s', 0) / 60:.1f} min"
+        + _evaluation_time(wall, results["runs_finished"]),
         "",
         f"Reproduce: `{command}`",
     ]
@@ -366,9 +377,17 @@ def write_report(
     write_records(study.out, runs)
     log = study.out / STUDY_LOG
     records = [json.loads(x) for x in log.read_text().splitlines()] if log.exists() else []
+    timed = [run for run in runs.values() if "final_eval_time_s" in run.final]
     wall = {
         "total_s": sum(r["wall_time_s"] for r in records),
         "train_s": sum(sum(a["train_time_s"]) for a in results["arms"].values()),
+        # evaluation after epochs and the final one, over the runs that logged both
+        "eval_s": sum(
+            sum(float(h.get("eval_time_s", 0.0)) for h in run.history)
+            + float(run.final["final_eval_time_s"])
+            for run in timed
+        ),
+        "eval_runs": len(timed),
     }
     results["wall_time"] = wall
     results["plots"] = plots(results, study.out)

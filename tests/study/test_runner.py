@@ -13,6 +13,7 @@ from contrastkit.cli import main
 from contrastkit.study import load_study, run_study, write_report
 from contrastkit.study import runner as runner_module
 from contrastkit.study.remaining import remaining
+from contrastkit.study.report import _evaluation_time
 
 from .tiny import TINY
 
@@ -79,8 +80,16 @@ def test_max_minutes_stops_between_epochs_and_the_rerun_continues_exactly(
     parts = [(r["run"], r["finished"]) for r in log]
     assert parts == [("ntxent seed 0", False), ("ntxent seed 0", True)]
     assert all(r["wall_time_s"] > 0 for r in log)
-    total = write_report(study, "cmd")["wall_time"]["total_s"]
-    assert total == pytest.approx(log[0]["wall_time_s"] + log[1]["wall_time_s"])
+    wall = write_report(study, "cmd")["wall_time"]
+    assert wall["total_s"] == pytest.approx(log[0]["wall_time_s"] + log[1]["wall_time_s"])
+    # evaluation: the seconds the run logged after each epoch and for its final evaluation
+    logged = [json.loads(x) for x in (directory / "metrics.jsonl").read_text().splitlines()]
+    evaluation = sum(r["eval_time_s"] for r in logged) + b["final_eval_time_s"]
+    assert wall["eval_runs"] == 1 and wall["eval_s"] == pytest.approx(evaluation)
+    assert (
+        f"evaluation (after epochs and final): {evaluation / 60:.1f} min."
+        in (study.out / "REPORT.md").read_text()
+    )
 
 
 def test_more_epochs_extend_finished_runs_and_other_configs_are_refused(tmp_path: Path) -> None:
@@ -262,3 +271,10 @@ def test_only_label_aware_arms_make_a_study_label_aware(tmp_path: Path) -> None:
     supcon = {"label": "supcon", "framework": "supervised", "loss": "supcon"}
     mixed = load_study(_study(tmp_path / "b", [ntxent, supcon], [0]))
     assert runner_module.label_aware_study(mixed)
+
+
+def test_the_wall_time_line_says_how_many_runs_logged_their_evaluation() -> None:
+    assert _evaluation_time({"eval_runs": 0, "eval_s": 0.0}, 3) == "."  # runs before the field
+    part = _evaluation_time({"eval_runs": 1, "eval_s": 120.0}, 3)
+    assert part == "; evaluation (after epochs and final): 2.0 min (1 of 3 runs logged it)."
+    assert _evaluation_time({"eval_runs": 3, "eval_s": 30.0}, 3).endswith(": 0.5 min.")
