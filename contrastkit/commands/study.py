@@ -19,9 +19,10 @@ from typing import Any
 from ..study import Study, Suite, load_config, run_study, status, write_report, write_suite_report
 from ..study.probe import run_probe
 from ..study.records import ENVIRONMENT_KEYS
-from ..study.remaining import remaining
+from ..study.remaining import duration, remaining
 from ..study.report import collect, finished_runs, readme_rows
 from ..study.runner import survey
+from ..study.trial import run_trial
 from ..training.config_io import parse_assignments
 
 NAME = "study"
@@ -78,6 +79,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="choose the study's epochs: train its baseline arm (first seed) for up to "
         "EPOCHS epochs (resumable, apart from the study's runs), write <out>/probe.json and "
         "print the smallest epoch count that passes the convergence rule",
+    )
+    mode.add_argument(
+        "--trial",
+        type=int,
+        metavar="EPOCHS",
+        help="before the runs: train every arm (or --arms) on the first seed for EPOCHS "
+        "epochs in a temporary folder, final evaluation included, and price the study's "
+        "remaining work at each arm's pace on this machine; writes nothing",
     )
     mode.add_argument(
         "--status",
@@ -137,6 +146,22 @@ def _status(study: Study, seeds: list[int] | None, arms: list[str] | None) -> No
     print(f"[study] {study.name}: {done} of {len(states)} runs finished; {left}")
 
 
+def _trial(study: Study, epochs: int, arms: list[str] | None, progress: bool) -> bool:
+    """Print each arm's trial and the study's remaining work at their paces; whether
+    every arm ran."""
+    trials = run_trial(study, epochs, arms, progress)
+    for trial in trials:
+        print(trial.describe(f"the paces of a {epochs}-epoch trial"), flush=True)
+    seconds = sum(t.left.seconds for t in trials if t.left is not None)
+    failed = [t.label for t in trials if t.error is not None]
+    tail = f"; failed: {', '.join(failed)}" if failed else ""
+    print(
+        f"[study] {study.name}: {duration(seconds)} of work left for "
+        f"{len(trials) - len(failed)} arms at their trial paces, on one process{tail}"
+    )
+    return not failed
+
+
 def _report(study: Study, command: str, readme: bool) -> dict[str, Any]:
     """Write ``study``'s report if it has finished runs; its :func:`collect` either way."""
     runs = finished_runs(study)
@@ -165,6 +190,8 @@ def run(args: argparse.Namespace) -> int:
             "--seeds and --arms choose the runs to train or show (--status); --probe trains "
             "the baseline's first seed and --report-only reports every finished run"
         )
+    if args.seeds and args.trial is not None:
+        raise ValueError("--trial trains each arm's first seed: choose arms with --arms only")
     chosen = [
         (_seeds(args.seeds, part.seeds), _arms(args.arms, [a.label for a in part.arms]))
         for part in parts
@@ -181,6 +208,12 @@ def run(args: argparse.Namespace) -> int:
         for part, (seeds, arms) in zip(parts, chosen, strict=True):
             _status(part, seeds, arms)
         return 0
+    if args.trial is not None:
+        ok = [
+            _trial(part, args.trial, arms, args.progress)
+            for part, (_, arms) in zip(parts, chosen, strict=True)
+        ]
+        return 0 if all(ok) else 1
     start = monotonic()
     results = []
     for part, source, (seeds, arms) in zip(parts, sources, chosen, strict=True):

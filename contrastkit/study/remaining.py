@@ -36,22 +36,30 @@ class Remaining:
     eval_s: float | None  # mean evaluation seconds per epoch
     final_s: float | None  # median seconds of a final evaluation
 
-    def describe(self) -> str:
-        """One line: what is left, the hours it should take, and what they leave out."""
-        if not self.runs:
-            return "nothing left"
-        text = f"{self.epochs} epochs and {self.runs} final evaluations left"
-        costs = [
+    def _costs(self) -> list[tuple[int, float | None, str, str]]:
+        return [
             (self.epochs, self.epoch_s, "training", "per epoch"),
             (self.epochs, self.eval_s, "evaluation", "per epoch"),
             (self.runs, self.final_s, "final evaluation", "per run"),
         ]
-        known = [(count, pace, name, per) for count, pace, name, per in costs if pace is not None]
+
+    @property
+    def seconds(self) -> float:
+        """The seconds the known paces add up to (the unknown ones count nothing)."""
+        return sum(count * pace for count, pace, _, _ in self._costs() if pace is not None)
+
+    def describe(self, pace: str = "the pace logged so far") -> str:
+        """One line: what is left, the hours it should take at ``pace``, and what they
+        leave out."""
+        if not self.runs:
+            return "nothing left"
+        text = f"{self.epochs} epochs and {self.runs} final evaluations left"
+        costs = self._costs()
+        known = [(count, rate, name, per) for count, rate, name, per in costs if rate is not None]
         if known:
-            total = _duration(sum(count * pace for count, pace, _, _ in known))
-            paces = ", ".join(f"{name} {_seconds(pace)} s {per}" for _, pace, name, per in known)
-            text += f": {total} at the pace logged so far ({paces})"
-        unknown = [name for _, pace, name, _ in costs if pace is None]
+            paces = ", ".join(f"{name} {_seconds(rate)} s {per}" for _, rate, name, per in known)
+            text += f": {duration(self.seconds)} at {pace} ({paces})"
+        unknown = [name for _, rate, name, _ in costs if rate is None]
         if unknown:
             text += f"; not logged yet, so not counted: {', '.join(unknown)}"
         return text
@@ -89,7 +97,8 @@ def _final(slot: Slot) -> dict[str, Any]:
     return json.loads((slot.directory / FINAL).read_text())
 
 
-def _duration(seconds: float) -> str:
+def duration(seconds: float) -> str:
+    """``seconds`` in h, min or s, as its size asks."""
     if seconds >= 3600:
         return f"{seconds / 3600:.1f} h"
     return f"{seconds / 60:.1f} min" if seconds >= 60 else f"{seconds:.0f} s"
