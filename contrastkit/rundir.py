@@ -188,6 +188,8 @@ def atomic_file(path: str | Path) -> Iterator[BinaryIO]:
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as fh:
+            # mkstemp makes the file private (0600); give it the mode open() would have
+            os.chmod(tmp, 0o666 & ~_umask())
             yield fh
             fh.flush()
             os.fsync(fh.fileno())
@@ -196,6 +198,12 @@ def atomic_file(path: str | Path) -> Iterator[BinaryIO]:
         Path(tmp).unlink(missing_ok=True)
         raise
     _fsync_dir(path.parent)
+
+
+def _umask() -> int:
+    mask = os.umask(0)  # reading the mask means setting it: put it back at once
+    os.umask(mask)
+    return mask
 
 
 @contextlib.contextmanager

@@ -16,6 +16,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+from ..rundir import atomic_file, atomic_write_text
 from ..training import TIMING_KEYS
 from .config import Study
 from .curves import gap_change, mean_curve
@@ -336,7 +337,8 @@ def plots(results: dict[str, Any], out: Path) -> list[str]:
     ax.set(xlabel="epoch", ylabel=metric, title=f"{results['name']}: mean over seeds ± t-CI")
     ax.legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(out / "curves.png", dpi=110)
+    with atomic_file(out / "curves.png") as fh:
+        fig.savefig(fh, format="png", dpi=110)
     plt.close(fig)
     fig, ax = plt.subplots(figsize=(7.5, 0.5 + 0.45 * max(1, len(results["comparisons"]))))
     rows = [c for c in results["comparisons"].values() if c["paired"]]
@@ -349,7 +351,8 @@ def plots(results: dict[str, Any], out: Path) -> list[str]:
     ax.set_yticks(range(len(rows)), [f"{c['arm']} − {c['vs']}" for c in rows], fontsize=7)
     ax.set(xlabel=f"paired Δ {results['metric']}", title="paired differences, t-CI")
     fig.tight_layout()
-    fig.savefig(out / "differences.png", dpi=110)
+    with atomic_file(out / "differences.png") as fh:
+        fig.savefig(fh, format="png", dpi=110)
     plt.close(fig)
     return [str(out / "curves.png"), str(out / "differences.png")]
 
@@ -393,6 +396,6 @@ def write_report(
     results["plots"] = plots(results, study.out)
     results["command"] = command
     text = json.dumps(json_safe(results), indent=2, allow_nan=False)
-    (study.out / "results.json").write_text(text + "\n")
-    (study.out / "REPORT.md").write_text(markdown(results, command, wall))
+    atomic_write_text(study.out / "results.json", text + "\n")
+    atomic_write_text(study.out / "REPORT.md", markdown(results, command, wall))
     return results

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..rundir import read_jsonl, removed_if_unused
+from ..rundir import append_line, read_jsonl, removed_if_unused
 from ..training import CHECKPOINT, FINAL, METRICS, TrainConfig, Trainer, extendable, length_note
 from ..training.label_aware import LabelAwareTrainer, trainer_class
 from .config import Arm, Study
@@ -324,5 +324,4 @@ def log_run(study: Study, name: str, seconds: float, finished: bool) -> None:
         "wall_time_s": seconds,
         "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
-    with (study.out / STUDY_LOG).open("a") as fh:
-        fh.write(json.dumps(record) + "\n")
+    append_line(study.out / STUDY_LOG, json.dumps(record))

@@ -16,6 +16,7 @@ from contrastkit.rundir import (
     FAULT_ENV,
     CheckpointError,
     atomic_torch_save,
+    atomic_write_text,
     check_output_file,
     load_checkpoint,
     prepare_run_dir,
@@ -125,6 +126,23 @@ def test_kill_inside_an_atomic_write_keeps_the_old_file(tmp_path: Path) -> None:
     proc = subprocess.run([sys.executable, "-c", code, str(target)], env=env, check=False)
     assert proc.returncode == 137
     assert json.loads(target.read_text()) == {"old": True}
+
+
+@pytest.mark.parametrize("mask", [0o022, 0o077])
+def test_atomic_writes_get_the_mode_a_plain_write_gets(tmp_path: Path, mask: int) -> None:
+    """Run files and caches are readable by whoever could read a file opened plainly (a
+    shared cache, a colleague's final.json), not private to the writer."""
+    old = os.umask(mask)
+    try:
+        (tmp_path / "plain.json").write_text("{}")
+        atomic_write_text(tmp_path / "final.json", "{}")
+    finally:
+        os.umask(old)
+
+    def mode(name: str) -> int:
+        return (tmp_path / name).stat().st_mode & 0o777
+
+    assert mode("final.json") == mode("plain.json") == 0o666 & ~mask
 
 
 def test_read_jsonl_names_bad_line(tmp_path: Path) -> None:
