@@ -10,7 +10,8 @@
 #   TEXT=0 bash benchmarks/gpu_smoke.sh          # skip the sentence part (needs the text extra)
 #
 # Then a two-arm study of the embedded digits runs on the device (`contrastkit study --set
-# device=...`), is resumed once (nothing is retrained) and prints its verdict line.
+# device=...`): its trial first (`--trial 1`, which must write nothing), then the study,
+# resumed once (nothing is retrained); it prints the trial's estimate and the verdict line.
 # With the text extra installed, it then runs 16 SimCSE steps (batch 64, the simcse framework
 # of the shared loop) of the default MiniLM on generated sentences with MACL and with mMHE
 # under the same device and precision,
@@ -57,8 +58,8 @@ print(f"device {final['device']} ({final['gpu_name']}), precision {final['precis
       f"compile {final['compile']}, torch {final['torch_version']}; runs in {Path(sys.argv[1]).parent}")
 PY
 
-# a study end to end on this device: 2 arms x 3 seeds of 2 epochs on the embedded digits,
-# resumed once (the second call trains nothing), then its report's verdict lines
+# a study end to end on this device: its trial (--trial 1), then 2 arms x 3 seeds of 2 epochs
+# on the embedded digits, resumed once (the second call trains nothing), its verdict lines
 cat > "$OUT/study.yaml" <<YAML
 name: smoke
 paper: smoke
@@ -73,6 +74,12 @@ metric: linear_accuracy
 arms: [{label: ntxent, loss: ntxent}, {label: macl, loss: macl}]
 YAML
 [ "$COMPILE" = --compile ] && compiled=true || compiled=false
+# the trial first, as before a real study: each arm one epoch on this device, nothing written
+"$PYTHON" -m contrastkit.cli study "$OUT/study.yaml" --set device="$DEVICE" \
+  --set compile=$compiled --set threads="$THREADS" --trial 1 > "$OUT/study-trial.log" 2>&1 \
+  || { echo "study trial FAILED: see $OUT/study-trial.log"; exit 1; }
+[ ! -e "$OUT/study" ] || { echo "study trial wrote $OUT/study"; exit 1; }
+echo "study trial: $(tail -n 1 "$OUT/study-trial.log")"
 for pass in 1 2; do
   "$PYTHON" -m contrastkit.cli study "$OUT/study.yaml" --set device="$DEVICE" \
     --set compile=$compiled --set threads="$THREADS" > "$OUT/study-$pass.log" 2>&1 \
