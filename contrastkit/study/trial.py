@@ -86,17 +86,20 @@ def _trial(study: Study, arm: Arm, epochs: int, left: Remaining, progress: bool)
         lines = (directory / METRICS).read_text().splitlines()
         logged = [json.loads(line) for line in lines if line.strip()]
         final = json.loads((directory / FINAL).read_text())
-    paces = [float(r["epoch_time_s"]) for r in logged]
-    epoch_s = statistics.median(paces[1:] or paces)
+    paces = [float(r["epoch_time_s"]) for r in logged if "epoch_time_s" in r]
     evaluated = [
         float(r["eval_time_s"])
         for r in logged
-        if r["epoch"] % config.eval_every == 0 or r["epoch"] == epochs
+        if "eval_time_s" in r and (r["epoch"] % config.eval_every == 0 or r["epoch"] == epochs)
     ]
-    once = statistics.fmean(evaluated) if evaluated else 0.0
+    once = statistics.fmean(evaluated) if evaluated else None
     study_epochs = arm.config.epochs
-    per_epoch = once * evaluations(study_epochs, arm.config.eval_every) / study_epochs
-    priced = dataclasses.replace(
-        left, epoch_s=epoch_s, eval_s=per_epoch, final_s=float(final["final_eval_time_s"])
+    priced = dataclasses.replace(  # a pace the trainer did not log stays unknown (named)
+        left,
+        epoch_s=statistics.median(paces[1:] or paces) if paces else None,
+        eval_s=None
+        if once is None
+        else once * evaluations(study_epochs, arm.config.eval_every) / study_epochs,
+        final_s=final.get("final_eval_time_s"),
     )
     return ArmTrial(arm.label, priced, once)
