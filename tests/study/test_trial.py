@@ -97,3 +97,21 @@ def test_trial_arguments_are_checked(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert "--trial must be an integer number of epochs >= 1" in capsys.readouterr().err
     assert main(["study", str(path), "--trial", "1", "--seeds", "1"]) != 0
     assert "choose arms with --arms only" in capsys.readouterr().err
+
+
+def test_a_pace_the_trainer_did_not_log_is_named_not_a_failure(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    study = load_study(_study(tmp_path, [{"label": "ntxent", "loss": "ntxent"}], epochs=6))
+
+    def fake_train(directory: Path, config: TrainConfig, *args: object) -> None:
+        directory.mkdir(parents=True)
+        (directory / METRICS).write_text('{"epoch": 1, "epoch_time_s": 7.0}\n')
+        (directory / FINAL).write_text("{}")
+
+    monkeypatch.setattr(trial_module, "train", fake_train)
+    (only,) = run_trial(study, 1)
+    assert only.error is None and only.eval_once_s is None
+    assert only.describe().endswith(
+        "(training 7.0 s per epoch); not logged yet, so not counted: evaluation, final evaluation"
+    )
