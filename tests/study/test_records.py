@@ -8,32 +8,24 @@ import shutil
 from pathlib import Path
 
 import pytest
-import yaml
 
 from contrastkit.cli import main
 from contrastkit.study import load_study, run_study, write_report
 from contrastkit.study.records import RECORDS, RunRecord, load_records
 
-from .tiny import TINY
+from .tiny import TINY, write_study
 
 
 def _study(tmp_path: Path, epochs: int = 2) -> Path:
-    path = tmp_path / f"study{epochs}.yaml"
-    spec = {
-        "name": "tiny",
-        "paper": "P",
-        "table": "T",
-        "claim": "c",
-        "out": str(tmp_path / "out"),
-        "runs_dir": str(tmp_path / "runs"),
-        "base": {**TINY, "eval_every": 1, "epochs": epochs},
-        "baseline": "ntxent",
-        "seeds": [0, 1],
-        "min_seeds": 1,
-        "arms": [{"label": "ntxent", "loss": "ntxent"}, {"label": "dcl", "loss": "dcl"}],
-    }
-    path.write_text(yaml.safe_dump(spec))
-    return path
+    return write_study(
+        tmp_path / f"study{epochs}.yaml",
+        claim="c",
+        runs_dir=str(tmp_path / "runs"),
+        base={**TINY, "eval_every": 1, "epochs": epochs},
+        seeds=[0, 1],
+        min_seeds=1,
+        arms=[{"label": "ntxent", "loss": "ntxent"}, {"label": "dcl", "loss": "dcl"}],
+    )
 
 
 def test_recorded_runs_are_neither_retrained_nor_lost_when_run_dirs_are_gone(

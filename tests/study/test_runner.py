@@ -7,7 +7,6 @@ import shutil
 from pathlib import Path
 
 import pytest
-import yaml
 
 from contrastkit.cli import main
 from contrastkit.study import load_study, run_study, write_report
@@ -15,26 +14,11 @@ from contrastkit.study import runner as runner_module
 from contrastkit.study.remaining import remaining
 from contrastkit.study.report import _evaluation_time
 
-from .tiny import TINY
+from .tiny import TINY, write_study
 
 
 def _study(tmp_path: Path, arms: list[dict], seeds: list[int], **extra: object) -> Path:
-    tmp_path.mkdir(parents=True, exist_ok=True)
-    path = tmp_path / "study.yaml"
-    spec = {
-        "name": "tiny",
-        "paper": "P",
-        "table": "T",
-        "claim": "dcl beats ntxent",
-        "out": str(tmp_path / "out"),
-        "base": TINY,
-        "baseline": "ntxent",
-        "seeds": seeds,
-        "arms": arms,
-        **extra,
-    }
-    path.write_text(yaml.safe_dump(spec))
-    return path
+    return write_study(tmp_path / "study.yaml", arms=arms, seeds=seeds, **extra)
 
 
 def test_finished_runs_are_skipped_and_the_report_is_written(tmp_path: Path) -> None:

@@ -7,7 +7,6 @@ import json
 from pathlib import Path
 
 import pytest
-import yaml
 
 from contrastkit.cli import main
 from contrastkit.study import load_study, run_study
@@ -15,25 +14,15 @@ from contrastkit.study import trial as trial_module
 from contrastkit.study.trial import evaluations, run_trial
 from contrastkit.training import FINAL, METRICS, TrainConfig
 
-from .tiny import TINY
+from .tiny import TINY, write_study
 
 
 def _study(tmp_path: Path, arms: list[dict], epochs: int = 6) -> Path:
-    spec = {
-        "name": "tiny",
-        "paper": "P",
-        "table": "T",
-        "claim": "dcl beats ntxent",
-        "out": str(tmp_path / "out"),
-        "runs_dir": str(tmp_path / "runs"),
-        "base": {**TINY, "epochs": epochs, "eval_every": 2},
-        "baseline": "ntxent",
-        "seeds": [0, 1, 2],
-        "arms": arms,
-    }
-    path = tmp_path / "study.yaml"
-    path.write_text(yaml.safe_dump(spec))
-    return path
+    base = {**TINY, "epochs": epochs, "eval_every": 2}
+    runs = str(tmp_path / "runs")
+    return write_study(
+        tmp_path / "study.yaml", arms=arms, seeds=[0, 1, 2], base=base, runs_dir=runs
+    )
 
 
 def test_evaluations_count_every_kth_epoch_and_the_last() -> None:
