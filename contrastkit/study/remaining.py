@@ -57,7 +57,9 @@ class Remaining:
         costs = self._costs()
         known = [(count, rate, name, per) for count, rate, name, per in costs if rate is not None]
         if known:
-            paces = ", ".join(f"{name} {_seconds(rate)} s {per}" for _, rate, name, per in known)
+            paces = ", ".join(
+                f"{name} {format_seconds(rate)} s {per}" for _, rate, name, per in known
+            )
             text += f": {duration(self.seconds)} at {pace} ({paces})"
         unknown = [name for _, rate, name, _ in costs if rate is None]
         if unknown:
@@ -104,5 +106,6 @@ def duration(seconds: float) -> str:
     return f"{seconds / 60:.1f} min" if seconds >= 60 else f"{seconds:.0f} s"
 
 
-def _seconds(pace: float) -> str:
+def format_seconds(pace: float) -> str:
+    """A pace in seconds: one decimal from 1 s up, two significant digits below."""
     return f"{pace:.1f}" if pace >= 1 else f"{pace:.2g}"

@@ -29,7 +29,7 @@ from pathlib import Path
 
 from ..training import FINAL, METRICS, TrainConfig
 from .config import Arm, Study
-from .remaining import Remaining, remaining
+from .remaining import Remaining, format_seconds, remaining
 from .runner import label_aware_study, seeded, survey, train
 
 
@@ -47,8 +47,9 @@ class ArmTrial:
         if self.error is not None:
             return f"{self.label}: FAILED: {self.error}"
         assert self.left is not None
-        once = "" if self.eval_once_s is None else f", one evaluation {self.eval_once_s:.2g} s"
-        return f"{self.label}: ok{once}; {self.left.describe(pace)}"
+        once = self.eval_once_s
+        once_text = "" if once is None else f", one evaluation {format_seconds(once)} s"
+        return f"{self.label}: ok{once_text}; {self.left.describe(pace)}"
 
 
 def evaluations(epochs: int, eval_every: int) -> int:
