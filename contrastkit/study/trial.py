@@ -27,6 +27,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..rundir import read_jsonl
 from ..training import FINAL, METRICS, TrainConfig
 from .config import Arm, Study
 from .remaining import Remaining, format_seconds, remaining
@@ -84,8 +85,7 @@ def _trial(study: Study, arm: Arm, epochs: int, left: Remaining, progress: bool)
     with tempfile.TemporaryDirectory(prefix=f"contrastkit-trial-{arm.slug}-") as folder:
         directory = Path(folder) / "run"
         train(directory, config, "new", label_aware_study(study), None, progress)
-        lines = (directory / METRICS).read_text().splitlines()
-        logged = [json.loads(line) for line in lines if line.strip()]
+        logged = read_jsonl(directory / METRICS)[0]
         final = json.loads((directory / FINAL).read_text())
     paces = [float(r["epoch_time_s"]) for r in logged if "epoch_time_s" in r]
     evaluated = [
