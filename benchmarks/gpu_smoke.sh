@@ -10,8 +10,9 @@
 #   TEXT=0 bash benchmarks/gpu_smoke.sh          # skip the sentence part (needs the text extra)
 #
 # Then a two-arm study of the embedded digits runs on the device (`contrastkit study --set
-# device=...`): its trial first (`--trial 1`, which must write nothing), then the study,
-# resumed once (nothing is retrained); it prints the trial's estimate and the verdict line.
+# device=...`): its trial first (`--trial 1`, which must write nothing), then the study in
+# two processes (`--jobs 2`), resumed once in one (nothing is retrained); it prints the
+# trial's estimate and the verdict line.
 # With the text extra installed, it then runs 16 SimCSE steps (batch 64, the simcse framework
 # of the shared loop) of the default MiniLM on generated sentences with MACL and with mMHE
 # under the same device and precision,
@@ -80,14 +81,18 @@ YAML
   || { echo "study trial FAILED: see $OUT/study-trial.log"; exit 1; }
 [ ! -e "$OUT/study" ] || { echo "study trial wrote $OUT/study"; exit 1; }
 echo "study trial: $(tail -n 1 "$OUT/study-trial.log")"
-for pass in 1 2; do
+# the first pass in two processes (--jobs 2: one GPU each when there are several and DEVICE
+# names no index), the second in one
+for jobs in 2 1; do
   "$PYTHON" -m contrastkit.cli study "$OUT/study.yaml" --set device="$DEVICE" \
-    --set compile=$compiled --set threads="$THREADS" > "$OUT/study-$pass.log" 2>&1 \
-    || { echo "study FAILED: see $OUT/study-$pass.log"; exit 1; }
+    --set compile=$compiled --set threads="$THREADS" --jobs $jobs > "$OUT/study-$jobs.log" 2>&1 \
+    || { echo "study FAILED: see $OUT/study-$jobs.log"; exit 1; }
 done
-grep -q "0 runs finished now, 6 already finished" "$OUT/study-2.log" \
-  || { echo "study resume FAILED: see $OUT/study-2.log"; exit 1; }
-echo "study (2 arms x 3 seeds): $(grep ' vs ' "$OUT/study-2.log")  report $OUT/study/REPORT.md"
+[ "$(grep -c '^report: ' "$OUT/study-2.log")" = 1 ] \
+  || { echo "study --jobs 2 FAILED: not one report, see $OUT/study-2.log"; exit 1; }
+grep -q "0 runs finished now, 6 already finished" "$OUT/study-1.log" \
+  || { echo "study resume FAILED: see $OUT/study-1.log"; exit 1; }
+echo "study (2 arms x 3 seeds): $(grep ' vs ' "$OUT/study-1.log")  report $OUT/study/REPORT.md"
 
 TEXT=${TEXT:-1}
 if [ "$TEXT" = 1 ] && "$PYTHON" -c "import transformers" 2>/dev/null; then

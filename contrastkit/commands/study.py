@@ -5,6 +5,7 @@ the suite's ``REPORT.md`` with one column per study.
 
 A killed or time-limited study continues where it stopped when the same command is run
 again: finished runs are skipped, interrupted runs continue from their last epoch.
+``--jobs N`` trains in N processes at once (:mod:`contrastkit.study.jobs`).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from time import monotonic
 from typing import Any
 
 from ..study import Study, Suite, load_config, run_study, status, write_report, write_suite_report
+from ..study.jobs import run_jobs
 from ..study.probe import run_probe
 from ..study.records import ENVIRONMENT_KEYS
 from ..study.remaining import duration, remaining
@@ -68,6 +70,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--readme-rows", action="store_true", help="also print the README claims-table rows"
     )
     parser.add_argument("--progress", action="store_true", help="show per-epoch progress bars")
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        default=1,
+        metavar="N",
+        help="train in N processes at once (each claims the next unfinished run; with "
+        "several GPUs and no --set device=cuda:K, one GPU each), then write the report "
+        "once (default 1)",
+    )
+    parser.add_argument(
+        "--no-report",
+        action="store_true",
+        help="train only: write no report (what each process of --jobs runs)",
+    )
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument(
         "--report-only", action="store_true", help="train nothing: report the finished runs"
@@ -190,6 +206,12 @@ def run(args: argparse.Namespace) -> int:
             "--seeds and --arms choose the runs to train or show (--status); --probe trains "
             "the baseline's first seed and --report-only reports every finished run"
         )
+    if args.jobs < 1:
+        raise ValueError(f"--jobs must be a positive integer, got {args.jobs}")
+    if args.jobs > 1 and (args.probe is not None or args.trial is not None or args.status):
+        raise ValueError("--jobs trains the study's runs; --probe, --trial and --status run alone")
+    if args.jobs > 1 and args.report_only:
+        raise ValueError("--jobs trains the study's runs; --report-only trains nothing")
     if args.seeds and args.trial is not None:
         raise ValueError("--trial trains each arm's first seed: choose arms with --arms only")
     chosen = [
@@ -215,9 +237,14 @@ def run(args: argparse.Namespace) -> int:
         ]
         return 0 if all(ok) else 1
     start = monotonic()
+    failed = []
+    if args.jobs > 1:
+        pinned = ":" in str(settings.get("device", ""))  # --set device=cuda:K: one GPU for all
+        codes = run_jobs(_worker_argv(args), args.jobs, gpus=0 if pinned else None)
+        failed = [f"{i} (exit {code})" for i, code in enumerate(codes) if code]
     results = []
     for part, source, (seeds, arms) in zip(parts, sources, chosen, strict=True):
-        if not args.report_only:
+        if not args.report_only and args.jobs == 1:
             left = None
             if args.max_minutes is not None:
                 left = max(args.max_minutes - (monotonic() - start) / 60, 0.0)
@@ -230,6 +257,8 @@ def run(args: argparse.Namespace) -> int:
             )
             if done.pending:
                 print("[study] time limit reached; run the same command again to continue")
+        if args.no_report:
+            continue
         flags = ["--runs-dir", str(part.runs_dir)] if args.runs_dir else []
         command = "contrastkit study " + shlex.join([str(source), *flags])
         results.append(_report(part, command, args.readme_rows))
@@ -237,4 +266,28 @@ def run(args: argparse.Namespace) -> int:
         flags = ["--runs-dir", args.runs_dir] if args.runs_dir else []
         write_suite_report(suite, results, "contrastkit study " + shlex.join([args.config, *flags]))
         print(f"suite report: {suite.out / 'REPORT.md'}")
+    if failed:
+        print(
+            f"[study] failed processes: {', '.join(failed)}; see their errors above",
+            file=sys.stderr,
+        )
+        return 1
     return 0
+
+
+def _worker_argv(args: argparse.Namespace) -> list[str]:
+    """The ``contrastkit study`` arguments of one process of ``--jobs``: this command's
+    study, runs, machine settings and time limit, without a report."""
+    argv = [args.config, "--no-report"]
+    for flag, value in (
+        ("--runs-dir", args.runs_dir),
+        ("--out", args.out),
+        ("--max-minutes", args.max_minutes),
+        ("--seeds", args.seeds),
+        ("--arms", args.arms),
+    ):
+        if value is not None:
+            argv += [flag, str(value)]
+    for assignment in args.set:
+        argv += ["--set", assignment]
+    return [*argv, "--progress"] if args.progress else argv

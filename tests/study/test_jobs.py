@@ -1,0 +1,76 @@
+"""``contrastkit study --jobs N``: the runs trained by N child processes, one report after."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from contrastkit.cli import main
+from contrastkit.study import runner as runner_module
+from contrastkit.study.jobs import VISIBLE, worker_env
+
+from .tiny import write_study
+
+ARMS = [{"label": "ntxent", "loss": "ntxent"}, {"label": "dcl", "loss": "dcl"}]
+
+
+def test_each_child_sees_one_gpu_round_robin_and_none_is_narrowed_below_two() -> None:
+    assert worker_env(1, {"A": "1"}, gpus=0) == {"A": "1"}
+    assert worker_env(3, {VISIBLE: "2"}, gpus=1) == {VISIBLE: "2"}
+    assert [worker_env(i, {}, gpus=2)[VISIBLE] for i in range(3)] == ["0", "1", "0"]
+    listed = {VISIBLE: "3, 5", "A": "1"}
+    assert [worker_env(i, listed, gpus=2)[VISIBLE] for i in range(3)] == ["3", "5", "3"]
+    assert worker_env(0, listed, gpus=2)["A"] == "1" and listed[VISIBLE] == "3, 5"
+
+
+def test_children_train_every_run_and_the_parent_writes_the_report_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    path = write_study(tmp_path / "study.yaml", arms=ARMS, seeds=[0], min_seeds=1)
+
+    def parent_trains(*_: object) -> None:
+        raise AssertionError("the parent process trained a run")
+
+    monkeypatch.setattr(runner_module, "train", parent_trains)  # children are unaffected
+    assert main(["study", str(path), "--jobs", "2"]) == 0
+    out = tmp_path / "out"
+    for arm in ("ntxent", "dcl"):
+        assert (out / "runs" / arm / "seed0" / "final.json").exists()
+        assert not runner_module.claim_path(out / "runs" / arm / "seed0").exists()
+    results = json.loads((out / "results.json").read_text())
+    assert results["runs_finished"] == 2
+    log = [json.loads(line) for line in (out / "study_log.jsonl").read_text().splitlines()]
+    assert sorted(r["run"] for r in log) == ["dcl seed 0", "ntxent seed 0"]  # each run once
+    assert capfd.readouterr().out.count("report: ") == 1
+
+
+def test_a_failing_child_fails_the_command_and_no_report_writes_none(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    path = write_study(tmp_path / "study.yaml", arms=ARMS, seeds=[0], min_seeds=1)
+    blocker = tmp_path / "out" / "runs"
+    blocker.parent.mkdir(parents=True)
+    blocker.write_text("a file where the runs' folder goes")
+    assert main(["study", str(path), "--jobs", "2", "--no-report"]) == 1
+    err = capfd.readouterr().err
+    assert err.count("contrastkit: error: ") == 2  # each child's own line
+    assert "failed processes: 0 (exit 2), 1 (exit 2)" in err
+    assert not (tmp_path / "out" / "REPORT.md").exists()
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--jobs", "0"], "--jobs must be a positive integer, got 0"),
+        (["--jobs", "2", "--status"], "--probe, --trial and --status run alone"),
+        (["--jobs", "2", "--report-only"], "--report-only trains nothing"),
+    ],
+)
+def test_jobs_outside_training_is_a_one_line_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], flags: list[str], message: str
+) -> None:
+    path = write_study(tmp_path / "study.yaml", arms=ARMS, seeds=[0])
+    assert main(["study", str(path), *flags]) == 2
+    assert message in capsys.readouterr().err
