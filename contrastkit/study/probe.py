@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..rundir import atomic_write_text
+from ..rundir import atomic_write_text, read_jsonl
 from ..training import METRICS, TrainConfig, extendable
 from .config import Arm, Study
 from .runner import (
@@ -92,8 +92,7 @@ def run_probe(
                 stopped = True
     conv = study.convergence_settings()
     metrics = directory / METRICS
-    lines = metrics.read_text().splitlines() if metrics.exists() else []
-    history = [json.loads(line) for line in lines if line.strip()]
+    history = read_jsonl(metrics)[0] if metrics.exists() else []
     curve = [(int(r["epoch"]), float(r[conv["metric"]])) for r in history if conv["metric"] in r]
     epochs, values = [e for e, _ in curve], [v for _, v in curve]
     rows, suggested = suggest_epochs(
