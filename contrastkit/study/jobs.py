@@ -12,6 +12,7 @@ one run on each GPU.
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
@@ -35,15 +36,20 @@ def worker_env(index: int, environ: Mapping[str, str], gpus: int) -> dict[str, s
 def run_jobs(argv: Sequence[str], jobs: int, gpus: int | None = None) -> list[int]:
     """Run ``jobs`` processes of ``contrastkit study *argv`` at once (this interpreter,
     :func:`worker_env` each; ``gpus`` defaults to ``torch.cuda.device_count()``) and
-    return their exit codes. Interrupted, it stops the children and waits for them (each
-    resumes from its last saved epoch when the study is run again)."""
+    return their exit codes. Interrupted (Ctrl-C or SIGTERM), it stops the children and
+    waits for them; each run resumes from its last saved epoch when the study is run
+    again."""
     if gpus is None:
         import torch
 
         gpus = torch.cuda.device_count()
     command = [sys.executable, "-m", "contrastkit", "study", *argv]
-    children = [subprocess.Popen(command, env=worker_env(i, os.environ, gpus)) for i in range(jobs)]
+    # a SIGTERM to this process (``kill``, a job scheduler) stops the children as Ctrl-C does
+    previous = signal.signal(signal.SIGTERM, _exit_on_sigterm)
+    children: list[subprocess.Popen[bytes]] = []
     try:
+        for i in range(jobs):
+            children.append(subprocess.Popen(command, env=worker_env(i, os.environ, gpus)))
         return [child.wait() for child in children]
     except BaseException:
         for child in children:
@@ -51,3 +57,9 @@ def run_jobs(argv: Sequence[str], jobs: int, gpus: int | None = None) -> list[in
         for child in children:
             child.wait()
         raise
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _exit_on_sigterm(signum: int, _frame: object) -> None:
+    raise SystemExit(128 + signum)

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -11,7 +17,7 @@ from contrastkit.cli import main
 from contrastkit.study import runner as runner_module
 from contrastkit.study.jobs import VISIBLE, worker_env
 
-from .tiny import write_study
+from .tiny import TINY, write_study
 
 ARMS = [{"label": "ntxent", "loss": "ntxent"}, {"label": "dcl", "loss": "dcl"}]
 
@@ -74,3 +80,28 @@ def test_jobs_outside_training_is_a_one_line_error(
     path = write_study(tmp_path / "study.yaml", arms=ARMS, seeds=[0])
     assert main(["study", str(path), *flags]) == 2
     assert message in capsys.readouterr().err
+
+
+def test_sigterm_to_the_command_stops_its_children(tmp_path: Path) -> None:
+    path = write_study(tmp_path / "study.yaml", arms=ARMS, seeds=[0], base={**TINY, "epochs": 500})
+    command = [sys.executable, "-m", "contrastkit", "study", str(path), "--jobs", "2"]
+    quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+    parent = subprocess.Popen(command, start_new_session=True, **quiet)  # a group to clean up
+    try:
+        claims = [
+            runner_module.claim_path(tmp_path / "out" / "runs" / a / "seed0")
+            for a in ("ntxent", "dcl")
+        ]
+        deadline = time.monotonic() + 120
+        while not all(c.exists() and c.read_text().strip() for c in claims):
+            assert time.monotonic() < deadline and parent.poll() is None, "no run started"
+            time.sleep(0.2)
+        children = [int(c.read_text()) for c in claims]
+        parent.send_signal(signal.SIGTERM)
+        assert parent.wait(timeout=60) == 128 + signal.SIGTERM
+        for pid in children:
+            with pytest.raises(ProcessLookupError):
+                os.kill(pid, 0)
+    finally:  # whatever failed above, leave no training process behind
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(parent.pid, signal.SIGKILL)
