@@ -23,7 +23,7 @@ from ..study.probe import run_probe
 from ..study.records import ENVIRONMENT_KEYS
 from ..study.remaining import duration, remaining
 from ..study.report import collect, finished_runs, readme_rows
-from ..study.runner import survey
+from ..study.runner import holder, survey
 from ..study.trial import run_trial
 from ..training.config_io import parse_assignments
 
@@ -158,8 +158,12 @@ def _status(study: Study, seeds: list[int] | None, arms: list[str] | None) -> No
     for (label, seed), state in states.items():
         print(f"{label} seed {seed}: {state}")
     done = sum(state.startswith("finished") for state in states.values())
-    left = remaining(slots).describe()
-    print(f"[study] {study.name}: {done} of {len(states)} runs finished; {left}")
+    left = remaining(slots)
+    line = f"[study] {study.name}: {done} of {len(states)} runs finished; {left.describe()}"
+    workers = len({pid for slot in slots if (pid := holder(slot.directory)) is not None})
+    if workers > 1 and left.seconds:  # the logged pace is one process's, under that load
+        line += f"; {workers} processes at work now: about {duration(left.seconds / workers)}"
+    print(line)
 
 
 def _trial(study: Study, epochs: int, arms: list[str] | None, progress: bool) -> bool:

@@ -167,6 +167,16 @@ def claim(directory: Path) -> bool:
     return False
 
 
+def holder(directory: Path) -> int | None:
+    """The pid of the live process that holds ``directory``'s claim; ``None`` if none does."""
+    path = claim_path(directory)
+    try:
+        text = path.read_text().strip()
+    except OSError:  # no claim, or it went away as we looked
+        return None
+    return int(text) if text.isdigit() and _alive(int(text)) else None
+
+
 def release(directory: Path) -> None:
     path = claim_path(directory)
     if path.exists() and path.read_text().strip() == str(os.getpid()):
@@ -238,10 +248,9 @@ def status(study: Study, slots: list[Slot] | None = None) -> dict[tuple[str, int
         if slot.state == "partial":
             done = slot.logged
             state = f"epoch {done[-1]['epoch'] if done else 0} of {slot.config.epochs}"
-        path = claim_path(slot.directory)
-        holder = path.read_text().strip() if path.exists() else ""
-        if not state.startswith("finished") and holder.isdigit() and _alive(int(holder)):
-            state += f", claimed by pid {holder}"
+        pid = holder(slot.directory)
+        if not state.startswith("finished") and pid is not None:
+            state += f", claimed by pid {pid}"
         out[(slot.label, slot.seed)] = state
     return out
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -11,7 +12,7 @@ import pytest
 from contrastkit.cli import main
 from contrastkit.study import load_study, run_study, write_report
 from contrastkit.study import runner as runner_module
-from contrastkit.study.remaining import remaining
+from contrastkit.study.remaining import duration, remaining
 from contrastkit.study.report import _evaluation_time
 
 from .tiny import TINY, write_study
@@ -242,6 +243,24 @@ def test_status_names_every_runs_state_and_trains_nothing(
     times = [json.loads(line)["epoch_time_s"] for line in metrics if line]
     assert (left.epochs, left.runs) == (1 + 3 + 3, 3) and left.final_s is None
     assert len(times) == 2 and left.epoch_s == pytest.approx(sum(times) / 2)
+
+
+def test_status_divides_the_time_left_among_the_processes_at_work(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = _study(tmp_path, [{"label": "ntxent", "loss": "ntxent"}], [0, 1, 2])
+    study = load_study(path)
+    run_study(study, log=False, seeds=[0])
+    claim = runner_module.claim_path
+    claim(study.runs_dir / "ntxent" / "seed1").write_text("1")  # pid 1 is always alive
+    claim(study.runs_dir / "ntxent" / "seed2").write_text("999999999")  # no such process
+    assert main(["study", str(path), "--status"]) == 0
+    assert "processes at work" not in capsys.readouterr().out  # one live holder
+    claim(study.runs_dir / "ntxent" / "seed2").write_text(str(os.getpid()))
+    assert main(["study", str(path), "--status"]) == 0
+    seconds = remaining(runner_module.survey(study)).seconds
+    out = capsys.readouterr().out
+    assert f"; 2 processes at work now: about {duration(seconds / 2)}\n" in out
 
 
 def test_only_label_aware_arms_make_a_study_label_aware(tmp_path: Path) -> None:
