@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import json
 import statistics
+from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -50,6 +52,21 @@ class RunRecord:
         return int(self.final["epochs"]) == config.epochs and not config.differences(
             self.final["config"], IGNORED_KEYS
         )
+
+
+def code_versions(runs: Iterable[RunRecord]) -> dict[str, int]:
+    """How many of ``runs`` each code trained (:func:`contrastkit.provenance.code_info` in
+    their ``final.json``): ``<commit, 10 digits>``, with ``+ changes`` when the package
+    differed from it; ``contrastkit <version>`` without a commit; ``not recorded`` for runs
+    from before ``final.json`` carried it. Most runs first."""
+    names = []
+    for run in runs:
+        commit, version = run.final.get("git_commit"), run.final.get("contrastkit_version")
+        if commit:
+            names.append(f"{commit[:10]}" + (" + changes" if run.final.get("git_dirty") else ""))
+        else:
+            names.append(f"contrastkit {version}" if version else "not recorded")
+    return dict(Counter(names).most_common())
 
 
 def _scalars(record: dict[str, Any]) -> dict[str, Any]:

@@ -13,14 +13,13 @@ from __future__ import annotations
 
 import json
 import math
-from pathlib import Path
 from typing import Any
 
-from ..rundir import atomic_file, atomic_write_text
+from ..rundir import atomic_write_text
 from ..training import TIMING_KEYS
 from .config import Study
-from .curves import gap_change, mean_curve
-from .records import RunRecord, write_records
+from .curves import gap_change, mean_curve, plots
+from .records import RunRecord, code_versions, write_records
 from .runner import STUDY_LOG, survey
 from .stats import convergence, paired, t_interval, verdict
 
@@ -148,6 +147,7 @@ def collect(study: Study, runs: dict[tuple[str, int], RunRecord] | None = None) 
         "comparisons": comparisons,
         "notes": study.notes,
         "also_report": study.also_report,
+        "code": code_versions(runs.values()),
     }
 
 
@@ -171,6 +171,14 @@ def verdict_cell(comp: dict[str, Any] | None) -> str:
     if comp["verdict"] == comp["interval_verdict"]:
         return f"**{comp['verdict']}**"
     return f"**{comp['verdict']}** (interval: {comp['interval_verdict']})"
+
+
+def _code_line(code: dict[str, int]) -> list[str]:
+    """The code that trained the runs, when any run recorded it (commits as in git)."""
+    if set(code) <= {"not recorded"}:
+        return []
+    parts = "; ".join(f"{name}: {n} run{'s' * (n != 1)}" for name, n in code.items())
+    return ["", f"Code that trained the runs (git commit in each `final.json`): {parts}."]
 
 
 def _evaluation_time(wall: dict[str, float], runs: int) -> str:
@@ -253,6 +261,7 @@ def markdown(results: dict[str, Any], command: str, wall: dict[str, float]) -> s
         "runs and processes (`study_log.jsonl`; evaluation included, a run killed mid-way "
         f"not counted); training alone: {wall.get('train_s', 0) / 60:.1f} min"
         + _evaluation_time(wall, results["runs_finished"]),
+        *_code_line(results.get("code", {})),
         "",
         f"Reproduce: `{command}`",
     ]
@@ -310,51 +319,6 @@ def readme_rows(results: dict[str, Any], folder: str) -> list[str]:
             f"{verdict_cell(comp)} |"
         )
     return rows
-
-
-def plots(results: dict[str, Any], out: Path) -> list[str]:
-    """``curves.png`` (mean curve ± t-interval band per arm) and ``differences.png``
-    (paired Δ with its interval per judged arm)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    metric = results["convergence_settings"]["metric"]
-    fig, ax = plt.subplots(figsize=(7.5, 4.5))
-    for label, arm in results["arms"].items():
-        curve = arm.get("curve")
-        if not curve or not curve["epochs"]:
-            continue
-        e, m, h = curve["epochs"], curve["mean"], curve["half_width"]
-        ax.plot(e, m, label=f"{label} (n={len(arm['seeds'])})", linewidth=1.2)
-        low = [a - b for a, b in zip(m, h, strict=True)]
-        ax.fill_between(e, low, [a + b for a, b in zip(m, h, strict=True)], alpha=0.2)
-    means = [v for arm in results["arms"].values() for v in arm.get("curve", {}).get("mean", [])]
-    if means:  # frame the means; 2-seed bands (t = 12.7) would flatten them otherwise
-        pad = 0.25 * (max(means) - min(means)) or 0.01
-        ax.set_ylim(min(means) - pad, max(means) + pad)
-    ax.set(xlabel="epoch", ylabel=metric, title=f"{results['name']}: mean over seeds ± t-CI")
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    with atomic_file(out / "curves.png") as fh:
-        fig.savefig(fh, format="png", dpi=110)
-    plt.close(fig)
-    fig, ax = plt.subplots(figsize=(7.5, 0.5 + 0.45 * max(1, len(results["comparisons"]))))
-    rows = [c for c in results["comparisons"].values() if c["paired"]]
-    for i, comp in enumerate(rows):
-        d = comp["paired"]["difference"]
-        low = d["low"] if not math.isnan(d["low"]) else d["mean"]
-        high = d["high"] if not math.isnan(d["high"]) else d["mean"]
-        ax.errorbar(d["mean"], i, xerr=[[d["mean"] - low], [high - d["mean"]]], fmt="o", capsize=3)
-    ax.axvline(0.0, color="grey", linewidth=0.8)
-    ax.set_yticks(range(len(rows)), [f"{c['arm']} − {c['vs']}" for c in rows], fontsize=7)
-    ax.set(xlabel=f"paired Δ {results['metric']}", title="paired differences, t-CI")
-    fig.tight_layout()
-    with atomic_file(out / "differences.png") as fh:
-        fig.savefig(fh, format="png", dpi=110)
-    plt.close(fig)
-    return [str(out / "curves.png"), str(out / "differences.png")]
 
 
 def json_safe(obj: Any) -> Any:

@@ -53,6 +53,7 @@ from ..engine.device import device_info
 from ..evaluation import alignment_uniformity, knn_accuracies, linear_probe
 from ..frameworks import build_framework, framework_class
 from ..models import build_encoder
+from ..provenance import code_info
 from . import checkpoint
 from .config import TrainConfig
 from .probe import OnlineProbe, TensorBoardLog
@@ -89,6 +90,7 @@ class Trainer:
     ) -> None:
         self.config = config
         self.out = None if out is None else Path(out)
+        self.code = code_info()  # at the start: the checkout may move while the run trains
         if config.threads is not None:
             torch.set_num_threads(config.threads)
         self.engine = Engine(
@@ -357,8 +359,9 @@ class Trainer:
         return self.finish()
 
     def run_info(self) -> dict[str, Any]:
-        """Hardware and numerics of the run, for ``final.json``."""
-        return {**device_info(self.engine.device), **self.engine.describe()}
+        """Hardware, numerics and code (:func:`~contrastkit.provenance.code_info`, read when
+        the process's first run started) of the run, for ``final.json``."""
+        return {**device_info(self.engine.device), **self.engine.describe(), **self.code}
 
     def finish(self) -> dict[str, Any]:
         """Final evaluation; writes ``final.json`` when there is a run directory.

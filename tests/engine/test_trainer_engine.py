@@ -13,6 +13,7 @@ import pytest
 import torch
 
 from contrastkit.commands.train import add_arguments, overrides_from_args
+from contrastkit.provenance import code_info
 from contrastkit.rundir import CHECKSUM_KEY
 from contrastkit.training import CHECKPOINT, FINAL, METRICS, TrainConfig
 from contrastkit.training.probe import OnlineProbe
@@ -132,6 +133,7 @@ def test_run_files_probe_tensorboard_and_periodic_checkpoints(
     for key in ("device", "gpu_name", "precision", "compile", "torch_version"):
         assert key in written and written[key] == final[key]
     assert written["device"] == "cpu" and written["torch_version"] == torch.__version__
+    assert {k: written[k] for k in code_info()} == code_info()  # which code trained it
     assert written["peak_device_memory_mb"] > 0
     state = torch.load(tmp_path / CHECKPOINT, weights_only=True)
     assert {"scheduler", "engine", "torch_rng", "probe"} <= set(state)

@@ -10,8 +10,10 @@ from pathlib import Path
 import pytest
 
 from contrastkit.cli import main
+from contrastkit.provenance import code_info
 from contrastkit.study import load_study, run_study, write_report
-from contrastkit.study.records import RECORDS, RunRecord, load_records
+from contrastkit.study.records import RECORDS, RunRecord, code_versions, load_records
+from contrastkit.study.report import _code_line
 
 from .tiny import TINY, write_study
 
@@ -100,3 +102,40 @@ def test_set_refuses_the_protocol_in_one_line(
     assert "--set batch_size" in err and len(err.splitlines()) == 1
     assert main(["study", path, "--set", "threads", "--status"]) == 2
     assert "--set expects key=value" in capsys.readouterr().err
+
+
+def test_the_report_counts_the_runs_each_commit_trained() -> None:
+    finals = [
+        {"git_commit": "a" * 40, "git_dirty": False, "contrastkit_version": "0.1.0"},
+        {"git_commit": "b" * 40, "git_dirty": True, "contrastkit_version": "0.1.0"},
+        {"git_commit": "a" * 40, "git_dirty": False, "contrastkit_version": "0.1.0"},
+        {"git_commit": None, "git_dirty": None, "contrastkit_version": "0.2.0"},
+        {},  # written before final.json carried the code
+    ]
+    code = code_versions(RunRecord(f, []) for f in finals)
+    assert list(code.items()) == [
+        ("aaaaaaaaaa", 2),
+        ("bbbbbbbbbb + changes", 1),
+        ("contrastkit 0.2.0", 1),
+        ("not recorded", 1),
+    ]
+    line = "".join(_code_line(code))
+    assert line.endswith(
+        ": aaaaaaaaaa: 2 runs; bbbbbbbbbb + changes: 1 run; contrastkit 0.2.0: 1 run; "
+        "not recorded: 1 run."
+    )
+    assert _code_line({"not recorded": 3}) == []  # old studies' reports keep their text
+
+
+def test_a_trained_run_records_its_code_and_the_report_says_so(tmp_path: Path) -> None:
+    study = load_study(_study(tmp_path))
+    run_study(study, log=False, seeds=[0])
+    results = write_report(study, "cmd")
+    info = code_info()
+    final = json.loads((study.runs_dir / "dcl" / "seed0" / "final.json").read_text())
+    assert {k: final[k] for k in info} == info
+    assert sum(results["code"].values()) == 2 and "not recorded" not in results["code"]
+    assert (
+        "Code that trained the runs (git commit in each `final.json`): "
+        in (study.out / "REPORT.md").read_text()
+    )
