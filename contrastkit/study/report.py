@@ -258,8 +258,9 @@ def markdown(results: dict[str, Any], command: str, wall: dict[str, float]) -> s
         "![paired differences](differences.png)",
         "",
         f"Wall time of the study's runs: {wall.get('total_s', 0) / 60:.1f} min, summed over "
-        "runs and processes (`study_log.jsonl`; evaluation included, a run killed mid-way "
-        f"not counted); training alone: {wall.get('train_s', 0) / 60:.1f} min"
+        "the runs and processes that logged it (`study_log.jsonl`; evaluation included; a "
+        "process killed mid-run logs nothing); training alone, by each finished run's own "
+        f"clock (killed stretches included): {wall.get('train_s', 0) / 60:.1f} min"
         + _evaluation_time(wall, results["runs_finished"]),
         *_code_line(results.get("code", {})),
         "",
