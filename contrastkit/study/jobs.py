@@ -15,6 +15,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 from collections.abc import Mapping, Sequence
 
 VISIBLE = "CUDA_VISIBLE_DEVICES"
@@ -44,8 +45,10 @@ def run_jobs(argv: Sequence[str], jobs: int, gpus: int | None = None) -> list[in
 
         gpus = torch.cuda.device_count()
     command = [sys.executable, "-m", "contrastkit", "study", *argv]
-    # a SIGTERM to this process (``kill``, a job scheduler) stops the children as Ctrl-C does
-    previous = signal.signal(signal.SIGTERM, _exit_on_sigterm)
+    # a SIGTERM to this process (``kill``, a job scheduler) stops the children as Ctrl-C
+    # does; Python takes signal handlers in the main thread only
+    main = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _exit_on_sigterm) if main else None
     children: list[subprocess.Popen[bytes]] = []
     try:
         for i in range(jobs):
@@ -58,7 +61,8 @@ def run_jobs(argv: Sequence[str], jobs: int, gpus: int | None = None) -> list[in
             child.wait()
         raise
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        if main:
+            signal.signal(signal.SIGTERM, previous)
 
 
 def _exit_on_sigterm(signum: int, _frame: object) -> None:

@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -15,7 +16,7 @@ import pytest
 
 from contrastkit.cli import main
 from contrastkit.study import runner as runner_module
-from contrastkit.study.jobs import VISIBLE, worker_env
+from contrastkit.study.jobs import VISIBLE, run_jobs, worker_env
 
 from .tiny import TINY, write_study
 
@@ -105,3 +106,12 @@ def test_sigterm_to_the_command_stops_its_children(tmp_path: Path) -> None:
     finally:  # whatever failed above, leave no training process behind
         with contextlib.suppress(ProcessLookupError):
             os.killpg(parent.pid, signal.SIGKILL)
+
+
+def test_run_jobs_works_from_a_thread_other_than_the_main_one(tmp_path: Path) -> None:
+    path = write_study(tmp_path / "study.yaml", arms=ARMS, seeds=[0])
+    codes: list[object] = []
+    worker = threading.Thread(target=lambda: codes.append(run_jobs([str(path), "--status"], 1)))
+    worker.start()
+    worker.join(timeout=120)
+    assert codes == [[0]]
