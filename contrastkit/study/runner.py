@@ -143,30 +143,6 @@ def claim_path(directory: Path) -> Path:
     return directory.parent / f"{directory.name}.{CLAIM}"
 
 
-def claim(directory: Path) -> bool:
-    """Claim ``directory`` for this process; ``False`` if a live process holds it."""
-    directory.parent.mkdir(parents=True, exist_ok=True)
-    path = claim_path(directory)
-    for _ in range(2):
-        try:
-            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
-        except FileExistsError:
-            try:
-                holder = int(path.read_text().strip() or 0)
-            except (OSError, ValueError):
-                holder = 0
-            if holder == os.getpid():
-                return True
-            if holder and _alive(holder):
-                return False
-            path.unlink(missing_ok=True)  # a dead process's claim
-            continue
-        with os.fdopen(fd, "w") as fh:
-            fh.write(str(os.getpid()))
-        return True
-    return False
-
-
 def holder(directory: Path) -> int | None:
     """The pid of the live process that holds ``directory``'s claim; ``None`` if none does."""
     path = claim_path(directory)
@@ -177,10 +153,28 @@ def holder(directory: Path) -> int | None:
     return int(text) if text.isdigit() and _alive(int(text)) else None
 
 
-def release(directory: Path) -> None:
+def claim(directory: Path) -> bool:
+    """Claim ``directory`` for this process; ``False`` if a live process holds it."""
+    directory.parent.mkdir(parents=True, exist_ok=True)
     path = claim_path(directory)
-    if path.exists() and path.read_text().strip() == str(os.getpid()):
-        path.unlink()
+    for _ in range(2):
+        try:
+            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+        except FileExistsError:
+            pid = holder(directory)
+            if pid is not None:
+                return pid == os.getpid()
+            path.unlink(missing_ok=True)  # a dead process's claim
+            continue
+        with os.fdopen(fd, "w") as fh:
+            fh.write(str(os.getpid()))
+        return True
+    return False
+
+
+def release(directory: Path) -> None:
+    if holder(directory) == os.getpid():
+        claim_path(directory).unlink(missing_ok=True)
 
 
 @contextlib.contextmanager
