@@ -8,7 +8,9 @@ config or YAML, unreadable checkpoints, non-finite losses), ``OSError`` (missing
 unwritable files), a missing optional package — is printed as one line
 ``contrastkit: error: <message>`` naming the file or field, with exit status 2 and no
 traceback. Anything else is a bug and keeps its traceback; ``contrastkit --debug ...``
-shows the traceback of user errors too.
+shows the traceback of user errors too. Ctrl-C is one line ``contrastkit: interrupted``
+with exit status 130 (128 + SIGINT, the shell's convention); a run continues from its last
+saved epoch (``train --resume``, or the same ``study`` command).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import signal
 import sys
 from collections.abc import Sequence
 
@@ -25,6 +28,7 @@ from . import distributed
 from ._optional import missing_extra
 
 USER_ERRORS = (ValueError, OSError, ArithmeticError)
+INTERRUPTED = 128 + signal.SIGINT  # the exit status of Ctrl-C, as shells report it
 
 COMMAND_MODULES = (
     "demo", "sts_eval", "simcse", "figures", "train", "compare", "export", "senteval", "study"
@@ -95,6 +99,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         print(f"contrastkit: error: {line}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        if args.debug:
+            raise
+        print("contrastkit: interrupted", file=sys.stderr)
+        return INTERRUPTED
     except RuntimeError as exc:  # under torchrun: a peer rank died, froze or timed out
         if args.debug or not _peer_failure(exc):
             raise

@@ -281,7 +281,9 @@ def run(args: argparse.Namespace) -> int:
 
 def _worker_argv(args: argparse.Namespace) -> list[str]:
     """The ``contrastkit study`` arguments of one process of ``--jobs``: this command's
-    study, runs, machine settings and time limit, without a report."""
+    study, runs, machine settings and time limit, without a report. A flag added to the
+    command is passed on here, or declared the parent's own in ``tests/study/test_jobs.py``,
+    which fails otherwise."""
     argv = [args.config, "--no-report"]
     for flag, value in (
         ("--runs-dir", args.runs_dir),

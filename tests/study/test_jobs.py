@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import json
 import os
@@ -14,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from contrastkit.cli import main
+from contrastkit.cli import INTERRUPTED, main
+from contrastkit.commands import study as study_command
 from contrastkit.study import runner as runner_module
 from contrastkit.study.jobs import VISIBLE, run_jobs, worker_env
 
@@ -83,11 +85,18 @@ def test_jobs_outside_training_is_a_one_line_error(
     assert message in capsys.readouterr().err
 
 
-def test_sigterm_to_the_command_stops_its_children(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("signum", "group", "status"),
+    [(signal.SIGTERM, False, 128 + signal.SIGTERM), (signal.SIGINT, True, INTERRUPTED)],
+    ids=["sigterm-to-the-command", "ctrl-c-to-its-process-group"],
+)
+def test_a_signal_to_the_command_stops_its_children(
+    tmp_path: Path, signum: int, group: bool, status: int
+) -> None:
     path = write_study(tmp_path / "study.yaml", arms=ARMS, seeds=[0], base={**TINY, "epochs": 500})
     command = [sys.executable, "-m", "contrastkit", "study", str(path), "--jobs", "2"]
-    quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
-    parent = subprocess.Popen(command, start_new_session=True, **quiet)  # a group to clean up
+    pipes = {"stdout": subprocess.DEVNULL, "stderr": subprocess.PIPE, "text": True}
+    parent = subprocess.Popen(command, start_new_session=True, **pipes)  # a group to clean up
     try:
         claims = [
             runner_module.claim_path(tmp_path / "out" / "runs" / a / "seed0")
@@ -98,11 +107,17 @@ def test_sigterm_to_the_command_stops_its_children(tmp_path: Path) -> None:
             assert time.monotonic() < deadline and parent.poll() is None, "no run started"
             time.sleep(0.2)
         children = [int(c.read_text()) for c in claims]
-        parent.send_signal(signal.SIGTERM)
-        assert parent.wait(timeout=60) == 128 + signal.SIGTERM
+        if group:  # what Ctrl-C in a terminal does: every process of the group gets SIGINT
+            os.killpg(parent.pid, signum)
+        else:
+            parent.send_signal(signum)
+        _, err = parent.communicate(timeout=60)
+        assert parent.returncode == status
         for pid in children:
             with pytest.raises(ProcessLookupError):
                 os.kill(pid, 0)
+        if group:  # one line per process, no traceback
+            assert "Traceback" not in err and err.endswith("contrastkit: interrupted\n"), err
     finally:  # whatever failed above, leave no training process behind
         with contextlib.suppress(ProcessLookupError):
             os.killpg(parent.pid, signal.SIGKILL)
@@ -115,3 +130,30 @@ def test_run_jobs_works_from_a_thread_other_than_the_main_one(tmp_path: Path) ->
     worker.start()
     worker.join(timeout=120)
     assert codes == [[0]]
+
+
+# flags of the command that starts the processes, not of the processes: they train, it reports
+PARENT_ONLY = {"help", "jobs", "no_report", "readme_rows"}
+MODES = {"report_only", "probe", "trial", "status"}  # refused beside --jobs
+
+
+def _sample(action: argparse.Action) -> list[str]:
+    """The flag of ``action`` with a value other than its default."""
+    flag = action.option_strings[-1]
+    if action.nargs == 0:  # store_true
+        return [flag]
+    value = {int: "3", float: "2.5"}.get(action.type, "a=b" if action.default == [] else "x")
+    return [flag, value]
+
+
+def test_each_process_of_jobs_gets_every_training_flag_of_the_command() -> None:
+    parser = argparse.ArgumentParser()
+    study_command.add_arguments(parser)
+    flags = [a for a in parser._actions if a.option_strings and a.dest not in PARENT_ONLY | MODES]
+    assert {a.dest for a in flags} >= {"runs_dir", "out", "set", "max_minutes", "seeds"}
+    for action in flags:
+        args = parser.parse_args(["study.yaml", "--jobs", "2", *_sample(action)])
+        assert getattr(args, action.dest) != action.default
+        child = parser.parse_args(study_command._worker_argv(args))
+        assert getattr(child, action.dest) == getattr(args, action.dest), action.dest
+        assert child.config == "study.yaml" and child.no_report and child.jobs == 1
