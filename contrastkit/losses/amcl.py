@@ -168,6 +168,7 @@ class AMCL(nn.Module):
             self.predictor = MultiHeadProjector(out_dim, out_dim, heads, max(1, out_dim // 4))
         self._tau_pos: Tensor | None = None
         self._tau_neg: Tensor | None = None
+        self._runaway: Tensor | None = None
 
     @property
     def heads(self) -> int:
@@ -214,6 +215,10 @@ class AMCL(nn.Module):
         if self.adapt in ("pos", "none"):
             tau_neg = self._fixed(tau_neg)
         self._record(tau_pos, tau_neg, present)
+        if self.adapt in ("both", "neg"):  # only a learned τ⁻ can run away
+            with torch.no_grad():
+                falling = F.amcl_runaway(neg_sim, tau_neg, dim=self.out_dim, beta=self.beta)
+                self._runaway = falling.sum(dim=(1, 2)) / present.sum()
         return F.amcl_contrast(
             pos_sim,
             neg_sim,
@@ -324,9 +329,15 @@ class AMCL(nn.Module):
         return stats
 
     def diagnostics(self) -> dict[str, float]:
-        """:meth:`temperature_stats` plus their head means ``tau_pos_mean``/``tau_neg_mean``."""
+        """:meth:`temperature_stats`, ``tau_neg_runaway/head{c}`` (the cosine bases with a
+        learned τ⁻: the fraction of the last call's present negative pairs whose τ⁻ falls
+        without a floor, :func:`functional.amcl_runaway`) and the head means
+        ``tau_pos_mean``, ``tau_neg_mean``, ``tau_neg_runaway_mean``."""
         stats = self.temperature_stats()
-        for kind in ("tau_pos", "tau_neg"):
+        if self._runaway is not None:
+            runaway = enumerate(self._runaway.tolist())
+            stats.update({f"tau_neg_runaway/head{c}": float(v) for c, v in runaway})
+        for kind in ("tau_pos", "tau_neg", "tau_neg_runaway"):
             heads = [v for k, v in stats.items() if k.startswith(kind + "/")]
             stats.update({f"{kind}_mean": sum(heads) / len(heads)} if heads else {})
         return stats

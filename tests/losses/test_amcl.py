@@ -259,6 +259,23 @@ def test_finite_at_temperature_bounds(
         assert torch.isfinite(grads[3][tn == 2.0]).all() and (grads[3][tn == 2.0] != 0).any()
 
 
+@pytest.mark.parametrize(("dim", "beta"), [(8, 0.0), (8, 0.7), (128, 10.0)])
+def test_runaway_is_where_descending_the_negative_logit_lowers_its_temperature(
+    dim: int, beta: float
+) -> None:
+    """``amcl_runaway`` against autograd: ``∂ℓ/∂τ > 0`` for ``ℓ = s/τ − βΩ(τ)`` (Eq. 4)."""
+    g = torch.Generator().manual_seed(13)
+    s = 2 * torch.rand(4000, generator=g, dtype=torch.float64) - 1
+    tau = torch.logspace(-5, 0.3, 4000, dtype=torch.float64)[torch.randperm(4000, generator=g)]
+    tau.requires_grad_(True)
+    (grad,) = torch.autograd.grad((s / tau - beta * F.amcl_omega(tau, dim)).sum(), tau)
+    got = F.amcl_runaway(s, tau.detach(), dim=dim, beta=beta)
+    assert got.dtype == torch.bool and torch.equal(got, grad > 0)
+    assert 0 < got.sum() < got.numel()  # both sides of τ_c = 2(β − s)/(βd') are sampled
+    absent = F.amcl_runaway(torch.tensor([-math.inf]), torch.tensor([1e-5]), dim=dim, beta=beta)
+    assert not absent.item()
+
+
 def test_bad_inputs_raise_clear_errors() -> None:
     pos, neg, tp, tn = random_inputs(heads=2, m=3, k=4, seed=13)
     good = dict(pos_sim=pos, neg_sim=neg, tau_pos=tp, tau_neg=tn, dim=8)

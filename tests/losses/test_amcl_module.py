@@ -238,3 +238,30 @@ def test_fig5_ablations_fix_one_side(adapt):
     assert stats[f"{learned}/head1"] != pytest.approx(0.2, abs=1e-3)
     with pytest.raises(ValueError, match="adapt must be one of"):
         AMCL(in_dim=8, adapt="half")
+
+
+def test_runaway_diagnostic_counts_the_negatives_below_their_critical_temperature():
+    """τ⁻ set to half or twice each pair's ``τ_c = 2(β − s)/(βd')`` by a known pattern: the
+    diagnostic is the pattern's share of the present negatives, per head."""
+    torch.manual_seed(7)
+    beta, dim, n = 10.0, 16, 6
+    module = AMCL(in_dim=8, heads=2, out_dim=dim, beta=beta)
+    below = torch.rand(2, 2 * n, 2 * n) < 0.3
+
+    def pairwise(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        critical = 2 * (beta - a @ b.transpose(1, 2)) / (beta * dim)
+        return critical * torch.where(below, 0.5, 2.0)
+
+    module.adaptive_temperature.pairwise = pairwise
+    module(torch.randn(n, 8), torch.randn(n, 8))
+    idx = torch.arange(2 * n)
+    present = torch.ones(2 * n, 2 * n, dtype=torch.bool)
+    present[idx, idx] = present[idx, (idx + n) % (2 * n)] = False
+    stats = module.diagnostics()
+    for c in range(2):
+        want = (below[c] & present).sum().item() / present.sum().item()
+        assert stats[f"tau_neg_runaway/head{c}"] == pytest.approx(want)
+    assert stats["tau_neg_runaway_mean"] == pytest.approx(below[:, present].float().mean().item())
+    fixed = AMCL(in_dim=8, heads=2, out_dim=dim, adapt="pos")
+    fixed(torch.randn(n, 8), torch.randn(n, 8))
+    assert not any(k.startswith("tau_neg_runaway") for k in fixed.diagnostics())

@@ -6,7 +6,7 @@ that hold the hyper-parameters and build the similarities from raw embeddings.
 
 from ._negatives import DenseNegatives, GramNegatives, Negatives
 from .alignment import alignment, uniformity
-from .amcl import amcl_barlow_twins, amcl_contrast, amcl_omega, amcl_simsiam
+from .amcl import amcl_barlow_twins, amcl_contrast, amcl_omega, amcl_runaway, amcl_simsiam
 from .cacr import cacr, cacr_cosine
 from .infonce import dcl, dclw, dual_temperature, flatnce, hcl, info_nce, info_nce_terms
 from .macl import macl, macl_temperature
@@ -23,6 +23,7 @@ __all__ = [
     "amcl_barlow_twins",
     "amcl_contrast",
     "amcl_omega",
+    "amcl_runaway",
     "amcl_simsiam",
     "arccon",
     "barlow_l2",

@@ -76,6 +76,22 @@ def amcl_omega(tau: Tensor, dim: int) -> Tensor:
     return 0.5 * dim * torch.log(tau) + torch.reciprocal(tau)
 
 
+def amcl_runaway(neg_sim: Tensor, tau_neg: Tensor, *, dim: int, beta: float) -> Tensor:
+    """Which negative pairs sit where their temperature falls without a floor: a bool
+    tensor of ``neg_sim``'s shape.
+
+    A negative enters the loss through ``ℓ(s, τ) = (s - β)/τ - (βd'/2)·log τ`` (Eq. 4 in
+    the logit), with ``∂ℓ/∂τ = ((β - s) - (βd'/2)·τ)/τ²``. Where that is positive,
+    ``2(β - s) > β·d'·τ``, descending the loss lowers ``τ⁻`` and so lowers ``ℓ`` further,
+    down to the temperature's lower bound (1e-5 in the paper), where the top-κ term is of
+    order ``(s - β)/1e-5``. Above ``τ_c = 2(β - s)/(β·d')`` (about ``2/d'`` at β = 10) the
+    same gradient raises ``τ⁻`` instead. Shapes: ``neg_sim`` and ``tau_neg`` alike (any);
+    absent negatives (``-inf``) are ``False``.
+    """
+    dim, beta = _check_dim(dim), _check_weight(beta, "beta")
+    return (2 * (beta - neg_sim) > beta * dim * tau_neg) & torch.isfinite(neg_sim)
+
+
 def _logits(sim: Tensor, tau: Tensor, dim: int, beta: float) -> Tensor:
     """``sim/τ - β·Ω(τ)`` (see the module docstring)."""
     return sim / tau - beta * amcl_omega(tau, dim)
