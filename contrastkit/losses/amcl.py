@@ -330,8 +330,8 @@ class AMCL(nn.Module):
 
     def diagnostics(self) -> dict[str, float]:
         """:meth:`temperature_stats`, ``tau_neg_runaway/head{c}`` (the cosine bases with a
-        learned τ⁻: the fraction of the last call's present negative pairs whose τ⁻ falls
-        without a floor, :func:`functional.amcl_runaway`) and the head means
+        learned τ⁻: the fraction of the last call's present negative pairs whose τ⁻ the
+        loss drives to its lower bound, :func:`functional.amcl_runaway`) and the head means
         ``tau_pos_mean``, ``tau_neg_mean``, ``tau_neg_runaway_mean``."""
         stats = self.temperature_stats()
         if self._runaway is not None:

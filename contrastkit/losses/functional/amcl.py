@@ -77,8 +77,8 @@ def amcl_omega(tau: Tensor, dim: int) -> Tensor:
 
 
 def amcl_runaway(neg_sim: Tensor, tau_neg: Tensor, *, dim: int, beta: float) -> Tensor:
-    """Which negative pairs sit where their temperature falls without a floor: a bool
-    tensor of ``neg_sim``'s shape.
+    """Which negative pairs sit where descending the loss drives their temperature down to
+    its lower bound: a bool tensor of ``neg_sim``'s shape.
 
     A negative enters the loss through ``ℓ(s, τ) = (s - β)/τ - (βd'/2)·log τ`` (Eq. 4 in
     the logit), with ``∂ℓ/∂τ = ((β - s) - (βd'/2)·τ)/τ²``. Where that is positive,
