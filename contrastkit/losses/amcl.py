@@ -98,7 +98,9 @@ class AMCL(nn.Module):
         negatives: ``"topk"`` (default, the paper's best on STL-10) or ``"softmax"``
             (Eq. 7); on sklearn digits we measured softmax well ahead (docs/amcl.md). A
             top-κ negative's term falls without bound once its τ⁻ < 2(β - s)/(β·d'); under
-            MoCo with queues of 512 or more that ran away (docs/amcl_bases.md).
+            MoCo with queues of 512 or more that ran away (docs/amcl_bases.md), and so did
+            SimCLR with κ <= 100 at five digits augmentation types (docs/amcl.md); the
+            share of such pairs is :meth:`diagnostics`' ``tau_neg_runaway_mean``.
         kappa: κ of top-κ; 100 (Fig. 4), clamped to the number of negatives (2N - 2).
         lower, upper: temperature bounds, 1e-5 and 2 (§5.1, small datasets).
         adapt: which temperatures are learned: ``"both"`` (AMCL), ``"pos"`` or ``"neg"``
