@@ -116,7 +116,7 @@ def test_a_signal_to_the_command_stops_its_children(
         for pid in children:
             with pytest.raises(ProcessLookupError):
                 os.kill(pid, 0)
-        if group:  # one line per process, no traceback
+        if group:  # no traceback; the command's own line comes last
             assert "Traceback" not in err and err.endswith("contrastkit: interrupted\n"), err
     finally:  # whatever failed above, leave no training process behind
         with contextlib.suppress(ProcessLookupError):
