@@ -18,12 +18,13 @@ from time import monotonic
 from typing import Any
 
 from ..study import Study, Suite, load_config, run_study, status, write_report, write_suite_report
+from ..study.claims import holder
 from ..study.jobs import run_jobs
 from ..study.probe import run_probe
 from ..study.records import ENVIRONMENT_KEYS
 from ..study.remaining import duration, remaining
 from ..study.report import collect, finished_runs, readme_rows
-from ..study.runner import holder, survey
+from ..study.runner import survey
 from ..study.trial import run_trial
 from ..training.config_io import parse_assignments
 

@@ -14,8 +14,7 @@ part-way has complete paired seeds. Each run lives in ``<runs_dir>/<arm>/seed<k>
   earlier session whose directory is gone; :mod:`.records`): finished, skipped.
 
 Several processes may run the same study at once (e.g. one per core): a process claims a
-run with a ``<run>.claimed.pid`` file beside its directory (created exclusively) and the
-others skip it while that process is alive; a claim left by a dead process is taken over.
+run before training it and the others skip it while the claim is held (:mod:`.claims`).
 
 A deadline (``max_minutes``) is checked before every run and every epoch; when it passes
 the current run stops after its last saved epoch and the study can be continued later.
@@ -23,12 +22,9 @@ the current run stops after its last saved epoch and the study can be continued 
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import json
-import os
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,6 +32,7 @@ from typing import Any
 from ..rundir import append_line, read_jsonl, removed_if_unused
 from ..training import CHECKPOINT, FINAL, METRICS, TrainConfig, Trainer, extendable, length_note
 from ..training.label_aware import LabelAwareTrainer, trainer_class
+from .claims import claimed, holder
 from .config import Arm, Study
 from .records import IGNORED_KEYS, RunRecord, load_records
 
@@ -122,71 +119,6 @@ def run_state(directory: Path, config: TrainConfig) -> str:
             f"{length_note(config, diff)}; use another --runs-dir"
         )
     return "new"
-
-
-CLAIM = "claimed.pid"
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def claim_path(directory: Path) -> Path:
-    """The claim file of run ``directory``: beside it, so the run directory holds only
-    the trainer's files (the trainer refuses to start in a non-empty directory)."""
-    return directory.parent / f"{directory.name}.{CLAIM}"
-
-
-def holder(directory: Path) -> int | None:
-    """The pid of the live process that holds ``directory``'s claim; ``None`` if none does."""
-    path = claim_path(directory)
-    try:
-        text = path.read_text().strip()
-    except OSError:  # no claim, or it went away as we looked
-        return None
-    return int(text) if text.isdigit() and _alive(int(text)) else None
-
-
-def claim(directory: Path) -> bool:
-    """Claim ``directory`` for this process; ``False`` if a live process holds it."""
-    directory.parent.mkdir(parents=True, exist_ok=True)
-    path = claim_path(directory)
-    for _ in range(2):
-        try:
-            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
-        except FileExistsError:
-            pid = holder(directory)
-            if pid is not None:
-                return pid == os.getpid()
-            path.unlink(missing_ok=True)  # a dead process's claim
-            continue
-        with os.fdopen(fd, "w") as fh:
-            fh.write(str(os.getpid()))
-        return True
-    return False
-
-
-def release(directory: Path) -> None:
-    if holder(directory) == os.getpid():
-        claim_path(directory).unlink(missing_ok=True)
-
-
-@contextlib.contextmanager
-def claimed(directory: Path) -> Iterator[bool]:
-    """:func:`claim` ``directory`` for the body and :func:`release` it after; yields
-    whether this process holds it (``False``: a live process does)."""
-    held = claim(directory)
-    try:
-        yield held
-    finally:
-        if held:
-            release(directory)
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ import pytest
 from contrastkit.cli import INTERRUPTED, main
 from contrastkit.commands import study as study_command
 from contrastkit.study import runner as runner_module
+from contrastkit.study.claims import claim_path
 from contrastkit.study.jobs import VISIBLE, run_jobs, worker_env
 
 from .tiny import TINY, write_study
@@ -47,7 +48,7 @@ def test_children_train_every_run_and_the_parent_writes_the_report_once(
     out = tmp_path / "out"
     for arm in ("ntxent", "dcl"):
         assert (out / "runs" / arm / "seed0" / "final.json").exists()
-        assert not runner_module.claim_path(out / "runs" / arm / "seed0").exists()
+        assert not claim_path(out / "runs" / arm / "seed0").exists()
     results = json.loads((out / "results.json").read_text())
     assert results["runs_finished"] == 2
     log = [json.loads(line) for line in (out / "study_log.jsonl").read_text().splitlines()]
@@ -99,7 +100,7 @@ def test_a_signal_to_the_command_stops_its_children(
     parent = subprocess.Popen(command, start_new_session=True, **pipes)  # a group to clean up
     try:
         claims = [
-            runner_module.claim_path(tmp_path / "out" / "runs" / a / "seed0")
+            claim_path(tmp_path / "out" / "runs" / a / "seed0")
             for a in ("ntxent", "dcl")
         ]
         deadline = time.monotonic() + 120

@@ -12,10 +12,11 @@ import pytest
 from contrastkit.cli import main
 from contrastkit.study import load_study, run_study, write_report
 from contrastkit.study import runner as runner_module
+from contrastkit.study.claims import claim_path
 from contrastkit.study.remaining import duration, remaining
 from contrastkit.study.report import _evaluation_time
 
-from .tiny import TINY, write_study
+from .tiny import TINY, held_claim, write_study
 
 
 def _study(tmp_path: Path, arms: list[dict], seeds: list[int], **extra: object) -> Path:
@@ -121,13 +122,12 @@ def test_bad_study_configs_are_one_line_errors(
 def test_a_run_claimed_by_a_live_process_is_left_alone(tmp_path: Path) -> None:
     study = load_study(_study(tmp_path, [{"label": "ntxent", "loss": "ntxent"}], [0, 1]))
     busy = study.runs_dir / "ntxent" / "seed0"
-    busy.parent.mkdir(parents=True)
-    runner_module.claim_path(busy).write_text("1")  # pid 1 is always alive
     dead = study.runs_dir / "ntxent" / "seed1"
-    runner_module.claim_path(dead).write_text("999999999")  # no such process
-    done = run_study(study, log=False)
+    with held_claim(busy, "1"):
+        claim_path(dead).write_text("999999999")  # left by a process that has ended
+        done = run_study(study, log=False)
     assert done.busy == ["ntxent seed 0"] and done.finished == ["ntxent seed 1"]
-    assert not (busy / "final.json").exists() and not runner_module.claim_path(dead).exists()
+    assert not (busy / "final.json").exists() and not claim_path(dead).exists()
 
 
 def test_also_report_tabulates_extra_metrics(tmp_path: Path) -> None:
@@ -217,12 +217,12 @@ def test_status_names_every_runs_state_and_trains_nothing(
     run_study(study, log=False, seeds=[0, 1])
     write_report(study, "cmd")  # seeds 0 and 1 go to runs.jsonl
     shutil.rmtree(study.runs_dir / "ntxent" / "seed1")
-    runner_module.claim_path(study.runs_dir / "ntxent" / "seed2").write_text("1")  # alive
-    assert runner_module.status(study) == {
-        ("ntxent", 0): "finished",
-        ("ntxent", 1): "finished (runs.jsonl)",
-        ("ntxent", 2): "new, claimed by pid 1",
-    }
+    with held_claim(study.runs_dir / "ntxent" / "seed2", "1"):
+        assert runner_module.status(study) == {
+            ("ntxent", 0): "finished",
+            ("ntxent", 1): "finished (runs.jsonl)",
+            ("ntxent", 2): "new, claimed by pid 1",
+        }
     assert main(["study", str(path), "--status"]) == 0
     out = capsys.readouterr().out
     assert "[study] tiny: 2 of 3 runs finished; 2 epochs and 1 final evaluations left: " in out
@@ -251,14 +251,14 @@ def test_status_divides_the_time_left_among_the_processes_at_work(
     path = _study(tmp_path, [{"label": "ntxent", "loss": "ntxent"}], [0, 1, 2])
     study = load_study(path)
     run_study(study, log=False, seeds=[0])
-    claim = runner_module.claim_path
-    claim(study.runs_dir / "ntxent" / "seed1").write_text("1")  # pid 1 is always alive
-    claim(study.runs_dir / "ntxent" / "seed2").write_text("999999999")  # no such process
-    assert main(["study", str(path), "--status"]) == 0
-    assert "processes at work" not in capsys.readouterr().out  # one live holder
-    claim(study.runs_dir / "ntxent" / "seed2").write_text(str(os.getpid()))
-    assert main(["study", str(path), "--status"]) == 0
-    seconds = remaining(runner_module.survey(study)).seconds
+    seed1, seed2 = (study.runs_dir / "ntxent" / f"seed{k}" for k in (1, 2))
+    with held_claim(seed1, "1"):
+        claim_path(seed2).write_text("999999999")  # left by a process that has ended
+        assert main(["study", str(path), "--status"]) == 0
+        assert "processes at work" not in capsys.readouterr().out  # one live holder
+        with held_claim(seed2, str(os.getpid())):
+            assert main(["study", str(path), "--status"]) == 0
+            seconds = remaining(runner_module.survey(study)).seconds
     out = capsys.readouterr().out
     assert f"; 2 processes at work now: about {duration(seconds / 2)}\n" in out
 

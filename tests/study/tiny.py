@@ -1,11 +1,17 @@
-"""The smallest digits run the study tests train (two epochs, a 4-channel CNN), and a
-study config over it."""
+"""The smallest digits run the study tests train (two epochs, a 4-channel CNN), a study
+config over it, and a claim held as another process would hold it."""
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import yaml
+
+from contrastkit.study.claims import claim_path
 
 TINY = {
     "framework": "simclr",
@@ -36,3 +42,19 @@ def write_study(path: Path, **spec: object) -> Path:
     }
     path.write_text(yaml.safe_dump(full))
     return path
+
+
+@contextlib.contextmanager
+def held_claim(directory: Path, pid: str) -> Iterator[Path]:
+    """Hold run ``directory``'s claim for the body as another live process would: ``pid``
+    in the claim file, locked through a descriptor of its own (``flock`` locks of two
+    descriptors conflict even within one process). Yields the claim file."""
+    path = claim_path(directory)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC)
+    try:
+        os.write(fd, pid.encode())
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        yield path
+    finally:
+        os.close(fd)
