@@ -18,7 +18,6 @@ from time import monotonic
 from typing import Any
 
 from ..study import Study, Suite, load_config, run_study, status, write_report, write_suite_report
-from ..study.claims import holder
 from ..study.jobs import run_jobs
 from ..study.probe import run_probe
 from ..study.records import ENVIRONMENT_KEYS
@@ -59,13 +58,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--seeds",
-        help="comma-separated subset of the study's seeds to train (or, with --status, to "
-        "show) in this process (e.g. two processes on disjoint seeds); the report covers "
-        "every seed",
+        nargs="+",
+        help="subset of the study's seeds to train (or, with --status, to show) in this "
+        "process, separated by commas or spaces (e.g. two processes on disjoint seeds); the "
+        "report covers every seed",
     )
     parser.add_argument(
         "--arms",
-        help="comma-separated subset of the arm labels to train (or, with --status, to show)",
+        nargs="+",
+        help="subset of the arm labels to train (or, with --status, to show), separated by "
+        "commas or spaces",
     )
     parser.add_argument(
         "--readme-rows", action="store_true", help="also print the README claims-table rows"
@@ -113,23 +115,29 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _seeds(text: str | None, declared: list[int]) -> list[int] | None:
-    if text is None:
+def _items(values: list[str]) -> list[str]:
+    """``--seeds``/``--arms`` values as given (``0,1``, ``0 1`` or ``0, 1``), one per item."""
+    return [item.strip() for value in values for item in value.split(",") if item.strip()]
+
+
+def _seeds(values: list[str] | None, declared: list[int]) -> list[int] | None:
+    if values is None:
         return None
     try:
-        seeds = [int(s) for s in text.split(",") if s.strip()]
+        seeds = [int(s) for s in _items(values)]
     except ValueError:
-        raise ValueError(f"--seeds must be comma-separated integers, got {text!r}") from None
+        text = " ".join(values)
+        raise ValueError(f"--seeds must be integers (commas or spaces), got {text!r}") from None
     unknown = sorted(set(seeds) - set(declared))
     if not seeds or unknown:
         raise ValueError(f"--seeds must be a non-empty subset of the study's seeds {declared}")
     return seeds
 
 
-def _arms(text: str | None, declared: list[str]) -> list[str] | None:
-    if text is None:
+def _arms(values: list[str] | None, declared: list[str]) -> list[str] | None:
+    if values is None:
         return None
-    arms = [a.strip() for a in text.split(",") if a.strip()]
+    arms = _items(values)
     unknown = sorted(set(arms) - set(declared))
     if not arms or unknown:
         raise ValueError(f"--arms must be a non-empty subset of the study's arms {declared}")
@@ -161,7 +169,7 @@ def _status(study: Study, seeds: list[int] | None, arms: list[str] | None) -> No
     done = sum(state.startswith("finished") for state in states.values())
     left = remaining(slots)
     line = f"[study] {study.name}: {done} of {len(states)} runs finished; {left.describe()}"
-    workers = len({pid for slot in slots if (pid := holder(slot.directory)) is not None})
+    workers = len({slot.held_by for slot in slots} - {None})
     if workers > 1 and left.seconds:  # the logged pace is one process's, under that load
         line += f"; {workers} processes at work now: about {duration(left.seconds / workers)}"
     print(line)
@@ -290,8 +298,8 @@ def _worker_argv(args: argparse.Namespace) -> list[str]:
         ("--runs-dir", args.runs_dir),
         ("--out", args.out),
         ("--max-minutes", args.max_minutes),
-        ("--seeds", args.seeds),
-        ("--arms", args.arms),
+        ("--seeds", args.seeds and ",".join(args.seeds)),
+        ("--arms", args.arms and ",".join(args.arms)),
     ):
         if value is not None:
             argv += [flag, str(value)]

@@ -143,6 +143,12 @@ class Slot:
             return read_jsonl(path)[0]
         return list(self.record.history) if self.state == "recorded" and self.record else []
 
+    @functools.cached_property
+    def held_by(self) -> int | None:
+        """The pid of the live process that holds the run's claim when first asked, else
+        ``None`` (:func:`.claims.holder`)."""
+        return holder(self.directory)
+
 
 def survey(study: Study) -> list[Slot]:
     """Every arm × seed of ``study`` with its state, reading the run directories and the
@@ -174,9 +180,8 @@ def status(study: Study, slots: list[Slot] | None = None) -> dict[tuple[str, int
         if slot.state == "partial":
             done = slot.logged
             state = f"epoch {done[-1]['epoch'] if done else 0} of {slot.config.epochs}"
-        pid = holder(slot.directory)
-        if not state.startswith("finished") and pid is not None:
-            state += f", claimed by pid {pid}"
+        if not state.startswith("finished") and slot.held_by is not None:
+            state += f", claimed by pid {slot.held_by}"
         out[(slot.label, slot.seed)] = state
     return out
 

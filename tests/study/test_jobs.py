@@ -143,6 +143,8 @@ def _sample(action: argparse.Action) -> list[str]:
     flag = action.option_strings[-1]
     if action.nargs == 0:  # store_true
         return [flag]
+    if action.nargs == "+":  # --seeds 0 1, --arms a b
+        return [flag, "x", "y"]
     value = {int: "3", float: "2.5"}.get(action.type, "a=b" if action.default == [] else "x")
     return [flag, value]
 
@@ -156,5 +158,8 @@ def test_each_process_of_jobs_gets_every_training_flag_of_the_command() -> None:
         args = parser.parse_args(["study.yaml", "--jobs", "2", *_sample(action)])
         assert getattr(args, action.dest) != action.default
         child = parser.parse_args(study_command._worker_argv(args))
-        assert getattr(child, action.dest) == getattr(args, action.dest), action.dest
+        given, passed = getattr(args, action.dest), getattr(child, action.dest)
+        if action.nargs == "+":  # the child may get the values as one comma-separated item
+            given, passed = study_command._items(given), study_command._items(passed)
+        assert passed == given, action.dest
         assert child.config == "study.yaml" and child.no_report and child.jobs == 1

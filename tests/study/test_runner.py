@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from contrastkit.cli import main
-from contrastkit.study import load_study, run_study, write_report
+from contrastkit.study import claims, load_study, run_study, write_report
 from contrastkit.study import runner as runner_module
 from contrastkit.study.claims import claim_path
 from contrastkit.study.remaining import duration, remaining
@@ -227,9 +227,12 @@ def test_status_names_every_runs_state_and_trains_nothing(
     out = capsys.readouterr().out
     assert "[study] tiny: 2 of 3 runs finished; 2 epochs and 1 final evaluations left: " in out
     assert " at the pace logged so far (training " in out
-    assert main(["study", str(path), "--status", "--seeds", "1,2"]) == 0
-    out = capsys.readouterr().out
-    assert "seed 0" not in out and "[study] tiny: 1 of 2 runs finished" in out
+    for seeds in (["1,2"], ["1", "2"], ["1,", "2"]):
+        assert main(["study", str(path), "--status", "--seeds", *seeds]) == 0
+        out = capsys.readouterr().out
+        assert "seed 0" not in out and "[study] tiny: 1 of 2 runs finished" in out
+    assert main(["study", str(path), "--status", "--seeds", "1", "x"]) == 2
+    assert "--seeds must be integers (commas or spaces), got '1 x'" in capsys.readouterr().err
     assert main(["study", str(path), "--status", "--arms", "dcl"]) == 2  # not an arm
     assert main(["study", str(path), "--report-only", "--seeds", "1"]) == 2
     assert "--seeds and --arms choose the runs" in capsys.readouterr().err
@@ -246,16 +249,24 @@ def test_status_names_every_runs_state_and_trains_nothing(
 
 
 def test_status_divides_the_time_left_among_the_processes_at_work(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     path = _study(tmp_path, [{"label": "ntxent", "loss": "ntxent"}], [0, 1, 2])
     study = load_study(path)
     run_study(study, log=False, seeds=[0])
     seed1, seed2 = (study.runs_dir / "ntxent" / f"seed{k}" for k in (1, 2))
+    asked: list[Path] = []
+
+    def holder(directory: Path) -> int | None:
+        asked.append(directory)
+        return claims.holder(directory)
+
+    monkeypatch.setattr(runner_module, "holder", holder)
     with held_claim(seed1, "1"):
         claim_path(seed2).write_text("999999999")  # left by a process that has ended
         assert main(["study", str(path), "--status"]) == 0
         assert "processes at work" not in capsys.readouterr().out  # one live holder
+        assert sorted(asked) == sorted(study.runs_dir / "ntxent" / f"seed{k}" for k in range(3))
         with held_claim(seed2, str(os.getpid())):
             assert main(["study", str(path), "--status"]) == 0
             seconds = remaining(runner_module.survey(study)).seconds
