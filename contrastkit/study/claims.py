@@ -15,16 +15,21 @@ claim. The claim is a ``flock(2)`` lock on that file (POSIX systems), not just t
   own locked file over it; every claimer checks, once it holds a lock, that the claim's
   name still points at the file it locked, so two racing takeovers cannot both win.
 
-The file holds the holder's pid for ``contrastkit study --status``.
+The file holds the holder's pid for ``contrastkit study --status``. Where there is no
+``flock(2)`` (Windows), claiming a run is an error that says so; nothing else needs it.
 """
 
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 from collections.abc import Iterator
 from pathlib import Path
+
+try:
+    import fcntl
+except ImportError:  # Windows: no flock(2); the rest of contrastkit does not need it
+    fcntl = None
 
 CLAIM = "claimed.pid"
 
@@ -61,6 +66,8 @@ def holder(directory: Path) -> int | None:
     (no claim file, or one whose holder has ended). It asks with a shared lock held for an
     instant: a claimer trying that same instant reads the run as held and leaves it for
     its next pass or the next process."""
+    if fcntl is None:
+        return None  # no claims without flock(2)
     path = claim_path(directory)
     try:
         fd = os.open(path, os.O_RDONLY)
@@ -78,6 +85,8 @@ def holder(directory: Path) -> int | None:
 def claim(directory: Path) -> bool:
     """Claim ``directory`` for this process until :func:`release`; ``False`` if another
     process holds it (see the module docstring for how racing claimers settle)."""
+    if fcntl is None:
+        raise OSError("contrastkit study needs flock(2) to claim runs (Linux, macOS, BSD)")
     path = claim_path(directory)
     if path in _held:
         return True

@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from contrastkit.cli import main
 from contrastkit.study import claims
 
-from .tiny import held_claim
+from .tiny import held_claim, write_study
 
 
 def test_a_held_claim_is_refused_until_its_holder_ends(tmp_path: Path) -> None:
@@ -125,3 +126,24 @@ def test_processes_racing_for_runs_settle_on_one_holder_each(
         winners = [pid for pid, won in results.items() if won[k]]
         assert len(winners) == 1, f"run {k}: winners {winners}"
         assert claims.claim_path(run).read_text() == str(winners[0])
+
+
+def test_without_flock_the_command_line_loads_and_a_study_refuses_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """What Windows has: no ``fcntl``. ``contrastkit`` must still start; a study says why
+    it cannot claim runs, and trains nothing."""
+    code = (
+        "import sys; sys.modules['fcntl'] = None; from contrastkit.cli import build_parser; "
+        "build_parser(); from contrastkit.study import claims; assert claims.fcntl is None"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+    monkeypatch.setattr(claims, "fcntl", None)
+    arms = [{"label": "ntxent", "loss": "ntxent"}]
+    path = write_study(tmp_path / "study.yaml", arms=arms, seeds=[0], min_seeds=1)
+    run = tmp_path / "out" / "runs" / "ntxent" / "seed0"
+    assert claims.holder(run) is None
+    assert main(["study", str(path)]) == 2
+    message = "contrastkit study needs flock(2) to claim runs (Linux, macOS, BSD)"
+    assert capsys.readouterr().err == f"contrastkit: error: {message}\n"
+    assert not run.exists()
