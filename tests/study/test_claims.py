@@ -115,7 +115,7 @@ def test_processes_racing_for_runs_settle_on_one_holder_each(
         for run in runs:
             claims.claim_path(run).write_text("999999999")
     context = multiprocessing.get_context("fork")
-    start, out = context.Barrier(6), context.Queue()
+    start, out = context.Barrier(6, timeout=120), context.Queue()  # a stuck worker fails the rest
     workers = [context.Process(target=_contend, args=(runs, start, out)) for _ in range(6)]
     for worker in workers:
         worker.start()
