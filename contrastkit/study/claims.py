@@ -16,7 +16,9 @@ claim. The claim is a ``flock(2)`` lock on that file (POSIX systems), not just t
   name still points at the file it locked, so two racing takeovers cannot both win.
 
 The file holds the holder's pid for ``contrastkit study --status``. Where there is no
-``flock(2)`` (Windows), claiming a run is an error that says so; nothing else needs it.
+``flock(2)`` (Windows), or the runs folder's file system refuses locks or hard links (an
+old Lustre mount without ``-o flock``, FAT, some FUSE mounts), claiming a run is an error
+that says so; nothing else needs it.
 """
 
 from __future__ import annotations
@@ -49,6 +51,15 @@ def _locked(fd: int, mode: int) -> bool:
     except BlockingIOError:
         return False
     return True
+
+
+def _unsupported(directory: Path, call: str, exc: OSError) -> OSError:
+    """The error for a file system that cannot hold claims (``flock`` or ``link`` refused)."""
+    return OSError(
+        f"cannot claim runs in {directory}: {call} failed ({exc.strerror}); a study's runs "
+        "need a file system with flock(2) and hard links (a local disk, NFS, Lustre mounted "
+        "with -o flock): choose one with --runs-dir"
+    )
 
 
 def _names(path: Path, fd: int) -> bool:
@@ -96,13 +107,18 @@ def claim(directory: Path) -> bool:
     won = False
     try:
         os.write(fd, str(os.getpid()).encode())
-        fcntl.flock(fd, fcntl.LOCK_EX)  # a private file: granted at once
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)  # a private file: granted at once where supported
+        except OSError as exc:
+            raise _unsupported(path.parent, "flock(2)", exc) from None
         while True:
             try:
                 os.link(private, path)
                 break
             except FileExistsError:
                 pass
+            except OSError as exc:
+                raise _unsupported(path.parent, "link(2)", exc) from None
             try:
                 other = os.open(path, os.O_RDWR)  # NFS grants exclusive locks to writers
             except FileNotFoundError:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import multiprocessing
 import os
@@ -147,3 +148,33 @@ def test_without_flock_the_command_line_loads_and_a_study_refuses_in_one_line(
     message = "contrastkit study needs flock(2) to claim runs (Linux, macOS, BSD)"
     assert capsys.readouterr().err == f"contrastkit: error: {message}\n"
     assert not run.exists()
+
+
+@pytest.mark.parametrize(
+    ("call", "target", "errno_"),
+    [("flock(2)", "flock", errno.ENOSYS), ("link(2)", "link", errno.EPERM)],
+    ids=["lustre-without-flock", "no-hard-links"],
+)
+def test_a_file_system_that_cannot_hold_claims_is_one_clear_line(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    call: str,
+    target: str,
+    errno_: int,
+) -> None:
+    """Old Lustre mounts refuse flock(2) (ENOSYS); FAT and some FUSE mounts refuse hard
+    links (EPERM). The study names the folder, the call and what to do, and trains nothing."""
+
+    def refused(*_: object) -> None:
+        raise OSError(errno_, os.strerror(errno_))
+
+    monkeypatch.setattr(claims.fcntl if target == "flock" else claims.os, target, refused)
+    arms = [{"label": "ntxent", "loss": "ntxent"}]
+    path = write_study(tmp_path / "study.yaml", arms=arms, seeds=[0], min_seeds=1)
+    assert main(["study", str(path)]) == 2
+    err = capsys.readouterr().err
+    folder = tmp_path / "out" / "runs" / "ntxent"
+    assert err.startswith(f"contrastkit: error: cannot claim runs in {folder}: {call} failed (")
+    assert err.endswith("choose one with --runs-dir\n") and err.count("\n") == 1
+    assert not (folder / "seed0").exists() and not list(folder.glob("*.tmp"))
