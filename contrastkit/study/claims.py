@@ -65,11 +65,9 @@ def _unsupported(directory: Path, call: str, exc: OSError) -> OSError:
 def _names(path: Path, fd: int) -> bool:
     """Whether ``path`` still names the file open as ``fd``."""
     try:
-        seen = path.stat()
+        return os.path.samestat(path.stat(), os.fstat(fd))
     except FileNotFoundError:
         return False
-    mine = os.fstat(fd)
-    return (seen.st_dev, seen.st_ino) == (mine.st_dev, mine.st_ino)
 
 
 def holder(directory: Path) -> int | None:
