@@ -9,8 +9,11 @@ unwritable files), a missing optional package — is printed as one line
 ``contrastkit: error: <message>`` naming the file or field, with exit status 2 and no
 traceback. Anything else is a bug and keeps its traceback; ``contrastkit --debug ...``
 shows the traceback of user errors too. Ctrl-C is one line ``contrastkit: interrupted``
-with exit status 130 (128 + SIGINT, the shell's convention); a run continues from its last
-saved epoch (``train --resume``, or the same ``study`` command).
+with exit status 130 (128 + SIGINT, the shell's convention); SIGTERM (``kill``, ``timeout``,
+a job scheduler's preemption) unwinds the same way — open files, study claims and child
+processes are released — with ``contrastkit: terminated`` and status 143 (128 + SIGTERM).
+A run continues from its last saved epoch (``train --resume``, or the same ``study``
+command).
 """
 
 from __future__ import annotations
@@ -26,9 +29,11 @@ import torch.distributed
 
 from . import distributed
 from ._optional import missing_extra
+from ._signals import Terminated, sigterm_unwinds
 
 USER_ERRORS = (ValueError, OSError, ArithmeticError)
 INTERRUPTED = 128 + signal.SIGINT  # the exit status of Ctrl-C, as shells report it
+TERMINATED = 128 + signal.SIGTERM  # and of SIGTERM
 
 COMMAND_MODULES = (
     "demo", "sts_eval", "simcse", "figures", "train", "compare", "export", "senteval", "study"
@@ -88,7 +93,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.ddp_timeout is not None:
             os.environ[distributed.TIMEOUT_ENV] = repr(args.ddp_timeout)
             distributed.timeout_seconds()  # validates it
-        status = int(args._run(args) or 0)
+        with sigterm_unwinds():
+            status = int(args._run(args) or 0)
     except (UsageError, *USER_ERRORS) as exc:
         if args.debug:
             raise
@@ -99,11 +105,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         print(f"contrastkit: error: {line}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         if args.debug:
             raise
-        print("contrastkit: interrupted", file=sys.stderr)
-        return INTERRUPTED
+        terminated = isinstance(exc, Terminated)
+        print(f"contrastkit: {'terminated' if terminated else 'interrupted'}", file=sys.stderr)
+        return TERMINATED if terminated else INTERRUPTED
     except RuntimeError as exc:  # under torchrun: a peer rank died, froze or timed out
         if args.debug or not _peer_failure(exc):
             raise

@@ -12,11 +12,11 @@ one run on each GPU.
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
-import threading
 from collections.abc import Mapping, Sequence
+
+from .._signals import sigterm_unwinds
 
 VISIBLE = "CUDA_VISIBLE_DEVICES"
 
@@ -45,25 +45,17 @@ def run_jobs(argv: Sequence[str], jobs: int, gpus: int | None = None) -> list[in
 
         gpus = torch.cuda.device_count()
     command = [sys.executable, "-m", "contrastkit", "study", *argv]
-    # a SIGTERM to this process (``kill``, a job scheduler) stops the children as Ctrl-C
-    # does; Python takes signal handlers in the main thread only
-    main = threading.current_thread() is threading.main_thread()
-    previous = signal.signal(signal.SIGTERM, _exit_on_sigterm) if main else None
     children: list[subprocess.Popen[bytes]] = []
-    try:
-        for i in range(jobs):
-            children.append(subprocess.Popen(command, env=worker_env(i, os.environ, gpus)))
-        return [child.wait() for child in children]
-    except BaseException:
-        for child in children:
-            child.terminate()
-        for child in children:
-            child.wait()
-        raise
-    finally:
-        if main:
-            signal.signal(signal.SIGTERM, previous)
-
-
-def _exit_on_sigterm(signum: int, _frame: object) -> None:
-    raise SystemExit(128 + signum)
+    # a SIGTERM to this process (``kill``, a job scheduler) stops the children as Ctrl-C
+    # does; each child, sent SIGTERM in turn, releases its claim and exits
+    with sigterm_unwinds():
+        try:
+            for i in range(jobs):
+                children.append(subprocess.Popen(command, env=worker_env(i, os.environ, gpus)))
+            return [child.wait() for child in children]
+        except BaseException:
+            for child in children:
+                child.terminate()
+            for child in children:
+                child.wait()
+            raise

@@ -36,7 +36,7 @@ from .claims import claimed, holder
 from .config import Arm, Study
 from .records import IGNORED_KEYS, RunRecord, load_records
 
-STUDY_LOG = "study_log.jsonl"  # one line per run that ended or stopped: its wall time
+STUDY_LOG = "study_log.jsonl"  # one line per run that ended, stopped or was interrupted
 
 
 class DeadlineError(Exception):
@@ -228,6 +228,7 @@ def run_study(
             done.pending.extend(f"{a.label} seed {s}" for s, a in plan[i:])
             break
         started = time.perf_counter()  # a duration; the deadline reads time.monotonic
+        training = False
         try:
             # a run that fails to start leaves no folder; the claim is released first
             with removed_if_unused(directory), claimed(directory) as held:
@@ -240,12 +241,17 @@ def run_study(
                     continue
                 if log:
                     print(f"[study] {name} ({state}) -> {directory}", flush=True)
+                training = True
                 train(directory, config, state, label_aware, deadline, progress)
         except DeadlineError:
             log_run(study, name, time.perf_counter() - started, finished=False)
             done.stopped = name
             done.pending.extend(f"{a.label} seed {s}" for s, a in plan[i:])
             break
+        except KeyboardInterrupt:  # Ctrl-C or SIGTERM: the time trained so far still counts
+            if training:
+                log_run(study, name, time.perf_counter() - started, finished=False)
+            raise
         log_run(study, name, time.perf_counter() - started, finished=True)
         done.finished.append(name)
     done.wall_time_s = time.monotonic() - start
@@ -254,9 +260,9 @@ def run_study(
 
 def log_run(study: Study, name: str, seconds: float, finished: bool) -> None:
     """Append the wall time of run ``name`` (training and final evaluation, this process's
-    part) to ``study_log.jsonl`` in the study folder, as soon as the run ends or stops at
-    the deadline, so a process killed later loses no finished run's time; the report sums
-    these lines."""
+    part) to ``study_log.jsonl`` in the study folder, as soon as the run ends, stops at the
+    deadline or is interrupted (Ctrl-C, SIGTERM), so a process killed later loses no earlier
+    run's time; the report sums these lines."""
     study.out.mkdir(parents=True, exist_ok=True)
     record = {
         "run": name,

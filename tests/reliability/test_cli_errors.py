@@ -3,7 +3,10 @@ or field, no traceback, and leaves an existing run directory untouched."""
 
 from __future__ import annotations
 
+import os
 import shutil
+import signal
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -175,3 +178,24 @@ def test_ctrl_c_is_one_line_exit_130_and_debug_keeps_the_traceback(
     assert capsys.readouterr().err == "contrastkit: interrupted\n"
     with pytest.raises(KeyboardInterrupt):
         main(["--debug", "train", *TINY])
+
+
+def test_sigterm_unwinds_as_one_line_exit_143_and_the_handler_is_put_back(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    unwound: list[bool] = []
+
+    def terminated(_: object) -> int:
+        try:
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(30)  # the handler raises at the next bytecode; never reached
+        finally:
+            unwound.append(True)
+        return 0
+
+    before = signal.getsignal(signal.SIGTERM)
+    monkeypatch.setattr(train_command, "run", terminated)
+    assert main(["train", *TINY]) == 128 + signal.SIGTERM
+    assert capsys.readouterr().err == "contrastkit: terminated\n"
+    assert unwound == [True]
+    assert signal.getsignal(signal.SIGTERM) is before

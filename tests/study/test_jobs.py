@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from contrastkit.cli import INTERRUPTED, main
+from contrastkit.cli import INTERRUPTED, TERMINATED, main
 from contrastkit.commands import study as study_command
 from contrastkit.study import runner as runner_module
 from contrastkit.study.claims import claim_path
@@ -87,12 +87,15 @@ def test_jobs_outside_training_is_a_one_line_error(
 
 
 @pytest.mark.parametrize(
-    ("signum", "group", "status"),
-    [(signal.SIGTERM, False, 128 + signal.SIGTERM), (signal.SIGINT, True, INTERRUPTED)],
+    ("signum", "group", "status", "line"),
+    [
+        (signal.SIGTERM, False, TERMINATED, "contrastkit: terminated\n"),
+        (signal.SIGINT, True, INTERRUPTED, "contrastkit: interrupted\n"),
+    ],
     ids=["sigterm-to-the-command", "ctrl-c-to-its-process-group"],
 )
-def test_a_signal_to_the_command_stops_its_children(
-    tmp_path: Path, signum: int, group: bool, status: int
+def test_a_signal_to_the_command_stops_its_children_and_they_release_their_runs(
+    tmp_path: Path, signum: int, group: bool, status: int, line: str
 ) -> None:
     path = write_study(tmp_path / "study.yaml", arms=ARMS, seeds=[0], base={**TINY, "epochs": 500})
     command = [sys.executable, "-m", "contrastkit", "study", str(path), "--jobs", "2"]
@@ -117,8 +120,13 @@ def test_a_signal_to_the_command_stops_its_children(
         for pid in children:
             with pytest.raises(ProcessLookupError):
                 os.kill(pid, 0)
-        if group:  # no traceback; the command's own line comes last
-            assert "Traceback" not in err and err.endswith("contrastkit: interrupted\n"), err
+        # each child unwound: its claim released, its part of the run's time logged
+        assert not any(c.exists() for c in claims)
+        log = (tmp_path / "out" / "study_log.jsonl").read_text().splitlines()
+        assert sorted(json.loads(r)["run"] for r in log) == ["dcl seed 0", "ntxent seed 0"]
+        assert not any(json.loads(r)["finished"] for r in log)
+        # no traceback; the command's own line comes last
+        assert "Traceback" not in err and err.endswith(line), err
     finally:  # whatever failed above, leave no training process behind
         with contextlib.suppress(ProcessLookupError):
             os.killpg(parent.pid, signal.SIGKILL)
