@@ -262,9 +262,10 @@ def run(args: argparse.Namespace) -> int:
             if args.max_minutes is not None:
                 left = max(args.max_minutes - (monotonic() - start) / 60, 0.0)
             done = run_study(part, left, progress=args.progress, seeds=seeds, arms=arms)
+            held = f", {len(done.busy)} held by other processes" if done.busy else ""
             print(
                 f"[study] {part.name}: {len(done.finished)} runs finished now, "
-                f"{len(done.skipped)} already finished, {len(done.pending)} pending "
+                f"{len(done.skipped)} already finished, {len(done.pending)} pending{held} "
                 f"({done.wall_time_s / 60:.1f} min)",
                 flush=True,
             )

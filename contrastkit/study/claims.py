@@ -73,8 +73,8 @@ def _names(path: Path, fd: int) -> bool:
 def holder(directory: Path) -> int | None:
     """The pid of the process that holds ``directory``'s claim; ``None`` if none does
     (no claim file, or one whose holder has ended). It asks with a shared lock held for an
-    instant: a claimer trying that same instant reads the run as held and leaves it for
-    its next pass or the next process."""
+    instant: a claimer trying that same instant reads the run as held, and asks again at
+    the end of its pass (:func:`.runner.run_study`)."""
     if fcntl is None:
         return None  # no claims without flock(2)
     path = claim_path(directory)

@@ -14,7 +14,8 @@ part-way has complete paired seeds. Each run lives in ``<runs_dir>/<arm>/seed<k>
   earlier session whose directory is gone; :mod:`.records`): finished, skipped.
 
 Several processes may run the same study at once (e.g. one per core): a process claims a
-run before training it and the others skip it while the claim is held (:mod:`.claims`).
+run before training it and the others skip it while the claim is held (:mod:`.claims`),
+asking once more for each run they skipped so at the end of their pass.
 
 A deadline (``max_minutes``) is checked before every run and every epoch; when it passes
 the current run stops after its last saved epoch and the study can be continued later.
@@ -192,7 +193,7 @@ class Progress:
 
     finished: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
-    busy: list[str] = field(default_factory=list)
+    busy: list[str] = field(default_factory=list)  # held by other processes when asked twice
     stopped: str | None = None
     pending: list[str] = field(default_factory=list)
     wall_time_s: float = 0.0
@@ -215,7 +216,10 @@ def run_study(
     chosen = [a for a in study.arms if arms is None or a.label in arms]
     plan = [(seed, arm) for seed in seeds or study.seeds for arm in chosen]
     records = load_records(study.out)
-    for i, (seed, arm) in enumerate(plan):
+    # a run another process holds is asked for once more at the end: its holder may have
+    # ended meanwhile, or was a --status probe that held the claim file for an instant
+    asked: set[tuple[int, str]] = set()
+    for i, (seed, arm) in enumerate(plan):  # grows by those second asks as it goes
         name = f"{arm.label} seed {seed}"
         directory = run_dir(study, arm, seed)
         config = seeded(arm, seed)
@@ -233,7 +237,11 @@ def run_study(
             # a run that fails to start leaves no folder; the claim is released first
             with removed_if_unused(directory), claimed(directory) as held:
                 if not held:
-                    done.busy.append(name)
+                    if (seed, arm.label) in asked:
+                        done.busy.append(name)
+                    else:
+                        asked.add((seed, arm.label))
+                        plan.append((seed, arm))
                     continue
                 state = run_state(directory, config)  # again: the holder may have finished it
                 if state == "finished":

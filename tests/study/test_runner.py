@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -119,15 +120,41 @@ def test_bad_study_configs_are_one_line_errors(
     assert not (tmp_path / "out" / "runs").exists()  # nothing trained on bad input
 
 
-def test_a_run_claimed_by_a_live_process_is_left_alone(tmp_path: Path) -> None:
-    study = load_study(_study(tmp_path, [{"label": "ntxent", "loss": "ntxent"}], [0, 1]))
+def test_a_run_claimed_by_a_live_process_is_left_alone(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = _study(tmp_path, [{"label": "ntxent", "loss": "ntxent"}], [0, 1])
+    study = load_study(path)
     busy = study.runs_dir / "ntxent" / "seed0"
     dead = study.runs_dir / "ntxent" / "seed1"
     with held_claim(busy, "1"):
         claim_path(dead).write_text("999999999")  # left by a process that has ended
         done = run_study(study, log=False)
+        assert main(["study", str(path), "--no-report"]) == 0
     assert done.busy == ["ntxent seed 0"] and done.finished == ["ntxent seed 1"]
     assert not (busy / "final.json").exists() and not claim_path(dead).exists()
+    assert "0 runs finished now, 1 already finished, 0 pending, 1 held by other processes" in (
+        capsys.readouterr().out
+    )
+
+
+def test_a_run_held_at_the_first_ask_is_asked_for_again_after_the_pass(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    study = load_study(_study(tmp_path, [{"label": "ntxent", "loss": "ntxent"}], [0, 1]))
+    first = study.runs_dir / "ntxent" / "seed0"
+    holder = contextlib.ExitStack()
+    holder.enter_context(held_claim(first, "1"))
+    real_train = runner_module.train
+
+    def holder_ends_during_seed_1(directory: Path, *args: object) -> None:
+        holder.close()  # it was killed, or was a --status probe's instant; once is enough
+        real_train(directory, *args)
+
+    monkeypatch.setattr(runner_module, "train", holder_ends_during_seed_1)
+    done = run_study(study, log=False)
+    assert done.finished == ["ntxent seed 1", "ntxent seed 0"] and not done.busy
+    assert (first / "final.json").exists()
 
 
 def test_also_report_tabulates_extra_metrics(tmp_path: Path) -> None:
