@@ -1,14 +1,15 @@
-"""Crash trials: ``contrastkit train`` killed with SIGKILL at random instants or inside a
-random file write, resumed with ``--resume`` until it finishes, compared with an
-uninterrupted run (metrics records, final.json and the checkpoint's weights and optimiser
-state, timing fields aside).
+"""Crash trials: ``contrastkit train`` killed with SIGKILL (or sent SIGTERM, which it
+unwinds from) at random instants or inside a random file write, resumed with ``--resume``
+until it finishes, compared with an uninterrupted run (metrics records, final.json and the
+checkpoint's weights and optimiser state, timing fields aside).
 
-Each trial kills the run once or twice: at a random instant in ``[0, T]`` (``T`` the
-uninterrupted run's wall time, imports included) or inside the K-th write of
-``checkpoint.pt`` / ``metrics.jsonl`` / ``final.json`` (``CONTRASTKIT_FAULT_WRITE``).
+Each trial stops the run once or twice: with ``--signal`` at a random instant in
+``[0, T]`` (``T`` the uninterrupted run's wall time, imports included) or inside the K-th
+write of ``checkpoint.pt`` / ``metrics.jsonl`` / ``final.json`` (``CONTRASTKIT_FAULT_WRITE``).
 
-Usage: ``python benchmarks/crash.py [--trials 20] [--seed 0] [--work DIR]``; prints one
-line per trial and a summary, exits 1 if any resumed run differs.
+Usage: ``python benchmarks/crash.py [--trials 20] [--seed 0] [--signal KILL|TERM]
+[--work DIR]``; prints one line per trial and a summary, exits 1 if any resumed run
+differs.
 """
 
 from __future__ import annotations
@@ -35,9 +36,10 @@ TRAIN += ["--proj-dim=8", "--knn-k=20", "--loss=macl", "--no-progress", "--threa
 FILES = {"checkpoint.pt": 3, "metrics.jsonl": 3, "final.json": 1}  # writes per run
 
 
-def train(out: Path, resume: bool, fault: str | None = None, kill_after: float | None = None
-          ) -> int:  # fmt: skip
-    """One ``contrastkit train`` process; its exit code (-9 when killed)."""
+def train(out: Path, resume: bool, fault: str | None = None, kill_after: float | None = None,
+          signum: int = signal.SIGKILL) -> int:  # fmt: skip
+    """One ``contrastkit train`` process, sent ``signum`` after ``kill_after`` seconds; its
+    exit code (-9 when killed, 143 when it unwound from SIGTERM)."""
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     env.pop(FAULT_ENV, None)
     if fault:
@@ -48,7 +50,7 @@ def train(out: Path, resume: bool, fault: str | None = None, kill_after: float |
     try:
         return proc.wait(timeout=kill_after)
     except subprocess.TimeoutExpired:
-        proc.send_signal(signal.SIGKILL)
+        proc.send_signal(signum)
         return proc.wait()
 
 
@@ -72,8 +74,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trials", type=int, default=20)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--signal", choices=("KILL", "TERM"), default="KILL",
+                        help="what stops a run at a random instant")  # fmt: skip
     parser.add_argument("--work", help="scratch directory (default: a temporary one)")
     args = parser.parse_args(argv)
+    signum = signal.Signals[f"SIG{args.signal}"]
     work = Path(args.work or tempfile.mkdtemp(prefix="contrastkit-crash-"))
     shutil.rmtree(work / "straight", ignore_errors=True)
     start = time.monotonic()
@@ -92,9 +97,9 @@ def main(argv: list[str] | None = None) -> int:
                 fault, kill_after = f"{name}:{rng.randint(1, FILES[name])}", None
             else:
                 fault, kill_after = None, rng.uniform(0.0, duration)
-            code = train(out, out.exists(), fault, kill_after)
+            code = train(out, out.exists(), fault, kill_after, signum)
             kills += code != 0
-            events.append(f"{fault or f'SIGKILL@{kill_after:.2f}s'}->{code}")
+            events.append(f"{fault or f'{signum.name}@{kill_after:.2f}s'}->{code}")
         runs = 0
         while train(out, out.exists()) != 0 and runs < 3:  # resume to the end
             runs += 1
@@ -102,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
         identical += ok
         print(f"trial {trial}: {', '.join(events)}; resumed: {'identical' if ok else 'DIFFERS'}",
               flush=True)  # fmt: skip
-    print(f"{args.trials} trials, {kills} processes killed, {identical} identical to the "
+    print(f"{args.trials} trials, {kills} processes stopped, {identical} identical to the "
           f"uninterrupted run (T = {duration:.1f} s)")  # fmt: skip
     return 0 if identical == args.trials else 1
 

@@ -1,7 +1,8 @@
 """Kill a training run at random points — inside checkpoint, metrics and final writes and
-at random instants — resume it each time, and compare with an uninterrupted run
-bit-for-bit (issue 17: "a run killed at any instant resumes or restarts to a result
-bit-identical to an uninterrupted run")."""
+at random instants, with SIGKILL or with SIGTERM (which the command line turns into an
+exception that unwinds, :mod:`contrastkit._signals`) — resume it each time, and compare
+with an uninterrupted run bit-for-bit (issue 17: "a run killed at any instant resumes or
+restarts to a result bit-identical to an uninterrupted run")."""
 
 from __future__ import annotations
 
@@ -10,12 +11,14 @@ import multiprocessing
 import os
 import random
 import signal
+import sys
 import time
 from pathlib import Path
 
 import pytest
 import torch
 
+from contrastkit._signals import Terminated, sigterm_unwinds
 from contrastkit.rundir import FAULT_ENV, load_checkpoint, read_jsonl
 from contrastkit.training import CHECKPOINT, FINAL, METRICS, TIMING_KEYS, TrainConfig, Trainer
 
@@ -24,6 +27,9 @@ CONFIG = dict(dataset="digits", epochs=3, batch_size=256, feature_dim=8, width=2
 # one kill inside each kind of write, then kills at random instants
 FAULTS = ["checkpoint.pt:1", "metrics.jsonl:2", "checkpoint.pt:3", "final.json:1"]
 RANDOM_KILLS = 3
+# SIGTERM at these fractions of the run's time: the run unwinds from wherever it is then, as
+# under `contrastkit train`, and exits 143
+TERMS = (0.25, 0.5)
 
 pytestmark = pytest.mark.skipif(
     "fork" not in multiprocessing.get_all_start_methods(), reason="needs fork"
@@ -36,16 +42,25 @@ def _train(out: str, fault: str | None) -> None:  # in a forked child
     torch.set_num_threads(1)
     directory = Path(out)
     resume = directory.exists() and any(directory.iterdir())
-    Trainer(TrainConfig(**CONFIG), directory, progress=False).fit(resume=resume)
+    try:
+        with sigterm_unwinds():
+            Trainer(TrainConfig(**CONFIG), directory, progress=False).fit(resume=resume)
+    except Terminated:
+        sys.exit(128 + signal.SIGTERM)
 
 
-def _run(out: Path, fault: str | None = None, kill_after: float | None = None) -> int:
+def _run(
+    out: Path,
+    fault: str | None = None,
+    kill_after: float | None = None,
+    signum: int = signal.SIGKILL,
+) -> int:
     child = multiprocessing.get_context("fork").Process(target=_train, args=(str(out), fault))
     child.start()
     if kill_after is not None:
         child.join(kill_after)
         if child.is_alive():
-            os.kill(child.pid, signal.SIGKILL)  # type: ignore[arg-type]
+            os.kill(child.pid, signum)  # type: ignore[arg-type]
     child.join()
     return int(child.exitcode or 0)
 
@@ -66,14 +81,19 @@ def test_killed_runs_resume_bit_identically(tmp_path: Path) -> None:
     print(f"uninterrupted run: {duration:.2f} s")
     want_records, want_final, want_state = _result(tmp_path / "straight")
     rng = random.Random(17)
-    plans = [[(f, None)] for f in FAULTS]
-    plans.append([("checkpoint.pt:2", None), ("metrics.jsonl:1", None)])  # kill in the rewrite
-    plans += [[(None, rng.uniform(0.05, duration))] for _ in range(RANDOM_KILLS)]
+    kill, term = signal.SIGKILL, signal.SIGTERM
+    plans = [[(f, None, kill)] for f in FAULTS]
+    plans.append([("checkpoint.pt:2", None, kill), ("metrics.jsonl:1", None, kill)])  # rewrite
+    plans += [[(None, rng.uniform(0.05, duration), kill)] for _ in range(RANDOM_KILLS)]
+    plans += [[(None, fraction * duration, term)] for fraction in TERMS]
     killed = 0
     for i, plan in enumerate(plans):
         out = tmp_path / f"run{i}"
-        for fault, kill_after in plan:
-            killed += _run(out, fault, kill_after) != 0
+        for fault, kill_after, signum in plan:
+            code = _run(out, fault, kill_after, signum)
+            killed += code != 0
+            if signum == term:
+                assert code == 128 + term, plan  # unwound mid-run, not killed
         assert _run(out) == 0  # resume to the end
         records, final, state = _result(out)
         assert records == want_records, plan
