@@ -100,7 +100,9 @@ def test_a_signal_to_the_command_stops_its_children_and_they_release_their_runs(
     path = write_study(tmp_path / "study.yaml", arms=ARMS, seeds=[0], base={**TINY, "epochs": 500})
     command = [sys.executable, "-m", "contrastkit", "study", str(path), "--jobs", "2"]
     pipes = {"stdout": subprocess.DEVNULL, "stderr": subprocess.PIPE, "text": True}
-    parent = subprocess.Popen(command, start_new_session=True, **pipes)  # a group to clean up
+    # a group to clean up; SIGINT as a terminal leaves it, even where this test was started
+    # by a shell that ignores it for background jobs (which the children would inherit)
+    parent = subprocess.Popen(command, start_new_session=True, preexec_fn=_sigint_default, **pipes)
     try:
         claims = [
             claim_path(tmp_path / "out" / "runs" / a / "seed0")
@@ -130,6 +132,10 @@ def test_a_signal_to_the_command_stops_its_children_and_they_release_their_runs(
     finally:  # whatever failed above, leave no training process behind
         with contextlib.suppress(ProcessLookupError):
             os.killpg(parent.pid, signal.SIGKILL)
+
+
+def _sigint_default() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def test_run_jobs_works_from_a_thread_other_than_the_main_one(tmp_path: Path) -> None:
