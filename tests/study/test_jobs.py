@@ -100,16 +100,17 @@ def test_a_signal_to_the_command_stops_its_children_and_they_release_their_runs(
     path = write_study(tmp_path / "study.yaml", arms=ARMS, seeds=[0], base={**TINY, "epochs": 500})
     command = [sys.executable, "-m", "contrastkit", "study", str(path), "--jobs", "2"]
     pipes = {"stdout": subprocess.DEVNULL, "stderr": subprocess.PIPE, "text": True}
-    # a group to clean up; SIGINT as a terminal leaves it, even where this test was started
-    # by a shell that ignores it for background jobs (which the children would inherit)
+    # a group to clean up, with SIGINT at its default: a shell that starts this test as a
+    # background job ignores SIGINT for it, and the command's children would inherit that
     parent = subprocess.Popen(command, start_new_session=True, preexec_fn=_sigint_default, **pipes)
     try:
-        claims = [
-            claim_path(tmp_path / "out" / "runs" / a / "seed0")
-            for a in ("ntxent", "dcl")
-        ]
+        runs = [tmp_path / "out" / "runs" / a / "seed0" for a in ("ntxent", "dcl")]
+        claims = [claim_path(run) for run in runs]
         deadline = time.monotonic() + 120
-        while not all(c.exists() and c.read_text().strip() for c in claims):
+        # both children training: a claim with its pid, and the trainer's metrics file
+        while not all(c.exists() and c.read_text().strip() for c in claims) or not all(
+            (run / "metrics.jsonl").exists() for run in runs
+        ):
             assert time.monotonic() < deadline and parent.poll() is None, "no run started"
             time.sleep(0.2)
         children = [int(c.read_text()) for c in claims]

@@ -143,16 +143,16 @@ def test_a_run_held_at_the_first_ask_is_asked_for_again_after_the_pass(
 ) -> None:
     study = load_study(_study(tmp_path, [{"label": "ntxent", "loss": "ntxent"}], [0, 1]))
     first = study.runs_dir / "ntxent" / "seed0"
-    holder = contextlib.ExitStack()
-    holder.enter_context(held_claim(first, "1"))
     real_train = runner_module.train
+    with contextlib.ExitStack() as holder:
+        holder.enter_context(held_claim(first, "1"))
 
-    def holder_ends_during_seed_1(directory: Path, *args: object) -> None:
-        holder.close()  # it was killed, or was a --status probe's instant; once is enough
-        real_train(directory, *args)
+        def holder_ends_during_seed_1(directory: Path, *args: object) -> None:
+            holder.close()  # it was killed, or was a --status probe's instant
+            real_train(directory, *args)
 
-    monkeypatch.setattr(runner_module, "train", holder_ends_during_seed_1)
-    done = run_study(study, log=False)
+        monkeypatch.setattr(runner_module, "train", holder_ends_during_seed_1)
+        done = run_study(study, log=False)
     assert done.finished == ["ntxent seed 1", "ntxent seed 0"] and not done.busy
     assert (first / "final.json").exists()
 
