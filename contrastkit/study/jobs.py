@@ -16,8 +16,6 @@ import subprocess
 import sys
 from collections.abc import Mapping, Sequence
 
-from .._signals import sigterm_unwinds
-
 VISIBLE = "CUDA_VISIBLE_DEVICES"
 
 
@@ -37,25 +35,23 @@ def worker_env(index: int, environ: Mapping[str, str], gpus: int) -> dict[str, s
 def run_jobs(argv: Sequence[str], jobs: int, gpus: int | None = None) -> list[int]:
     """Run ``jobs`` processes of ``contrastkit study *argv`` at once (this interpreter,
     :func:`worker_env` each; ``gpus`` defaults to ``torch.cuda.device_count()``) and
-    return their exit codes. Interrupted (Ctrl-C or SIGTERM), it stops the children and
-    waits for them; each run resumes from its last saved epoch when the study is run
-    again."""
+    return their exit codes. Interrupted (Ctrl-C, or SIGTERM, which the command line turns
+    into an exception: :func:`contrastkit._signals.sigterm_unwinds`), it sends each child
+    SIGTERM, which releases its claim and exits, and waits for them; each run resumes from
+    its last saved epoch when the study is run again."""
     if gpus is None:
         import torch
 
         gpus = torch.cuda.device_count()
     command = [sys.executable, "-m", "contrastkit", "study", *argv]
     children: list[subprocess.Popen[bytes]] = []
-    # a SIGTERM to this process (``kill``, a job scheduler) stops the children as Ctrl-C
-    # does; each child, sent SIGTERM in turn, releases its claim and exits
-    with sigterm_unwinds():
-        try:
-            for i in range(jobs):
-                children.append(subprocess.Popen(command, env=worker_env(i, os.environ, gpus)))
-            return [child.wait() for child in children]
-        except BaseException:
-            for child in children:
-                child.terminate()
-            for child in children:
-                child.wait()
-            raise
+    try:
+        for i in range(jobs):
+            children.append(subprocess.Popen(command, env=worker_env(i, os.environ, gpus)))
+        return [child.wait() for child in children]
+    except BaseException:
+        for child in children:
+            child.terminate()
+        for child in children:
+            child.wait()
+        raise
