@@ -80,17 +80,15 @@ class GraphTrainer(Trainer):
         """No kNN accuracy: there is no held-out split (GraphCL's protocol is the SVM)."""
         return {}
 
-    def finish(self) -> dict[str, Any]:
-        """SVM 10-fold accuracy, alignment / uniformity; writes ``final.json``."""
-        if self.rank != 0:
-            return {}
+    def final_metrics(self, train_feats: Tensor, test_feats: Tensor) -> dict[str, Any]:
+        """SVM 10-fold accuracy of the embeddings (train and test are the same set),
+        alignment / uniformity."""
         d, cfg = self.data, self.config
-        embeddings, _ = self.features()
-        svm = svm_cross_validation(embeddings, d.y_train, seed=cfg.seed)
+        svm = svm_cross_validation(train_feats, d.y_train, seed=cfg.seed)
         geometry = alignment_uniformity(
             self.model.encode, d.x_train, self.augment, torch.Generator().manual_seed(cfg.seed)
         )
-        return self.write_final({**svm, **geometry})
+        return {**svm, **geometry}
 
 
 class DavisTrainer(Trainer):
@@ -158,14 +156,20 @@ class DavisTrainer(Trainer):
         """No kNN: the labels are continuous."""
         return {}
 
+    def final_metrics(self, train_feats: Tensor, test_feats: Tensor) -> dict[str, Any]:
+        """The GraphDTA head on the frozen embeddings (LASCon App. D.4)."""
+        t = self.task
+        return dta_head(train_feats, t.y_train, test_feats, t.y_test, seed=self.config.seed)
+
     def finish(self) -> dict[str, Any]:
+        """:meth:`final_metrics`, then with ``finetune_epochs`` the end-to-end fine-tuning;
+        writes ``final.json``."""
         if self.rank != 0:
             return {}
-        t, cfg = self.task, self.config
-        train_feats, test_feats = self.features()
-        metrics = dta_head(train_feats, t.y_train, test_feats, t.y_test, seed=cfg.seed)
+        cfg = self.config
+        metrics = self.final_metrics(*self.features())
         if cfg.finetune_epochs is not None:
-            d = self.data
+            d, t = self.data, self.task
             start = time.perf_counter()
             metrics |= dta_finetune(
                 self.model.encoder,

@@ -16,6 +16,10 @@ Keys:
 * ``seeds``; ``metric`` (a ``final.json`` key, default ``knn_accuracy``) and ``better``
   (``higher``/``lower``); ``confidence`` (0.95); ``min_seeds`` (3);
 * ``also_report``: further ``final.json`` keys tabulated (mean and interval), not judged;
+* ``primary``: the pre-registered comparison(s), ``{arm: A, vs: B}`` or a list of them,
+  each one of the judged comparisons; a confirmation study declares it (with fresh seeds
+  and one schedule) before any of its runs, and its verdict is read after a Holm
+  correction across the primary comparisons of the same paper (issue 40);
 * ``convergence``: ``metric`` (per-epoch key of ``metrics.jsonl``, default
   ``knn_accuracy``), ``window`` (0.2 = last 20 % of epochs), ``tolerance`` (0.005 =
   0.5 points) and ``relative`` (for losses).
@@ -49,6 +53,7 @@ KNOWN_KEYS = {
     "convergence",
     "notes",
     "also_report",
+    "primary",
 }
 
 
@@ -86,6 +91,7 @@ class Study:
     convergence: dict[str, Any] = field(default_factory=dict)
     notes: str = ""
     also_report: list[str] = field(default_factory=list)
+    primary: list[tuple[str, str]] = field(default_factory=list)
 
     @property
     def epochs(self) -> int:
@@ -199,6 +205,7 @@ def load_study(
     bad = sorted(set(conv) - {"metric", "window", "tolerance", "relative"})
     if bad:
         raise ValueError(f"study config {str(path)!r}: unknown convergence key(s) {bad}")
+    primary = _primary(data.get("primary"), arms, path)
     return Study(
         name=str(data.get("name", path.stem)),
         paper=str(data.get("paper", "")),
@@ -216,4 +223,29 @@ def load_study(
         convergence=conv,
         notes=str(data.get("notes", "")),
         also_report=[str(k) for k in data.get("also_report", [])],
+        primary=primary,
     )
+
+
+def _primary(value: object, arms: list[Arm], path: Path) -> list[tuple[str, str]]:
+    """The ``primary`` comparisons as (arm, compared arm) pairs, each a judged comparison."""
+    if value is None:
+        return []
+    entries = value if isinstance(value, list) else [value]
+    judged = {(a.label, v) for a in arms if a.judged for v in a.vs}
+    out = []
+    for entry in entries:
+        pair = (
+            (str(entry.get("arm")), str(entry.get("vs")))
+            if isinstance(entry, dict) and set(entry) == {"arm", "vs"}
+            else None
+        )
+        if pair is None or pair not in judged:
+            raise ValueError(
+                f"study config {str(path)!r}: primary must name judged comparisons as "
+                f"{{arm: A, vs: B}} (A's 'vs' lists B), got {entry!r}"
+            )
+        out.append(pair)
+    if len(set(out)) != len(out):
+        raise ValueError(f"study config {str(path)!r}: primary lists a comparison twice")
+    return out

@@ -19,9 +19,8 @@ def mean_curve(runs: dict[int, RunRecord], key: str) -> tuple[list[int], list[fl
     """Epochs, mean and t-interval half-width of ``key`` over the seeds' histories."""
     by_epoch: dict[int, list[float]] = {}
     for run in runs.values():
-        for rec in run.history:
-            if key in rec:
-                by_epoch.setdefault(int(rec["epoch"]), []).append(float(rec[key]))
+        for epoch, value in run.series(key).items():
+            by_epoch.setdefault(epoch, []).append(value)
     epochs = sorted(e for e, v in by_epoch.items() if len(v) == len(runs))
     means, halves = [], []
     for e in epochs:
@@ -29,10 +28,6 @@ def mean_curve(runs: dict[int, RunRecord], key: str) -> tuple[list[int], list[fl
         means.append(interval.mean)
         halves.append(0.0 if math.isnan(interval.high) else interval.high - interval.mean)
     return epochs, means, halves
-
-
-def _by_epoch(run: RunRecord, key: str) -> dict[int, float]:
-    return {int(r["epoch"]): float(r[key]) for r in run.history if key in r}
 
 
 def gap_change(
@@ -44,7 +39,7 @@ def gap_change(
     seeds = sorted(set(a) & set(b))
     if conv["relative"] or not seeds:
         return None
-    pairs = [(_by_epoch(a[s], key), _by_epoch(b[s], key)) for s in seeds]
+    pairs = [(a[s].series(key), b[s].series(key)) for s in seeds]
     epochs = sorted(set.intersection(*(set(x) & set(y) for x, y in pairs)))
     gaps = [math.fsum(x[e] - y[e] for x, y in pairs) / len(pairs) for e in epochs]
     change = convergence(epochs, gaps, total, conv["window"], conv["tolerance"]).change

@@ -47,6 +47,17 @@ class RunRecord:
         history = [_scalars(json.loads(line)) for line in lines if line.strip()]
         return cls(final, history)
 
+    def series(self, key: str) -> dict[int, float]:
+        """``key`` by epoch over the run's history; the final evaluation's value counts as
+        the last epoch's when the history did not log ``key`` then (a metric measured at
+        ``final_eval_at``'s epochs and at the end, such as the linear probe)."""
+        out = {int(r["epoch"]): float(r[key]) for r in self.history if key in r}
+        last = int(self.final.get("epochs", 0))
+        value = self.final.get(key)
+        if last not in out and isinstance(value, int | float) and not isinstance(value, bool):
+            out[last] = float(value)
+        return out
+
     def matches(self, config: TrainConfig) -> bool:
         """Whether this run is ``config``'s run: same config and epochs."""
         return int(self.final["epochs"]) == config.epochs and not config.differences(

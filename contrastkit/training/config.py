@@ -84,6 +84,10 @@ class TrainConfig:
     knn_k: int = 200
     knn_small_k: int = 20
     eval_every: int = 1
+    # fractions f of the run (0 < f < 1) at whose epoch round(f·epochs) the final
+    # evaluation (linear probe, downstream head, geometry) also runs, into metrics.jsonl:
+    # a study judges its metric's convergence on that curve (issue 40: 0.8, 0.9)
+    final_eval_at: list[float] = field(default_factory=list)
     # torch threads; 1 by default: on this shared 2-core machine one 25-step epoch of the
     # small CNNs took 0.35 s with 1 thread and 24 s with 2 (oversubscription). None = torch's.
     threads: int | None = 1
@@ -146,6 +150,8 @@ class TrainConfig:
             self.lr_milestones = list(self.lr_milestones)
         if isinstance(self.jitter, tuple):
             self.jitter = list(self.jitter)
+        if isinstance(self.final_eval_at, tuple):
+            self.final_eval_at = list(self.final_eval_at)
         self.validate()
         if self.joint_views is None and dataset_info(self.dataset).modality == "text":
             self.joint_views = False  # sentence lists are encoded view by view (text.trainer)
@@ -215,6 +221,7 @@ class TrainConfig:
                 )
         self._validate_linear_eval()
         self._validate_text()
+        self.final_eval_epochs()
         thr = self.binarize_threshold
         if thr is not None and (
             not isinstance(thr, int | float) or isinstance(thr, bool) or not math.isfinite(thr)
@@ -305,6 +312,18 @@ class TrainConfig:
             )
         if self.schedule == "step" and not marks:
             raise ValueError("schedule 'step' needs lr_milestones (e.g. [155, 170, 185])")
+
+    def final_eval_epochs(self) -> list[int]:
+        """The epochs before the last at which the final evaluation also runs
+        (``final_eval_at``); ``ValueError`` for a fraction outside (0, 1)."""
+        at = self.final_eval_at
+        if not isinstance(at, list | tuple) or not all(
+            isinstance(f, int | float) and not isinstance(f, bool) and 0 < f < 1 for f in at
+        ):
+            raise ValueError(f"final_eval_at must be a list of fractions in (0, 1), got {at!r}")
+        if at and self.framework == "simcse":
+            raise ValueError("final_eval_at does not apply to framework simcse (see eval_steps)")
+        return sorted({max(1, round(f * self.epochs)) for f in at} - {self.epochs})
 
     @property
     def effective_lr(self) -> float:

@@ -148,11 +148,11 @@ class LabelAwareTrainer(Trainer):
         """kNN accuracy for class labels; nothing for continuous labels."""
         return {} if self.regression else super().knn(train_feats, test_feats)
 
-    def finish(self) -> dict[str, Any]:
-        """Final evaluation with downstream head and label-aware geometry; writes
-        ``final.json`` and ``circular.png`` when there is a run directory."""
+    def final_metrics(self, train_feats: Tensor, test_feats: Tensor) -> dict[str, Any]:
+        """kNN and linear probe (class labels), the downstream head, the encoder's
+        geometry and its label geometry (LASCon §4.2)."""
         t, cfg = self.task, self.config
-        train_feats, test_feats = (f.cpu() for f in self.features())  # sklearn, heads: CPU
+        train_feats, test_feats = train_feats.cpu(), test_feats.cpu()  # sklearn, heads: CPU
         task = "regression" if self.regression else "classification"
         metrics: dict[str, Any] = {}
         if not self.regression:
@@ -164,10 +164,17 @@ class LabelAwareTrainer(Trainer):
         gen = torch.Generator().manual_seed(cfg.seed)
         metrics.update(alignment_uniformity(self.encode, t.x_test, self.augment, gen))
         metrics.update(self.label_geometry(torch.Generator().manual_seed(cfg.seed)))
-        final = self.write_final({**metrics, "task": task})
+        return {**metrics, "task": task}
+
+    def finish(self) -> dict[str, Any]:
+        """Final evaluation (:meth:`final_metrics`); writes ``final.json`` and
+        ``circular.png`` when there is a run directory."""
+        t, cfg = self.task, self.config
+        train_feats, test_feats = self.features()
+        final = self.write_final(self.final_metrics(train_feats, test_feats))
         if self.out is not None:
             circular_plot(
-                normalize(test_feats.double()),
+                normalize(test_feats.cpu().double()),
                 t.y_test,
                 self.out / CIRCULAR_PNG,
                 f"{cfg.framework}/{cfg.loss} on {cfg.dataset} (test, seed {cfg.seed})",

@@ -13,6 +13,7 @@ accuracy on the frozen features the kNN monitor uses.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -124,3 +125,13 @@ class TensorBoardLog:
         if self.writer is not None:
             self.writer.close()
             self.writer = None
+
+
+def finite_numbers(metrics: dict[str, Any]) -> dict[str, float]:
+    """The finite numbers of an evaluation (no flags, strings or NaN), for a
+    ``metrics.jsonl`` record."""
+    return {
+        k: float(v)
+        for k, v in metrics.items()
+        if isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+    }

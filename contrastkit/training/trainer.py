@@ -56,7 +56,7 @@ from ..models import build_encoder
 from ..provenance import code_info
 from . import checkpoint
 from .config import TrainConfig
-from .probe import OnlineProbe, TensorBoardLog
+from .probe import OnlineProbe, TensorBoardLog, finite_numbers
 
 FINAL = "final.json"
 # per-step values kept in full (as ``<name>_steps``), not only averaged
@@ -350,6 +350,8 @@ class Trainer:
                     record["online_probe_test_accuracy"] = self.probe.accuracy(
                         test_feats, self.data.y_test
                     )
+            if self.rank == 0 and self.epoch in self.config.final_eval_epochs():
+                record.update(finite_numbers(self.final_metrics(*self.features())))
             record["eval_time_s"] = time.perf_counter() - began  # ~0 on epochs not evaluated
             self.history.append(record)
             checkpoint.save_epoch(self, record)
@@ -373,7 +375,8 @@ class Trainer:
 
     def final_metrics(self, train_feats: torch.Tensor, test_feats: torch.Tensor) -> dict[str, Any]:
         """kNN, linear probe, alignment and uniformity of the trained encoder, given its
-        frozen features of the train and test splits."""
+        frozen features of the train and test splits. A trainer with another evaluation
+        protocol overrides it; :meth:`fit` also calls it at ``final_eval_at``'s epochs."""
         d, cfg = self.data, self.config
         geometry = alignment_uniformity(
             self.encode, d.x_test, self.augment, torch.Generator().manual_seed(cfg.seed)
