@@ -7,8 +7,9 @@ Error boundary: a user error — :class:`UsageError`, ``ValueError`` (bad values
 config or YAML, unreadable checkpoints, non-finite losses), ``OSError`` (missing or
 unwritable files), a missing optional package — is printed as one line
 ``contrastkit: error: <message>`` naming the file or field, with exit status 2 and no
-traceback. Anything else is a bug and keeps its traceback; ``contrastkit --debug ...``
-shows the traceback of user errors too. Ctrl-C is one line ``contrastkit: interrupted``
+traceback. Anything else is a bug and keeps its traceback; ``--debug``, before or after the
+command (``contrastkit --debug train ...``, ``contrastkit train ... --debug``), shows the
+traceback of user errors too. Ctrl-C is one line ``contrastkit: interrupted``
 with exit status 130 (128 + SIGINT, the shell's convention); SIGTERM (``kill``, ``timeout``,
 a job scheduler's preemption) unwinds the same way — open files, study claims and child
 processes are released — with ``contrastkit: terminated`` and status 143 (128 + SIGTERM).
@@ -65,11 +66,18 @@ def _peer_failure(exc: RuntimeError) -> bool:
     )
 
 
+def _add_debug(parser: argparse.ArgumentParser, default: object) -> None:
+    """``--debug`` on ``parser``; a sub-command's default is ``SUPPRESS``, so that it does
+    not reset a ``--debug`` given before the command."""
+    parser.add_argument(
+        "--debug", action="store_true", default=default,
+        help="show tracebacks of user errors as well",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="contrastkit", description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--debug", action="store_true", help="show tracebacks of user errors as well"
-    )
+    _add_debug(parser, False)
     parser.add_argument(
         "--ddp-timeout",
         type=float,
@@ -82,6 +90,7 @@ def build_parser() -> argparse.ArgumentParser:
         module = importlib.import_module(f"contrastkit.commands.{name}")
         command = sub.add_parser(module.NAME, help=module.HELP, description=module.HELP)
         module.add_arguments(command)
+        _add_debug(command, argparse.SUPPRESS)  # --debug after the command too
         command.set_defaults(_run=module.run)
     return parser
 
