@@ -49,8 +49,9 @@ FAULT_ENV = "CONTRASTKIT_FAULT_WRITE"
 # "1": load checkpoints without a digest (``--trust-checkpoint``; inherited by a study's jobs)
 TRUST_ENV = "CONTRASTKIT_TRUST_CHECKPOINT"
 # what marks a folder as a contrastkit run (:func:`is_run_dir`): the per-epoch record and
-# checkpoint every training run writes, and the summary of a ``compare`` folder
-RUN_FILES = ("metrics.jsonl", "checkpoint.pt")
+# checkpoint every training run writes, SimCSE's dev-score history (written between epochs),
+# and the summary of a ``compare`` folder
+RUN_FILES = ("metrics.jsonl", "checkpoint.pt", "history.json")
 COMPARE_SUMMARY = "summary.json"
 
 
@@ -148,9 +149,9 @@ def check_output_file(path: str | Path, flag: str = "--out") -> Path:
 
 
 def is_run_dir(path: str | Path) -> bool:
-    """Whether the folder ``path`` holds a contrastkit run: a ``metrics.jsonl`` or
-    ``checkpoint.pt`` (:data:`RUN_FILES`, written after every epoch by ``train``,
-    ``simcse`` and each run of a study) at its top, or a ``compare`` folder: its
+    """Whether the folder ``path`` holds a contrastkit run: at its top a ``metrics.jsonl`` or
+    ``checkpoint.pt`` (written after every epoch by ``train``, ``simcse`` and each run of a
+    study) or SimCSE's ``history.json`` (:data:`RUN_FILES`); or a ``compare`` folder: its
     ``summary.json`` or runs two levels down (``OUT/<label>/seed<k>/``). A folder of other
     files (a data set, someone else's results) is not, and ``--overwrite`` leaves it alone."""
     path = Path(path)
