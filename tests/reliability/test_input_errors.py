@@ -185,7 +185,7 @@ def test_a_non_utf8_sts_input_line_is_named_before_the_model_loads(
         (folder / f"STS.gs.{subset}.txt").write_text("1\n2\n")
     _fails(capsys, ["senteval", "--data", tmp_path, "--tasks", "STS12",
                     "--model", tmp_path / "no-model"],
-           "STS.input.MSRpar.txt line 2 is not utf-8 text")
+           "STS.input.MSRpar.txt line 2 is not UTF-8 text")
 
 
 def test_empty_rt_polarity_files_are_refused_before_the_model_loads(

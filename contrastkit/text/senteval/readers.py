@@ -95,13 +95,14 @@ def read_lines(path: Path, encoding: str = "utf-8") -> list[str]:
     try:
         with path.open(encoding=encoding, newline="") as fh:
             return [line.rstrip("\r\n") for line in fh]
-    except UnicodeDecodeError:
+    except UnicodeDecodeError:  # latin-1 reads any byte: only UTF-8 files get here
+        label = "UTF-8" if encoding.lower().startswith("utf-8") else encoding
         for number, raw in enumerate(path.read_bytes().splitlines(), start=1):
             try:
                 raw.decode(encoding)
             except UnicodeDecodeError:
-                raise ValueError(f"{path} line {number} is not {encoding} text") from None
-        raise ValueError(f"{path} is not {encoding} text") from None
+                raise ValueError(f"{path} line {number} is not {label} text") from None
+        raise ValueError(f"{path} is not {label} text") from None
 
 
 def read_sts_subset(folder: Path, subset: str) -> Pairs:
