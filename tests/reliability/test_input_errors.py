@@ -19,7 +19,7 @@ import torch
 from contrastkit.cli import main
 from contrastkit.evaluation.analyses import embed_2d
 from contrastkit.graphs.tu import _read_numbers
-from contrastkit.rundir import atomic_torch_save, load_checkpoint, strict_json
+from contrastkit.rundir import TRUST_ENV, atomic_torch_save, load_checkpoint, strict_json
 from contrastkit.training import CHECKPOINT, FINAL
 
 TINY = ["--dataset=digits", "--batch-size=256", "--feature-dim=8", "--width=2", "--proj-dim=8"]
@@ -238,6 +238,9 @@ def test_a_checkpoint_without_its_digest_needs_trust(
            f"checkpoint '{run / CHECKPOINT}' has no SHA-256 digest", "--trust-checkpoint")
     assert (run / CHECKPOINT).read_bytes() == before
     assert load_checkpoint(run / CHECKPOINT, trust=True)["model"][name].equal(weights[name] + 1)
+    argv = ["train", *TINY, "--epochs=2", "--resume", "--out", str(run), "--trust-checkpoint"]
+    assert main(argv) == 0  # trusted explicitly: it resumes
+    assert TRUST_ENV not in os.environ  # the trust ends with the command
 
 
 def test_resume_refuses_a_folder_holding_another_final_json(
