@@ -4,14 +4,18 @@ Each command module exposes ``NAME``, ``HELP``, ``add_arguments(parser)`` and
 ``run(args) -> int``.
 
 Error boundary: a user error — :class:`UsageError`, ``ValueError`` (bad values, bad
-config or YAML, unreadable checkpoints, non-finite losses), ``OSError`` (missing or
-unwritable files), a missing optional package — is printed as one line
-``contrastkit: error: <message>`` naming the file or field, with exit status 2 and no
-traceback. Anything else is a bug and keeps its traceback; ``contrastkit --debug ...``
-shows the traceback of user errors too. Ctrl-C is one line ``contrastkit: interrupted``
-with exit status 130 (128 + SIGINT, the shell's convention); SIGTERM (``kill``, ``timeout``,
-a job scheduler's preemption) unwinds the same way — open files, study claims and child
-processes are released — with ``contrastkit: terminated`` and status 143 (128 + SIGTERM).
+config or YAML, unreadable checkpoints, damaged data files, which every dataset loader turns
+into one ``ValueError`` naming the file (:mod:`contrastkit.data.reading`), non-finite
+losses), ``OSError`` (missing or unwritable files), a missing optional package — is printed
+as one line ``contrastkit: error: <message>`` naming the file or field, with exit status 2
+and no traceback. Anything else is a bug and keeps its traceback; ``--debug``, before or
+after the command (``contrastkit --debug train ...``, ``contrastkit train ... --debug``),
+shows the traceback of user errors too. ``--trust-checkpoint`` (also anywhere) loads
+checkpoints that carry no SHA-256 digest, which :func:`contrastkit.rundir.load_checkpoint`
+refuses otherwise. Ctrl-C is one line ``contrastkit: interrupted`` with exit status 130
+(128 + SIGINT, the shell's convention); SIGTERM (``kill``, ``timeout``, a job scheduler's
+preemption) unwinds the same way — open files, study claims and child processes are
+released — with ``contrastkit: terminated`` and status 143 (128 + SIGTERM).
 A run continues from its last saved epoch (``train --resume``, or the same ``study``
 command).
 """
@@ -19,17 +23,19 @@ command).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import os
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import torch.distributed
 
 from . import distributed
 from ._optional import missing_extra
 from ._signals import Terminated, sigterm_unwinds
+from .rundir import TRUST_ENV
 
 USER_ERRORS = (ValueError, OSError, ArithmeticError)
 INTERRUPTED = 128 + signal.SIGINT  # the exit status of Ctrl-C, as shells report it
@@ -65,11 +71,39 @@ def _peer_failure(exc: RuntimeError) -> bool:
     )
 
 
+def _add_global_flags(parser: argparse.ArgumentParser, default: object) -> None:
+    """``--debug`` and ``--trust-checkpoint`` on ``parser``; a sub-command's default is
+    ``SUPPRESS``, so that it does not reset a flag given before the command."""
+    parser.add_argument(
+        "--debug", action="store_true", default=default,
+        help="show tracebacks of user errors as well",
+    )
+    parser.add_argument(
+        "--trust-checkpoint", action="store_true", default=default,
+        help="load checkpoints that carry no SHA-256 digest (written by older versions) "
+        "without verifying them",
+    )
+
+
+@contextlib.contextmanager
+def _trusting(trust: bool) -> Iterator[None]:
+    """With ``trust``, set :data:`~contrastkit.rundir.TRUST_ENV` for the command (and the
+    processes it starts, a study's ``--jobs``), then put it back."""
+    old = os.environ.get(TRUST_ENV)
+    if trust:
+        os.environ[TRUST_ENV] = "1"
+    try:
+        yield
+    finally:
+        if trust and old is None:
+            del os.environ[TRUST_ENV]
+        elif trust:
+            os.environ[TRUST_ENV] = old
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="contrastkit", description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--debug", action="store_true", help="show tracebacks of user errors as well"
-    )
+    _add_global_flags(parser, False)
     parser.add_argument(
         "--ddp-timeout",
         type=float,
@@ -82,6 +116,7 @@ def build_parser() -> argparse.ArgumentParser:
         module = importlib.import_module(f"contrastkit.commands.{name}")
         command = sub.add_parser(module.NAME, help=module.HELP, description=module.HELP)
         module.add_arguments(command)
+        _add_global_flags(command, argparse.SUPPRESS)  # also after the command
         command.set_defaults(_run=module.run)
     return parser
 
@@ -93,7 +128,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.ddp_timeout is not None:
             os.environ[distributed.TIMEOUT_ENV] = repr(args.ddp_timeout)
             distributed.timeout_seconds()  # validates it
-        with sigterm_unwinds():
+        with sigterm_unwinds(), _trusting(args.trust_checkpoint):
             status = int(args._run(args) or 0)
     except (UsageError, *USER_ERRORS) as exc:
         if args.debug:

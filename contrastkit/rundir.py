@@ -4,7 +4,8 @@ atomic writes, and checksummed checkpoints.
 * :func:`prepare_run_dir` checks an output directory before any training: ``--out`` must
   be a directory that can be created and written, and a directory that already holds
   files is refused unless the run resumes it (``resume``) or replaces it (``overwrite``,
-  which clears it first), so nothing already written is destroyed or mixed by mistake.
+  which clears it first, and only a contrastkit run: :func:`is_run_dir`), so nothing already
+  written is destroyed or mixed by mistake.
   :func:`removed_if_unused` takes back the folders a failed command created.
 * :func:`atomic_write_text` / :func:`atomic_write_bytes` / :func:`atomic_file` write a
   temporary file of a unique name in the same directory, ``fsync`` it, rename it over the
@@ -14,7 +15,8 @@ atomic writes, and checksummed checkpoints.
   content stored inside it, so it stays a plain ``torch.load``-able file;
   :func:`load_checkpoint` loads with ``weights_only=True`` (nothing is unpickled) and
   verifies the digest, and every unreadable file (empty, truncated, flipped bytes, not a
-  checkpoint, missing keys) raises :class:`CheckpointError`, one line naming the file.
+  checkpoint, missing keys, no digest unless trusted) raises :class:`CheckpointError`, one
+  line naming the file.
 
 Example:
     >>> import tempfile, torch
@@ -30,6 +32,7 @@ import contextlib
 import hashlib
 import io
 import json
+import math
 import os
 import shutil
 import tempfile
@@ -43,6 +46,13 @@ CHECKSUM_KEY = "sha256"  # the checkpoint's digest, stored inside it
 # test hook: "NAME:K" kills the process (os._exit(137)) in the K-th write of the file NAME
 # (atomic write or appended line), half-way through: the crash tests' "kill inside a write"
 FAULT_ENV = "CONTRASTKIT_FAULT_WRITE"
+# "1": load checkpoints without a digest (``--trust-checkpoint``; inherited by a study's jobs)
+TRUST_ENV = "CONTRASTKIT_TRUST_CHECKPOINT"
+# what marks a folder as a contrastkit run (:func:`is_run_dir`): the per-epoch record and
+# checkpoint every training run writes, SimCSE's dev-score history (written between epochs),
+# and the summary of a ``compare`` folder
+RUN_FILES = ("metrics.jsonl", "checkpoint.pt", "history.json")
+COMPARE_SUMMARY = "summary.json"
 
 
 class CheckpointError(ValueError):
@@ -54,8 +64,9 @@ def prepare_run_dir(path: str | Path, resume: bool = False, overwrite: bool = Fa
 
     Raises ``ValueError`` with one line naming ``path`` when it is empty, is a file, lies
     under a file, cannot be created or written, or already holds files while neither
-    ``resume`` nor ``overwrite`` is set. ``overwrite`` empties the directory (refused for
-    the current directory, its parents and the home directory); ``resume`` keeps it.
+    ``resume`` nor ``overwrite`` is set. ``overwrite`` empties the directory, and only a
+    contrastkit run (:func:`is_run_dir`; never the current directory, its parents or the
+    home directory); ``resume`` keeps it.
     Under ``torchrun`` (``RANK`` set) only rank 0 checks for and clears existing files.
     """
     if resume and overwrite:
@@ -137,11 +148,28 @@ def check_output_file(path: str | Path, flag: str = "--out") -> Path:
     return path
 
 
+def is_run_dir(path: str | Path) -> bool:
+    """Whether the folder ``path`` holds a contrastkit run: at its top a ``metrics.jsonl`` or
+    ``checkpoint.pt`` (written after every epoch by ``train``, ``simcse`` and each run of a
+    study) or SimCSE's ``history.json`` (:data:`RUN_FILES`); or a ``compare`` folder: its
+    ``summary.json`` or runs two levels down (``OUT/<label>/seed<k>/``). A folder of other
+    files (a data set, someone else's results) is not, and ``--overwrite`` leaves it alone."""
+    path = Path(path)
+    if any((path / name).is_file() for name in (*RUN_FILES, COMPARE_SUMMARY)):
+        return True
+    return any(any(path.glob(f"*/*/{name}")) for name in RUN_FILES)
+
+
 def _clear(path: Path) -> None:
     resolved = path.resolve()
     protected = {Path.home().resolve(), *Path.cwd().resolve().parents, Path.cwd().resolve()}
     if resolved in protected:
         raise ValueError(f"--overwrite refuses to empty {str(path)!r} (home or current directory)")
+    if not is_run_dir(path):
+        raise ValueError(
+            f"--overwrite refuses to empty {str(path)!r}: it holds files but no contrastkit run "
+            f"(no {', '.join(RUN_FILES)}); remove them yourself or choose another --out"
+        )
     for child in path.iterdir():
         if child.is_dir() and not child.is_symlink():
             shutil.rmtree(child)
@@ -228,6 +256,23 @@ def atomic_write_text(path: str | Path, text: str) -> None:
     atomic_write_bytes(path, text.encode("utf-8"))
 
 
+def strict_json(obj: Any) -> str:
+    """``obj`` as strict JSON text, indented by 2, with a final newline: NaN and ±Inf floats
+    become ``null``, never the non-standard ``NaN`` / ``Infinity`` tokens (finite content is
+    written exactly as ``json.dumps(obj, indent=2)`` writes it)."""
+
+    def finite(node: Any) -> Any:
+        if isinstance(node, float):
+            return node if math.isfinite(node) else None
+        if isinstance(node, dict):
+            return {key: finite(value) for key, value in node.items()}
+        if isinstance(node, list | tuple):
+            return [finite(value) for value in node]
+        return node
+
+    return json.dumps(finite(obj), indent=2, allow_nan=False) + "\n"
+
+
 def append_line(path: str | Path, line: str) -> None:
     """Append one text line to ``path`` and ``fsync`` it (a crash can at worst leave a
     partial last line, which :func:`read_jsonl` readers of this project reject by line)."""
@@ -295,12 +340,18 @@ def atomic_torch_save(state: dict[str, Any], path: str | Path) -> None:
 
 
 def load_checkpoint(
-    path: str | Path, required: Iterable[str] = (), map_location: Any = "cpu"
+    path: str | Path,
+    required: Iterable[str] = (),
+    map_location: Any = "cpu",
+    trust: bool | None = None,
 ) -> dict[str, Any]:
     """The mapping saved by :func:`atomic_torch_save` at ``path``, loaded with
     ``weights_only=True`` and its digest verified; :class:`CheckpointError` naming
     ``path`` if it is missing, empty, truncated, altered, not a checkpoint, or lacks a
-    ``required`` key. Checkpoints of earlier versions (no digest) load unverified."""
+    ``required`` key. A checkpoint without a digest (its key removed, or written before
+    digests) is refused unless ``trust`` (``None``: the environment variable
+    :data:`TRUST_ENV` is ``"1"``, what ``contrastkit --trust-checkpoint`` sets); trusted,
+    it loads unverified."""
     path = Path(path)
     if not path.exists():
         raise CheckpointError(f"checkpoint {str(path)!r} does not exist")
@@ -317,15 +368,21 @@ def load_checkpoint(
         ) from None
     if not isinstance(state, dict):
         raise CheckpointError(f"{str(path)!r} holds a {type(state).__name__}, not a checkpoint")
-    if CHECKSUM_KEY in state:
-        saved = state.pop(CHECKSUM_KEY)
-        if saved != state_digest(state):
-            raise CheckpointError(
-                f"checkpoint {str(path)!r} is corrupt: its content does not match its SHA-256"
-            )
+    saved = state.pop(CHECKSUM_KEY, None)
     missing = [key for key in required if key not in state]
     if missing:
         raise CheckpointError(f"checkpoint {str(path)!r} lacks key(s): {', '.join(missing)}")
+    if saved is None:
+        if not (os.environ.get(TRUST_ENV) == "1" if trust is None else trust):
+            raise CheckpointError(
+                f"checkpoint {str(path)!r} has no SHA-256 digest (altered, or written by an "
+                "older version), so its content cannot be verified; pass --trust-checkpoint "
+                "to load it anyway"
+            )
+    elif saved != state_digest(state):
+        raise CheckpointError(
+            f"checkpoint {str(path)!r} is corrupt: its content does not match its SHA-256"
+        )
     return state
 
 

@@ -73,6 +73,7 @@ def run(args: argparse.Namespace) -> int:
     from ..text.encoder import default_model_path
     from ..text.senteval import Layout, encoder_embedder, markdown_table, run_senteval
     from ..text.senteval.embed import default_cache_dir
+    from ..text.senteval.run import check_task_files
     from ..text.senteval.transfer import Fitting
     from . import apply_threads
 
@@ -84,6 +85,8 @@ def run(args: argparse.Namespace) -> int:
     apply_threads(args.threads)
     fitting = Fitting(args.classifier, jobs=args.jobs)  # checked before any encoding
     tasks = tuple(t.strip() for t in args.tasks.split(",") if t.strip())
+    layout = Layout(data, Path(args.stsb) if args.stsb else None)
+    check_task_files(layout, tasks)  # bad data refused before the model loads
     cache = (
         None if args.no_cache else Path(args.cache_dir) if args.cache_dir else default_cache_dir()
     )
@@ -97,7 +100,6 @@ def run(args: argparse.Namespace) -> int:
         precision=args.precision,
     )
     fitting = dataclasses.replace(fitting, device=str(info["device"]))
-    layout = Layout(data, Path(args.stsb) if args.stsb else None)
     name = args.name or _display_name(Path(str(info["model"])))
 
     def save(result: SentEvalResult) -> None:

@@ -40,10 +40,12 @@ import torch
 
 from ..rundir import atomic_file, atomic_write_text
 from .images import image_split
+from .reading import reading
 from .registry import Split, register_dataset
 
 EXTENSIONS = (".jpg", ".jpeg", ".png", ".bmp", ".gif", ".tif", ".tiff", ".webp", ".ppm")
 TEST_DIRS = ("test", "val")
+ARCHIVE = "a .tar/.tar.gz archive of images"
 
 
 def default_cache_dir() -> Path:
@@ -66,7 +68,7 @@ def _members(root: Path) -> Iterator[tuple[str, tarfile.TarInfo | Path]]:
             if p.is_file() and _wanted(rel):
                 yield rel, p
         return
-    with tarfile.open(root, "r:*") as tar:
+    with reading(root, ARCHIVE), tarfile.open(root, "r:*") as tar:
         for m in tar:
             rel = m.name[2:] if m.name.startswith("./") else m.name
             if m.isfile() and _wanted(rel):
@@ -79,7 +81,8 @@ def _entries(root: Path) -> Iterator[tuple[str, bytes]]:
         for rel, path in _members(root):
             yield rel, path.read_bytes()  # type: ignore[union-attr]
         return
-    with tarfile.open(root, "r:*") as tar:  # one sequential pass, also through .tar.gz
+    # one sequential pass, also through .tar.gz; a truncated archive: one error naming it
+    with reading(root, ARCHIVE), tarfile.open(root, "r:*") as tar:
         for m in tar:
             rel = m.name[2:] if m.name.startswith("./") else m.name
             if m.isfile() and _wanted(rel):

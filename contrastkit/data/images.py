@@ -3,7 +3,9 @@
 Every loader takes ``data_root`` (the dataset's own folder or the folder holding it, as
 torchvision's ``root``), validates what it reads (file set, byte counts, shapes, dtype,
 class count) and raises ``FileNotFoundError`` / ``ValueError`` naming the files it
-expected. Images are returned as **uint8** ``[N, C, H, W]`` tensors (kind ``"image"``):
+expected; a file that cannot be decoded (truncated, not gzip, a refused pickle global)
+raises :class:`~.reading.DataFileError` naming it (:func:`~.reading.reading`). Images are
+returned as **uint8** ``[N, C, H, W]`` tensors (kind ``"image"``):
 CIFAR-10's 50,000 training images are 150 MB as uint8 and would be 600 MB as float32; the
 augmentation (:mod:`contrastkit.data.image_augment`) or the encoder's input layer converts
 them. ``mean``/``std`` are the training split's per-channel statistics of ``x / 255``.
@@ -36,6 +38,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from .reading import reading
 from .registry import Split, register_dataset
 from .sources import LazyImages, take
 
@@ -187,7 +190,7 @@ def _read_members(path: Path, folder: str, names: list[str]) -> dict[str, bytes]
             if f.is_file():
                 out[n] = f.read_bytes()
     else:
-        with tarfile.open(path) as tar:
+        with reading(path, f"a .tar.gz archive of {folder}/"), tarfile.open(path) as tar:
             for n in names:
                 try:
                     member = tar.extractfile(f"{folder}/{n}")
@@ -216,19 +219,22 @@ def load_cifar(name: str, data_root: str | None = None, num_samples: int | None 
     for files in (train_files, test_files):
         xs, ys = [], []
         for f in files:
-            batch = restricted_loads(raw[f])
+            source = path / f if path.is_dir() else f"{path}:{folder}/{f}"
+            with reading(source, f"a {name} python pickle (a dict of 'data' and {label_key!r})"):
+                batch = restricted_loads(raw[f])
             if isinstance(batch, dict):  # Python-2 pickles (the release) have bytes keys
                 batch = {k.decode() if isinstance(k, bytes) else k: v for k, v in batch.items()}
             if not isinstance(batch, dict) or "data" not in batch or label_key not in batch:
-                raise ValueError(f"{name}: {folder}/{f} lacks the keys 'data' and {label_key!r}")
+                raise ValueError(f"{name}: {source} lacks the keys 'data' and {label_key!r}")
             data = np.asarray(batch["data"])
             if data.dtype != np.uint8 or data.ndim != 2 or data.shape[1] != 3072:
                 raise ValueError(
-                    f"{name}: {folder}/{f} data must be uint8 [N, 3072], got {data.dtype} "
+                    f"{name}: {source} data must be uint8 [N, 3072], got {data.dtype} "
                     f"{data.shape}"
                 )
             xs.append(data.reshape(-1, 3, 32, 32))
-            ys.append(np.asarray(batch[label_key], dtype=np.int64))
+            with reading(source, f"{name} labels (integers)"):
+                ys.append(np.asarray(batch[label_key], dtype=np.int64))
         parts += [np.concatenate(xs), np.concatenate(ys)]
     return image_split(name, *parts, num_classes=classes, num_samples=num_samples)
 
@@ -285,7 +291,8 @@ _IDX_FILES = ("train-images-idx3-ubyte", "train-labels-idx1-ubyte",
 def read_idx(path: Path) -> np.ndarray:
     """An idx file (gzipped if its name ends in .gz) as a uint8 array; validates the
     magic number (0x08 = unsigned byte), the dimension count and the byte count."""
-    data = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
+    with reading(path, "a gzipped idx file"):
+        data = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
     if len(data) < 4 or data[0] != 0 or data[1] != 0 or data[2] != 0x08:
         raise ValueError(f"{path} is not an unsigned-byte idx file (bad magic number)")
     ndim = data[3]

@@ -7,6 +7,8 @@ The registry records what each dataset is (``kind``: ``"2d"``, ``"1d"``, ``"imag
 ``"tabular"``, ``"graph"``...; ``regression``: continuous labels; ``modality``: which
 encoder and augmentation family it takes, one of :data:`MODALITIES`, declared for each
 kind by :data:`KIND_MODALITY`) so trainers ask it instead of keeping name lists.
+Every loader call runs inside :func:`~.reading.dataset_boundary`: a damaged data file
+gives one ``ValueError`` naming it (or the dataset's ``data_root``), whatever the loader.
 ``datasets.py``, ``regression.py`` and ``images.py`` only import this module, which imports
 none of them: the former datasets ↔ regression import cycle is gone.
 
@@ -26,6 +28,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from torch import Tensor
+
+from .reading import dataset_boundary
 
 
 @dataclass(frozen=True)
@@ -196,9 +200,10 @@ def load_dataset(
             f"dataset {name!r} does not take {', '.join(refused)}; leave "
             f"{'it' if len(refused) == 1 else 'them'} unset"
         )
-    if info.prefix:
-        return info.loader(name.partition(":")[2], **kwargs)
-    return info.loader(**kwargs)
+    with dataset_boundary(name, data_root):  # damaged files: one error naming them
+        if info.prefix:
+            return info.loader(name.partition(":")[2], **kwargs)
+        return info.loader(**kwargs)
 
 
 def dataset_from_config(config: object) -> Split:
@@ -206,7 +211,7 @@ def dataset_from_config(config: object) -> Split:
     ``data_root``, ``cache_dir``, ``image_size``, ``stream``, ``imbalance`` and
     ``imbalance_ratio`` attributes (options left unset are not passed)."""
     cfg = config
-    return load_dataset(
+    split = load_dataset(
         cfg.dataset,  # type: ignore[attr-defined]
         cfg.num_samples,  # type: ignore[attr-defined]
         cfg.data_root,  # type: ignore[attr-defined]
@@ -216,3 +221,24 @@ def dataset_from_config(config: object) -> Split:
         image_size=cfg.image_size,  # type: ignore[attr-defined]
         stream=cfg.stream,  # type: ignore[attr-defined]
     )
+    check_image_size(split, cfg.backbone, cfg.data_root)  # type: ignore[attr-defined]
+    return split
+
+
+def check_image_size(split: Split, backbone: str, data_root: str | None) -> None:
+    """``ValueError`` naming the dataset and ``data_root`` when ``split``'s images are
+    smaller than the smallest side ``backbone`` takes
+    (:data:`~contrastkit.models.backbones.MIN_SIDE`), before any model is built."""
+    from ..models.backbones import MIN_SIDE
+
+    if split.kind not in ("image", "2d") or backbone not in MIN_SIDE:
+        return
+    sides = tuple(split.input_shape[1:])
+    if min(sides) < MIN_SIDE[backbone]:
+        where = f" in {str(data_root)!r}" if data_root is not None else ""
+        need = MIN_SIDE[backbone]
+        raise ValueError(
+            f"dataset {split.name!r}: the images{where} are {'x'.join(map(str, sides))} px, "
+            f"smaller than the {need}x{need} px backbone {backbone!r} needs; resize them "
+            "(image_size) or choose a resnet backbone"
+        )

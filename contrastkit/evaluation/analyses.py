@@ -155,7 +155,8 @@ def embed_2d(features: Tensor, method: str = "auto", seed: int = 0) -> tuple[np.
             return umap.UMAP(n_components=2, random_state=seed).fit_transform(x), "umap"
     from sklearn.manifold import TSNE
 
-    perplexity = min(30.0, max(2.0, (x.shape[0] - 1) / 3))
+    # t-SNE needs perplexity < N: the cap N - 1 binds only below 3 samples
+    perplexity = min(30.0, max(2.0, (x.shape[0] - 1) / 3), x.shape[0] - 1.0)
     coords = TSNE(2, perplexity=perplexity, random_state=seed, init="pca").fit_transform(x)
     return coords, "tsne"
 

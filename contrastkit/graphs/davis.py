@@ -4,7 +4,8 @@ Layout (``ROOT/`` = ``…/regression/davis``; tab-separated with a header, 0-bas
 ``drugs.tsv`` (index, drug_id, smiles), ``proteins.tsv`` (index, protein_id, sequence),
 ``affinities.tsv`` (drug_index, protein_index, kd_nM, pkd, fold) with ``fold`` one of
 ``0``–``4`` (DeepDTA's setting-1 training folds) or ``test``. Bad rows raise ``ValueError``
-naming the file and line.
+naming the file and line (and the column: a non-integer index, a non-number or a NaN / Inf
+in ``kd_nM`` or ``pkd``, used or not, is refused); a file that is not UTF-8 likewise.
 
 Drugs become RDKit molecular graphs with GraphDTA's 78 atom features (Nguyen et al., 2021,
 ``utils``/``create_data.py``): one-hot element among 43 symbols plus "unknown" (44),
@@ -20,6 +21,7 @@ pairs; labels are pKd (``-log10(Kd / 1e9)``), train = folds 0–4, test = the te
 from __future__ import annotations
 
 import csv
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,6 +29,7 @@ import torch
 from torch import Tensor
 
 from .._optional import require
+from ..data.reading import reading
 from ..data.registry import Split
 from .data import GraphSet
 
@@ -84,16 +87,42 @@ ATOM_FEATURES = len(SYMBOLS) + 11 + 11 + 11 + 1  # 78
 def _rows(path: Path, header: list[str]) -> list[tuple[int, list[str]]]:
     if not path.is_file():
         raise FileNotFoundError(f"Davis: missing {path} (expected columns {', '.join(header)})")
-    with path.open(newline="") as fh:
+    with reading(path, "UTF-8 tab-separated text"), path.open(newline="", encoding="utf-8") as fh:
         reader = csv.reader(fh, delimiter="\t")
         first = next(reader, None)
-        if first != header:
-            raise ValueError(f"{path}, line 1: expected header {header}, got {first}")
         rows = [(n, r) for n, r in enumerate(reader, start=2) if r]
+    if first != header:
+        raise ValueError(f"{path}, line 1: expected header {header}, got {first}")
     for n, r in rows:
         if len(r) != len(header):
             raise ValueError(f"{path}, line {n}: expected {len(header)} fields, got {len(r)}")
     return rows
+
+
+def _integer(path: Path, line: int, column: str, text: str) -> int:
+    """The integer ``text`` of ``column``; ``ValueError`` naming file, line and column."""
+    try:
+        return int(text)
+    except ValueError:
+        raise ValueError(
+            f"{path}, line {line}, column {column}: expected an integer, got {text!r}"
+        ) from None
+
+
+def _finite(path: Path, line: int, column: str, text: str) -> float:
+    """The finite number ``text`` of ``column``; ``ValueError`` naming file, line and
+    column for a non-number or NaN / Inf."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise ValueError(
+            f"{path}, line {line}, column {column}: expected a number, got {text!r}"
+        ) from None
+    if not math.isfinite(value):
+        raise ValueError(
+            f"{path}, line {line}, column {column}: expected a finite number, got {text!r}"
+        )
+    return value
 
 
 def _one_hot(value: int | str, choices: list | range) -> list[float]:
@@ -195,11 +224,10 @@ def load_davis(data_root: str | Path | None = None) -> Split:
     codes = torch.stack([encode_protein(r[2]) for _, r in proteins])
     d_idx, p_idx, pkd, test = [], [], [], []
     path = root / "affinities.tsv"
-    for line, (d, p, _, y, fold) in pairs:
-        try:
-            d_i, p_i, value = int(d), int(p), float(y)
-        except ValueError:
-            raise ValueError(f"{path}, line {line}: expected integers and a float") from None
+    for line, (d, p, kd, y, fold) in pairs:
+        d_i, p_i = _integer(path, line, "drug_index", d), _integer(path, line, "protein_index", p)
+        _finite(path, line, "kd_nM", kd)
+        value = _finite(path, line, "pkd", y)
         if not (0 <= d_i < len(drugs) and 0 <= p_i < len(proteins)):
             raise ValueError(f"{path}, line {line}: drug or protein index out of range")
         if fold not in ("0", "1", "2", "3", "4", "test"):

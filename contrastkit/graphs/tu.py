@@ -13,7 +13,7 @@ The TU Dortmund layout (Morris et al., 2020) of a set ``NAME`` is a folder
   ``_A.txt``).
 
 Every inconsistency (a node id out of range, a label count that differs from the graph
-count, an edge between two graphs, a non-number) raises ``ValueError`` naming the file
+count, an edge between two graphs, a non-number, a NaN / Inf) raises ``ValueError`` naming the file
 and, where there is one, the line.
 
 Node features (``features``):
@@ -38,12 +38,14 @@ with a train/test kNN.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import numpy as np
 import torch
 from torch import Tensor
 
+from ..data.reading import reading
 from ..data.registry import Split
 from .data import GraphSet, ptr_from_counts
 
@@ -70,28 +72,32 @@ def tu_folder(name: str, data_root: str | Path | None) -> Path:
 def _read_numbers(path: Path, dtype: type, columns: int | None = None) -> np.ndarray:
     """Rows of comma/space-separated numbers; ``ValueError`` naming file and line."""
     rows: list[list[float | int]] = []
-    with path.open() as fh:
-        for number, line in enumerate(fh, start=1):
-            text = line.strip()
-            if not text:
-                continue
-            fields = [f for f in text.replace(",", " ").split() if f]
-            try:
-                values = [dtype(float(f)) if dtype is int else dtype(f) for f in fields]
-            except ValueError:
-                raise ValueError(f"{path}, line {number}: expected numbers, got {text!r}") from None
-            if dtype is int and any(float(f) != int(float(f)) for f in fields):
-                raise ValueError(f"{path}, line {number}: expected integers, got {text!r}")
-            if columns is not None and len(values) != columns:
-                raise ValueError(
-                    f"{path}, line {number}: expected {columns} values, got {len(values)}"
-                )
-            if rows and len(values) != len(rows[0]):
-                raise ValueError(
-                    f"{path}, line {number}: expected {len(rows[0])} values like line 1, "
-                    f"got {len(values)}"
-                )
-            rows.append(values)
+    with reading(path, "UTF-8 text"), path.open(encoding="utf-8") as fh:
+        lines = list(fh)
+    for number, line in enumerate(lines, start=1):
+        text = line.strip()
+        if not text:
+            continue
+        fields = [f for f in text.replace(",", " ").split() if f]
+        try:
+            floats = [float(f) for f in fields]
+        except ValueError:
+            raise ValueError(f"{path}, line {number}: expected numbers, got {text!r}") from None
+        if not all(math.isfinite(v) for v in floats):
+            raise ValueError(f"{path}, line {number}: expected finite numbers, got {text!r}")
+        if dtype is int and any(v != int(v) for v in floats):
+            raise ValueError(f"{path}, line {number}: expected integers, got {text!r}")
+        values: list[float | int] = [int(v) for v in floats] if dtype is int else floats
+        if columns is not None and len(values) != columns:
+            raise ValueError(
+                f"{path}, line {number}: expected {columns} values, got {len(values)}"
+            )
+        if rows and len(values) != len(rows[0]):
+            raise ValueError(
+                f"{path}, line {number}: expected {len(rows[0])} values like line 1, "
+                f"got {len(values)}"
+            )
+        rows.append(values)
     if not rows:
         raise ValueError(f"{path} is empty")
     return np.asarray(rows, dtype=np.int64 if dtype is int else np.float32)

@@ -23,6 +23,9 @@ from .encoders import ConvEncoder
 from .resnet import LAYOUTS, ResNet
 
 BACKBONES: tuple[str, ...] = ("conv", *LAYOUTS)
+# the smallest image side each backbone takes: conv's 2× max-pool needs 2 px; a ResNet's
+# padded strided convolutions and adaptive pooling take any size
+MIN_SIDE: dict[str, int] = {"conv": 2, **dict.fromkeys(LAYOUTS, 1)}
 LARGE_IMAGE = 64  # px: from this size on, the imagenet stem (and blur) apply
 
 

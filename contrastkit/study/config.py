@@ -16,6 +16,8 @@ Keys:
 * ``seeds``; ``metric`` (a ``final.json`` key, default ``knn_accuracy``) and ``better``
   (``higher``/``lower``); ``confidence`` (0.95); ``min_seeds`` (3);
 * ``also_report``: further ``final.json`` keys tabulated (mean and interval), not judged;
+  ``metric`` and ``also_report`` must name numbers ``final.json`` holds (:data:`FINAL_KEYS`),
+  and every arm's config, loss arguments and framework options are checked, before any run;
 * ``primary``: the pre-registered comparison(s), ``{arm: A, vs: B}`` or a list of them,
   each one of the judged comparisons; a confirmation study declares it (with fresh seeds
   and one schedule) before any of its runs, and its verdict is read after a Holm
@@ -27,6 +29,8 @@ Keys:
 
 from __future__ import annotations
 
+import difflib
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -129,6 +133,41 @@ class Study:
         }
 
 
+_REGRESSION = ("mse", "mae", "pearson", "spearman", "ci")
+# every number a run's final.json can hold (the trainers' final evaluations: training.trainer,
+# image_trainer, label_aware, graphs.trainer, text.simcse); a study's metric and also_report
+# keys are checked against these before anything trains. A new final.json number goes here.
+FINAL_KEYS = frozenset(
+    {
+        "knn_accuracy", "linear_accuracy", "linear_top1", "linear_top5", "head_accuracy",
+        "alignment", "uniformity", "label_alignment", "label_uniformity",
+        "svm_accuracy", "svm_accuracy_std", "repulsion_entropy", "repulsion_entropy_max",
+        *(f"{name}_{part}" for part in ("head", "backbone") for name in
+          ("positive_cosine_mean", "negative_cosine_mean", "similarity_overlap")),
+        *(f"{prefix}_{m}" for prefix in ("head", "dta", "finetune") for m in _REGRESSION),
+        "sts_dev_spearman_before", "sts_dev_spearman_last", "sts_dev_spearman_best",
+        "best_step", "steps", "senteval_sts_avg", "senteval_transfer_avg",
+        "epochs", "seed", "world_size", "train_time_s", "final_eval_time_s", "finetune_time_s",
+        "peak_device_memory_mb",
+    }
+)  # fmt: skip
+# knn at a second k; per-class probes; SentEval's task scores (senteval_<task>)
+FINAL_PATTERNS = tuple(
+    re.compile(p) for p in (r"knn_accuracy_k\d+", r"probe_\d+_per_class", r"senteval_[A-Za-z0-9]+")
+)
+
+
+def check_final_key(key: str, where: str) -> None:
+    """``ValueError`` (``where``: the config and field) unless ``key`` is a number
+    ``final.json`` can hold (:data:`FINAL_KEYS`, :data:`FINAL_PATTERNS`); it suggests the
+    closest known keys."""
+    if key in FINAL_KEYS or any(p.fullmatch(key) for p in FINAL_PATTERNS):
+        return
+    close = difflib.get_close_matches(key, sorted(FINAL_KEYS), n=3)
+    hint = f"; did you mean {' or '.join(close)}?" if close else ""
+    raise ValueError(f"{where} {key!r} is not a number final.json holds{hint}")
+
+
 def _require(data: dict[str, Any], key: str, kind: type, path: Path) -> Any:
     if key not in data:
         raise ValueError(f"study config {str(path)!r} needs {key!r}")
@@ -158,7 +197,7 @@ def load_study(
     """Read and validate a study config; every arm's TrainConfig is built (and checked
     against its framework) before anything runs. ``settings`` (:func:`check_settings`)
     replace those fields in every arm: this machine's data paths, device, threads."""
-    from ..frameworks import framework_class
+    from ..frameworks import FRAMEWORK_OPTIONS, check_run
 
     settings = check_settings(settings)
     path = Path(path)
@@ -186,8 +225,12 @@ def load_study(
         values = {**base, **spec, **settings}
         if "loss_args" in base and "loss_args" in spec:
             values["loss_args"] = {**base["loss_args"], **spec["loss_args"]}
-        config = TrainConfig.from_dict(values)
-        framework_class(config.framework).check_loss(config.loss)
+        try:
+            config = TrainConfig.from_dict(values)
+            options = {key: getattr(config, key) for key in FRAMEWORK_OPTIONS}
+            check_run(config.framework, config.loss, config.loss_args, options)
+        except ValueError as exc:  # every arm is checked before the first run trains
+            raise ValueError(f"study config {str(path)!r}, arm {label!r}: {exc}") from None
         arms.append(Arm(label, config, vs, judged))
     labels = [a.label for a in arms]
     if len(set(labels)) != len(labels):
@@ -200,6 +243,10 @@ def load_study(
     better = str(data.get("better", "higher"))
     if better not in ("higher", "lower"):
         raise ValueError(f"study config {str(path)!r}: better must be 'higher' or 'lower'")
+    metric = str(data.get("metric", "knn_accuracy"))
+    also_report = [str(k) for k in data.get("also_report", [])]
+    for key, what in [(metric, "metric"), *((k, "also_report") for k in also_report)]:
+        check_final_key(key, f"study config {str(path)!r}: {what}")
     folder = Path(out or data.get("out") or Path("runs/studies") / path.stem)
     conv = dict(data.get("convergence") or {})
     bad = sorted(set(conv) - {"metric", "window", "tolerance", "relative"})
@@ -216,13 +263,13 @@ def load_study(
         arms=arms,
         baseline=baseline,
         seeds=seeds,
-        metric=str(data.get("metric", "knn_accuracy")),
+        metric=metric,
         better=better,
         confidence=float(data.get("confidence", 0.95)),
         min_seeds=int(data.get("min_seeds", 3)),
         convergence=conv,
         notes=str(data.get("notes", "")),
-        also_report=[str(k) for k in data.get("also_report", [])],
+        also_report=also_report,
         primary=primary,
     )
 

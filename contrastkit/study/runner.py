@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..rundir import append_line, read_jsonl, removed_if_unused
+from ..rundir import append_line, load_checkpoint, read_jsonl, removed_if_unused
 from ..training import CHECKPOINT, FINAL, METRICS, TrainConfig, Trainer, extendable, length_note
 from ..training.label_aware import LabelAwareTrainer, trainer_class
 from .claims import claimed, holder
@@ -106,11 +106,8 @@ def run_state(directory: Path, config: TrainConfig) -> str:
                     f"{directory} holds a finished run of {final['epochs']} epochs; the study "
                     f"asks for {config.epochs} (use another --runs-dir)"
                 )
-    if (directory / CHECKPOINT).exists():
-        import torch
-
-        state = torch.load(directory / CHECKPOINT, weights_only=True)
-        saved = state["config"]
+    if (directory / CHECKPOINT).exists():  # verified: a damaged one is one line naming it
+        saved = load_checkpoint(directory / CHECKPOINT, required=("config",))["config"]
         if not config.differences(saved, ignore):
             return "partial"
     if saved is not None:

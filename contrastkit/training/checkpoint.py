@@ -30,10 +30,9 @@ from typing import TYPE_CHECKING, Any
 from .. import rundir
 from ..engine import LENGTH_DEPENDENT
 from ..engine.device import rng_state, set_rng_state
-from .config import ENVIRONMENT_KEYS
+from .config import ENVIRONMENT_KEYS, TrainConfig
 
 if TYPE_CHECKING:
-    from .config import TrainConfig
     from .trainer import Trainer
 
 CHECKPOINT = "checkpoint.pt"
@@ -70,6 +69,31 @@ def length_note(config: TrainConfig, diff: list[str]) -> str:
     return ""
 
 
+def _first_epoch_leftover(name: str) -> bool:
+    """Whether a file ``name`` in a run directory without a checkpoint is what a run killed
+    before its first checkpoint leaves: its record, TensorBoard events, a temporary file of
+    an atomic write (``.NAME.xxxx.tmp``)."""
+    return name in (METRICS, "tensorboard") or (name.startswith(".") and name.endswith(".tmp"))
+
+
+def config_differences(
+    config: TrainConfig, saved: dict[str, Any], ignore: list[str]
+) -> list[str]:
+    """The keys in which the checkpoint's config ``saved`` differs from ``config``, ``ignore``
+    aside: keys this version does not know are named as such, and a ``saved`` that is no
+    longer a valid config is compared key by key (instead of differing in every key)."""
+    current = config.to_dict()
+    unknown = sorted(set(saved) - set(current))
+    known = {k: v for k, v in saved.items() if k in current}
+    try:
+        TrainConfig.from_dict(dict(known))  # still a valid config: compare it normalised
+    except (TypeError, ValueError):
+        diff = sorted(k for k in known if k not in ignore and known[k] != current[k])
+    else:
+        diff = config.differences(known, ignore)
+    return diff + [f"{k} (unknown to this version)" for k in unknown]
+
+
 def save_epoch(trainer: Trainer, record: dict[str, Any]) -> None:
     """Append the epoch's ``record`` to ``metrics.jsonl``, then write the checkpoint
     (and its ``save_every`` copy); rank 0 only, nothing without a run directory."""
@@ -101,15 +125,27 @@ def save_epoch(trainer: Trainer, record: dict[str, Any]) -> None:
 def restore(trainer: Trainer) -> None:
     """Restore model, optimiser, RNG and history from the run directory.
 
-    A directory without a checkpoint (killed during the first epoch) restarts at
-    epoch 1, dropping any record written before the kill; a checkpoint that is corrupt
-    or incomplete, or a ``metrics.jsonl`` that is missing, unreadable or shorter than
-    the checkpoint's epoch, raises ``ValueError`` naming the file."""
+    A directory without a checkpoint that holds only what a run killed during its first
+    epoch leaves (``metrics.jsonl``, ``tensorboard/``, temporaries) restarts at epoch 1,
+    dropping any record written before the kill; one holding anything else (a
+    ``final.json`` of another run) is refused, untouched. A checkpoint that is corrupt,
+    incomplete or without its digest (unless trusted: :func:`~contrastkit.rundir.load_checkpoint`),
+    or a ``metrics.jsonl`` that is missing, unreadable or shorter than the checkpoint's
+    epoch, raises ``ValueError`` naming the file; a config that differs names the keys
+    (:func:`config_differences`)."""
     assert trainer.out is not None
     path, metrics = trainer.out / CHECKPOINT, trainer.out / METRICS
     if not trainer.out.is_dir():
         raise FileNotFoundError(f"no checkpoint to resume from: no directory {trainer.out}")
     if not path.exists():
+        foreign = sorted(p.name for p in trainer.out.iterdir() if not _first_epoch_leftover(p.name))
+        if foreign:
+            raise ValueError(
+                f"--resume: {str(trainer.out)!r} holds no {CHECKPOINT} but holds "
+                f"{', '.join(foreign[:4])}{', ...' if len(foreign) > 4 else ''}: not a run "
+                "killed in its first epoch, so nothing there is resumed or overwritten; "
+                "choose another --out"
+            )
         if trainer.rank == 0:
             print(f"no checkpoint in {trainer.out}: starting at epoch 1", file=sys.stderr)
             rundir.atomic_write_text(metrics, "")
@@ -120,7 +156,7 @@ def restore(trainer: Trainer) -> None:
         raise rundir.CheckpointError(f"checkpoint {str(path)!r} holds no config mapping")
     config = trainer.config
     may_change = [k for k in RESUMABLE_CHANGES if k != "epochs" or extendable(config)]
-    diff = config.differences(state["config"], may_change)
+    diff = config_differences(config, state["config"], may_change)
     if diff:
         raise ValueError(
             f"--resume with a different config than the checkpoint's (differs in: "

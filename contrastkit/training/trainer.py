@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import json
 import math
 import time
 from collections import defaultdict
@@ -407,5 +406,5 @@ class Trainer:
         }
         if self.out is not None:
             self.out.mkdir(parents=True, exist_ok=True)
-            rundir.atomic_write_text(self.out / FINAL, json.dumps(final, indent=2) + "\n")
+            rundir.atomic_write_text(self.out / FINAL, rundir.strict_json(final))  # no NaN
         return final

@@ -14,7 +14,7 @@ import torch
 
 from contrastkit.commands.train import add_arguments, overrides_from_args
 from contrastkit.provenance import code_info
-from contrastkit.rundir import CHECKSUM_KEY
+from contrastkit.rundir import CHECKSUM_KEY, TRUST_ENV
 from contrastkit.training import CHECKPOINT, FINAL, METRICS, TrainConfig
 from contrastkit.training.probe import OnlineProbe
 
@@ -147,7 +147,10 @@ def test_the_online_probe_counts_both_splits_classes_and_refuses_continuous_labe
         OnlineProbe.for_labels(8, torch.tensor([0.5, 1.0]), torch.tensor([0.2]), cpu, "r")
 
 
-def test_a_checkpoint_of_an_older_config_resumes(make_trainer: Callable, tmp_path: Path) -> None:
+def test_a_checkpoint_of_an_older_config_resumes(
+    make_trainer: Callable, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(TRUST_ENV, "1")  # no digest: loaded only when trusted (--trust-checkpoint)
     make_trainer(out=tmp_path, epochs=1).fit()
     state = torch.load(tmp_path / CHECKPOINT, weights_only=True)
     old = {k: v for k, v in state["config"].items() if k not in ("device", "precision", "compile")}

@@ -23,6 +23,7 @@ sentence on whitespace and its example batchers join the tokens with one space.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -89,9 +90,19 @@ def require(task: str, files: list[Path]) -> None:
 
 
 def read_lines(path: Path, encoding: str = "utf-8") -> list[str]:
-    """The lines of ``path`` without their ``\\n`` / ``\\r\\n`` ends (blank lines kept)."""
-    with path.open(encoding=encoding, newline="") as fh:
-        return [line.rstrip("\r\n") for line in fh]
+    """The lines of ``path`` without their ``\\n`` / ``\\r\\n`` ends (blank lines kept);
+    ``ValueError`` naming the file and the first line that is not ``encoding`` text."""
+    try:
+        with path.open(encoding=encoding, newline="") as fh:
+            return [line.rstrip("\r\n") for line in fh]
+    except UnicodeDecodeError:  # latin-1 reads any byte: only UTF-8 files get here
+        label = "UTF-8" if encoding.lower().startswith("utf-8") else encoding
+        for number, raw in enumerate(path.read_bytes().splitlines(), start=1):
+            try:
+                raw.decode(encoding)
+            except UnicodeDecodeError:
+                raise ValueError(f"{path} line {number} is not {label} text") from None
+        raise ValueError(f"{path} is not {label} text") from None
 
 
 def read_sts_subset(folder: Path, subset: str) -> Pairs:
@@ -117,8 +128,20 @@ def read_sts_subset(folder: Path, subset: str) -> Pairs:
             raise ValueError(f"{inp} line {number}: expected 'sentence1 TAB sentence2'")
         a.append(clean(fields[0]))
         b.append(clean(fields[1]))
-        y.append(float(score))
+        y.append(_score(gold, number, score))
     return Pairs(a, b, y)
+
+
+def _score(path: Path, number: int, text: str) -> float:
+    """The gold score ``text`` of line ``number``; ``ValueError`` naming the file and line
+    unless it is a finite number."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value):
+        raise ValueError(f"{path} line {number}: expected a finite score, got {text.strip()!r}")
+    return value
 
 
 def read_sts_year(folder: Path, task: str) -> dict[str, Pairs]:
@@ -139,7 +162,7 @@ def _scored_columns(path: Path, score: int, first: int, header: bool) -> Pairs:
         fields = line.split("\t")
         if len(fields) < need:
             raise ValueError(f"{path} line {number}: expected at least {need} tab-separated fields")
-        y.append(float(fields[score]))
+        y.append(_score(path, number, fields[score]))
         a.append(clean(fields[first]))
         b.append(clean(fields[first + 1]))
     return Pairs(a, b, y)
@@ -167,6 +190,8 @@ def read_binary(folder: Path, task: str) -> Labelled:
         # SentEval reads these files as latin-1 and keeps every line, blank ones too
         # (senteval/binary.py: CR has 4 and MPQA 3, counted in its 3,775 / 10,606 samples)
         sentences = [clean(s) for s in read_lines(path, encoding="latin-1")]
+        if not any(sentences):
+            raise ValueError(f"{path} holds no sentence (expected one sentence per line)")
         x.extend(sentences)
         y.extend([label] * len(sentences))
     return Labelled(x, y)

@@ -159,6 +159,36 @@ def _embed_splits(
     return {split: emb[[index[s] for s in xs]] for split, xs in texts.items()}
 
 
+def check_task_files(layout: Layout, tasks: tuple[str, ...]) -> None:
+    """Read the files of every task in ``tasks`` that has them, so that an unknown task or a
+    damaged, empty or non-UTF-8 file is refused (``ValueError`` naming it) before any
+    encoder is loaded; tasks with missing files are left to :func:`run_senteval` to skip."""
+    _check_names(tasks)
+    for task in tasks:
+        folder = layout.folder(task)
+        try:
+            if task.startswith("STS1"):
+                readers.read_sts_year(folder, task)
+            elif task in SPLIT_NAMES:
+                _split_pairs(layout, task)
+            elif task in readers.BINARY_FILES:
+                readers.read_binary(folder, task)
+            elif task == "SST2":
+                readers.read_sst2(folder)
+            elif task == "TREC":
+                readers.read_trec(folder)
+            else:
+                readers.read_mrpc(folder)
+        except MissingTaskFilesError:
+            continue
+
+
+def _check_names(tasks: tuple[str, ...]) -> None:
+    unknown = [t for t in tasks if t not in TASKS]
+    if unknown:
+        raise ValueError(f"--tasks: unknown {unknown}; choose from {', '.join(TASKS)}")
+
+
 def run_senteval(
     layout: Layout,
     embed: TaskEmbed,
@@ -173,9 +203,7 @@ def run_senteval(
     ``after_task`` is called with the results so far after every evaluated task (the
     command uses it to keep ``--out`` current during long runs); ``fitting`` says which
     transfer classifier and how many fits at once (:class:`~.transfer.Fitting`)."""
-    unknown = [t for t in tasks if t not in TASKS]
-    if unknown:
-        raise ValueError(f"--tasks: unknown {unknown}; choose from {', '.join(TASKS)}")
+    _check_names(tasks)
     result = SentEvalResult()
     for task in tasks:
         start = time.perf_counter()
