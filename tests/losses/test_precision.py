@@ -53,7 +53,9 @@ def _run(loss: nn.Module, inputs: tuple[Tensor, ...]) -> tuple[Tensor, list[Tens
     value = loss(*inputs)
     leaves = [x for x in inputs if x.requires_grad] + list(loss.parameters())
     grads = torch.autograd.grad(value, leaves, allow_unused=True)
-    return value, [torch.zeros_like(p) if g is None else g for p, g in zip(leaves, grads)]
+    return value, [
+        torch.zeros_like(p) if g is None else g for p, g in zip(leaves, grads, strict=True)
+    ]
 
 
 @pytest.mark.parametrize("name", NAMES)

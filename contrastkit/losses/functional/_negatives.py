@@ -10,11 +10,10 @@ embeddings, through :func:`gram_logsumexp` and :func:`gram_softmax_mean`: one ma
 product forward, the softmax gradient formed once, two products backward, and, with
 ``block_size``, O(M·block) memory.
 
-The kernels are safe under an ambient ``torch.autocast`` and with half-precision inputs on
-their own: :func:`gram_logsumexp` and :func:`gram_softmax_mean` cast anchors, keys and
-``extra`` to one compute dtype (at least float32) and run the ``autograd.Function`` with
-autocast off, the equivalent of ``torch.amp.custom_fwd(cast_inputs=torch.float32)`` /
-``custom_bwd`` for the torch versions (< 2.4) whose ``custom_fwd`` has no ``device_type``.
+Safe under autocast and on half inputs by themselves: the wrappers cast to one compute
+dtype (at least float32) and run forward and backward with autocast off, as
+``torch.amp.custom_fwd(cast_inputs=torch.float32)`` / ``custom_bwd`` would (torch < 2.4 has
+no ``device_type`` for them).
 """
 
 from __future__ import annotations
