@@ -19,6 +19,10 @@ Precision, one rule for every loss of the package (functional and registered mod
 * it returns its result in the compute dtype: a float32 loss for half or float32 inputs, a
   float64 loss for float64 inputs. Gradients reach half-precision leaves in their own
   dtype (through the cast).
+* ``backward`` called inside an autocast region: the fused kernels still run theirs in
+  float32; the built-in ops' backward products follow the region (autocast's own
+  behaviour, a relative error of order 2^-8 in bf16), so call ``backward`` outside it, as
+  a training step does (then the gradients are exactly those of the fp32 computation).
 
 The public functional losses, the view builders of :mod:`contrastkit.losses.views` and the
 fused kernels' wrappers (:func:`._negatives.gram_logsumexp`,
@@ -174,10 +178,10 @@ def call_in_float32(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         return fn(*map(upcast, args), **{k: upcast(v) for k, v in kwargs.items()})
 
 
-F = TypeVar("F", bound=Callable[..., Any])
+_Fn = TypeVar("_Fn", bound=Callable[..., Any])
 
 
-def float32_compute(fn: F) -> F:
+def float32_compute(fn: _Fn) -> _Fn:
     """Decorate a loss so that every call goes through :func:`call_in_float32`."""
 
     @functools.wraps(fn)
