@@ -4,8 +4,10 @@ It owns what depends on the hardware and the numerics, never the method:
 
 * the device (:func:`~contrastkit.engine.device.select_device`) and moving objects to it;
 * precision: ``fp32``; ``bf16`` = ``torch.autocast`` with bfloat16; ``fp16`` = autocast with
-  float16 plus a ``torch.amp.GradScaler`` (dynamic loss scaling). The losses compute half
-  inputs in float32 themselves;
+  float16 plus a ``torch.amp.GradScaler`` (dynamic loss scaling). A training step runs the
+  whole framework forward (network and loss) under :meth:`Engine.autocast`; the registered
+  losses switch autocast off and compute in float32 themselves (the rule of
+  :mod:`contrastkit.losses.functional._common`), queues and memory banks stay float32;
 * ``torch.compile`` of the modules a loop hands it (in place, so state-dict keys do not
   change), ``channels_last`` for 4-D image inputs;
 * one optimiser step per ``grad_accum`` backward passes (the loss of each is divided by
@@ -127,27 +129,9 @@ class Engine:
             if module is not None:
                 module.compile()
 
-    def autocast_modules(self, *modules: nn.Module | None) -> None:
-        """Run each module's ``forward`` under :meth:`autocast` (bf16/fp16), in place.
-
-        The loop gives the network parts (encoder, heads, momentum encoder) and calls the
-        framework outside autocast, so the losses get half-precision embeddings and compute
-        in float32 as they are written to (an autocast region around the loss would put
-        its similarity products back into half precision, and the fused losses' custom
-        ``autograd.Function`` kernels would meet mixed dtypes in backward). The module's
-        class is swapped for a subclass whose ``forward`` enters autocast: parameters,
-        state-dict keys, ``isinstance`` and ``deepcopy`` are unchanged, and
-        ``torch.compile`` traces the autocast region (forward hooks entering autocast do
-        not compile)."""
-        if self.dtype is None:
-            return
-        for module in modules:
-            if module is None or getattr(type(module), "_autocast_dtype", None) is not None:
-                continue
-            module.__class__ = _autocast_class(type(module), self.device.type, self.dtype)
-
     def autocast(self) -> contextlib.AbstractContextManager[Any]:
-        """The forward pass's autocast context (a no-op under fp32)."""
+        """The forward pass's autocast context (a no-op under fp32): wrap the framework's
+        whole forward (network and loss) in it; the losses leave it themselves."""
         if self.dtype is None:
             return contextlib.nullcontext()
         return torch.autocast(self.device.type, dtype=self.dtype)
@@ -279,23 +263,6 @@ def _total_norm(grads: list[Tensor]) -> Tensor:
         return torch.zeros(())
     norms = torch._foreach_norm(grads)
     return torch.linalg.vector_norm(torch.stack([n.to(norms[0].device) for n in norms]))
-
-
-_AUTOCAST_CLASSES: dict[tuple[type, str, torch.dtype], type] = {}
-
-
-def _autocast_class(cls: type[nn.Module], device_type: str, dtype: torch.dtype) -> type:
-    """A subclass of ``cls`` whose ``forward`` runs under ``torch.autocast`` (cached)."""
-    key = (cls, device_type, dtype)
-    if key not in _AUTOCAST_CLASSES:
-
-        def forward(self: nn.Module, *args: Any, **kwargs: Any) -> Any:
-            with torch.autocast(device_type, dtype=dtype):
-                return cls.forward(self, *args, **kwargs)
-
-        attrs = {"forward": forward, "__module__": cls.__module__, "_autocast_dtype": dtype}
-        _AUTOCAST_CLASSES[key] = type(cls.__name__, (cls,), attrs)
-    return _AUTOCAST_CLASSES[key]
 
 
 @contextlib.contextmanager

@@ -14,6 +14,7 @@ from ..losses.hparams import Param
 from ..losses.registry import LossInfo
 from ..losses.views import cross_view_similarities, normalize
 from ..models.encoders import mlp
+from ._queue import fifo_enqueue
 from .base import Framework
 
 
@@ -122,8 +123,10 @@ class MoCo(Framework):
             loss = self.loss.queue_loss(normalize(q), k, queue)
         else:
             loss = self.loss.similarity_loss(*cross_view_similarities(q, k, queue))
-        # every rank's keys, gathered along the sample axis: one shared queue
-        self._enqueue(distributed.gather(k.movedim(-2, 0)).movedim(0, -2))
+        # every rank's keys, gathered along the sample axis: one shared queue; with AMCL
+        # ([C, n, d'] keys) every head's keys go to the same rows of its queue
+        keys = distributed.gather(k.movedim(-2, 0)).movedim(0, -2)
+        fifo_enqueue(self.queue, self.queue_ptr, keys)
         return loss
 
     @torch.no_grad()
@@ -132,18 +135,6 @@ class MoCo(Framework):
         query_params = [*self.encoder.parameters(), *self.query_head.parameters()]
         for key_param, query_param in zip(self.key_encoder.parameters(), query_params, strict=True):
             key_param.lerp_(query_param, 1.0 - self.momentum)
-
-    @torch.no_grad()
-    def _enqueue(self, keys: Tensor) -> None:
-        """Write ``keys`` (``[n, d]``, or ``[C, n, d']`` for AMCL) at the pointer, FIFO.
-
-        The sample axis is the second-to-last of both keys and queue, so one code path
-        serves both layouts; with AMCL every head's keys go to the same rows of its queue.
-        """
-        size, n = self.queue.shape[-2], keys.shape[-2]
-        idx = (self.queue_ptr + torch.arange(n, device=self.queue.device)) % size
-        self.queue[..., idx[-size:], :] = keys[..., -size:, :].to(self.queue.dtype)
-        self.queue_ptr.copy_((self.queue_ptr + n) % size)
 
 
 class SimSiam(Framework):

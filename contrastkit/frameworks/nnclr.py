@@ -30,6 +30,7 @@ import torch
 from torch import Tensor, nn
 
 from .. import distributed
+from ..losses.functional._precision import compute_dtype, no_autocast
 from ..losses.registry import LossInfo
 from ..losses.views import cross_view_similarities, normalize
 from ..models.encoders import mlp
@@ -39,9 +40,14 @@ from .base import Framework
 
 def nearest_neighbours(z: Tensor, support: Tensor) -> Tensor:
     """Rows of ``support [S, d]`` most cosine-similar to each row of ``z [N, d]``
-    (``[N, d]``, no gradient)."""
-    with torch.no_grad():
-        idx = (normalize(z) @ normalize(support).T).argmax(dim=1)
+    (``[N, d]`` in the support set's dtype, no gradient).
+
+    The search runs in the compute dtype of the losses (at least float32; the support set
+    keeps its own dtype and is cast here) with autocast off, so half-precision projections
+    (a step under autocast) find the same neighbours as float32 ones would."""
+    dtype = compute_dtype(z, support)
+    with torch.no_grad(), no_autocast(z.device.type):
+        idx = (normalize(z.to(dtype)) @ normalize(support.to(dtype)).T).argmax(dim=1)
         return support[idx]
 
 

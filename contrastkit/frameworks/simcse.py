@@ -91,7 +91,7 @@ class SimCSE(Framework):
         first, second = views
         n = len(first)
         joint = [*first, *second] if isinstance(first, list) else torch.cat([first, second])
-        h = self.encoder(joint).float()  # the loss computes in float32 (autocast: encoder)
+        h = self.encoder(joint).float()  # float32 views for last_views (the loss upcasts itself)
         h1, h2 = h[:n], h[n:]
         self.last_views = (h1.detach(), h2.detach())
         return two_view_loss(self.loss, h1, h2, self.gather_distributed)

@@ -25,6 +25,13 @@ importing classes or probing attributes:
   holds NaN/inf (``FloatingPointError`` if all inputs are finite). That check reads the
   already-reduced loss: one scalar test per call (a device sync on GPUs); turn it off
   with :func:`set_check_finite` or ``CONTRASTKIT_CHECK_FINITE=0``.
+* precision: the outermost call of ``forward`` / ``similarity_loss`` / ``queue_loss`` runs
+  with ``torch.autocast`` off on the inputs' device and its float16/bfloat16 inputs
+  (tensors and :class:`~contrastkit.losses.functional.Negatives`) cast to float32, so every
+  registered loss, inside an autocast region or on half-precision embeddings, computes in
+  float32 (its parameters too: AMCL's heads and temperature network) and returns a
+  float32 loss; float64 inputs stay float64 (the rule of
+  :mod:`contrastkit.losses.functional._common`).
 * ``params``: the declared range of every constructor argument
   (:class:`~contrastkit.losses.hparams.Param`, from the class's ``param_ranges``). Every
   construction is checked against them, and :func:`check_args` checks a ``loss_args``
@@ -49,6 +56,7 @@ from typing import Any, TypeVar
 
 from torch import Tensor, nn
 
+from .functional._common import call_in_float32
 from .hparams import Param, declared_ranges
 
 INPUT_KINDS = ("pair", "labeled", "views", "query_key", "predictor", "features")
@@ -166,7 +174,10 @@ def _checked_call(
                 _check_input(name, arg, value, strict)
         _depth.value = getattr(_depth, "value", 0) + 1
         try:
-            out = method(self, *args, **kwargs)
+            if outer:  # autocast off, half inputs in float32 (see the module docstring)
+                out = call_in_float32(method, self, *args, **kwargs)
+            else:
+                out = method(self, *args, **kwargs)
         finally:
             _depth.value -= 1
         if outer and _CHECK["finite"] and isinstance(out, Tensor) and not _finite(out):

@@ -4,6 +4,10 @@ Kept apart from the formulas in :mod:`contrastkit.losses.functional`: the same f
 serves SimCLR's 2N layout, MoCo's queue, SimCSE's cross-view pairs and V-view batches.
 Negatives that must not count (an anchor with itself, with its own positive) are masked in
 place with ``-inf`` on the similarity matrix, never gathered into a copy.
+
+Every builder follows the precision rule of :mod:`.functional._common`: it runs with
+autocast off and returns similarities in the compute dtype of the embeddings (float32 for
+half-precision ones); a ``queue`` keeps its own dtype and is cast to that dtype here.
 """
 
 from __future__ import annotations
@@ -14,7 +18,13 @@ import torch
 from torch import Tensor
 
 from .. import distributed
-from .functional._common import check_tensor, check_views, compute_dtype, unit_rows
+from .functional._common import (
+    check_tensor,
+    check_views,
+    compute_dtype,
+    float32_compute,
+    unit_rows,
+)
 from .functional._negatives import GramNegatives, gram_logsumexp
 from .functional.supervised import LabelSimilarity, label_similarity
 
@@ -34,15 +44,17 @@ def _pair_mask(n: int, device: torch.device) -> Tensor:
     return mask
 
 
-def _check_queue(queue: Tensor | None, dim: int) -> Tensor | None:
+def _check_queue(queue: Tensor | None, dim: int, dtype: torch.dtype) -> Tensor | None:
+    """The ``[Q, d]`` queue normalised in ``dtype`` (the compute dtype of the embeddings)."""
     if queue is None:
         return None
     queue = check_tensor(queue, "queue", 2, "[Q, d]")
     if queue.shape[1] != dim:
         raise ValueError(f"queue must have shape [Q, d] with d = {dim}, got {tuple(queue.shape)}")
-    return normalize(queue)
+    return normalize(queue.to(dtype))
 
 
+@float32_compute
 def ntxent_similarities(
     z1: Tensor, z2: Tensor, queue: Tensor | None = None
 ) -> tuple[Tensor, Tensor]:
@@ -53,9 +65,9 @@ def ntxent_similarities(
     ``-inf``) plus every row of the optional ``queue`` ``[Q, d]``.
     """
     z1, z2 = check_views(z1, z2)
-    n = z1.shape[0]
-    queue = _check_queue(queue, z1.shape[1])
-    a, b = normalize(z1), normalize(z2)
+    n, dtype = z1.shape[0], compute_dtype(z1, z2)
+    queue = _check_queue(queue, z1.shape[1], dtype)
+    a, b = normalize(z1.to(dtype)), normalize(z2.to(dtype))
     pos_half = (a * b).sum(dim=1)
     z = torch.cat([a, b])
     neg = (z @ z.T).masked_fill_(_pair_mask(n, z.device), float("-inf"))
@@ -73,6 +85,7 @@ def _pair_exclude(n: int, total: int, offset: int, device: torch.device) -> Tens
     return torch.cat([first, first.flip(1)])
 
 
+@float32_compute
 def ntxent_negatives(
     z1: Tensor,
     z2: Tensor,
@@ -90,8 +103,8 @@ def ntxent_negatives(
     are computed in float32.
     """
     z1, z2 = check_views(z1, z2)
-    queue = _check_queue(queue, z1.shape[1])
     dtype = compute_dtype(z1, z2)
+    queue = _check_queue(queue, z1.shape[1], dtype)
     a, b = normalize(z1.to(dtype)), normalize(z2.to(dtype))
     pos_half = (a * b).sum(dim=1)
     n, anchors, keys = a.shape[0], torch.cat([a, b]), None
@@ -104,6 +117,7 @@ def ntxent_negatives(
     return torch.cat([pos_half, pos_half]), negatives
 
 
+@float32_compute
 def cross_view_negatives(
     query: Tensor,
     key: Tensor,
@@ -117,12 +131,12 @@ def cross_view_negatives(
     ``gather_distributed``); with a queue they are the queue's rows, constant.
     """
     q, k = check_views(query, key, min_rows=1 if queue is not None else 2, names=("query", "key"))
-    queue = _check_queue(queue, q.shape[1])
     dtype = compute_dtype(q, k)
+    queue = _check_queue(queue, q.shape[1], dtype)
     q, k = normalize(q.to(dtype)), normalize(k.to(dtype))
     pos = (q * k).sum(dim=1)
     if queue is not None:
-        return pos, GramNegatives(q, queue.to(dtype).detach(), block_size=block_size)
+        return pos, GramNegatives(q, queue.detach(), block_size=block_size)
     offset = 0
     if gather_distributed and distributed.is_distributed():
         k, offset = distributed.gather_with_grad(k), q.shape[0] * distributed.rank()
@@ -130,6 +144,7 @@ def cross_view_negatives(
     return pos, GramNegatives(q, k, None, exclude, block_size)
 
 
+@float32_compute
 def cross_view_similarities(
     query: Tensor, key: Tensor, queue: Tensor | None = None
 ) -> tuple[Tensor, Tensor]:
@@ -141,8 +156,9 @@ def cross_view_similarities(
       the caller detaches the keys and the queue.
     """
     q, k = check_views(query, key, min_rows=1 if queue is not None else 2, names=("query", "key"))
-    queue = _check_queue(queue, q.shape[1])
-    q, k = normalize(q), normalize(k)
+    dtype = compute_dtype(q, k)
+    queue = _check_queue(queue, q.shape[1], dtype)
+    q, k = normalize(q.to(dtype)), normalize(k.to(dtype))
     pos = (q * k).sum(dim=1)
     if queue is not None:
         return pos, q @ queue.T
@@ -179,6 +195,7 @@ def _multiview_index(v: int, n: int, device: torch.device) -> tuple[Tensor, Tens
     return pos_idx, neg_idx
 
 
+@float32_compute
 def multiview_sq_distances(views: Tensor, queue: Tensor | None = None) -> tuple[Tensor, Tensor]:
     """Squared Euclidean costs of CACR's V-view layout (CACR §3.2, Eq. 5).
 
@@ -189,8 +206,9 @@ def multiview_sq_distances(views: Tensor, queue: Tensor | None = None) -> tuple[
     """
     views = check_multiview(views)
     v, n, d = views.shape
-    queue = _check_queue(queue, d)
-    z = normalize(views).reshape(v * n, d)
+    dtype = compute_dtype(views)
+    queue = _check_queue(queue, d, dtype)
+    z = normalize(views.to(dtype)).reshape(v * n, d)
     sq = (2.0 - 2.0 * (z @ z.T)).clamp(min=0.0)
     pos_idx, neg_idx = _multiview_index(v, n, z.device)
     pos_cost, neg_cost = sq.gather(1, pos_idx), sq.gather(1, neg_idx)
@@ -199,6 +217,7 @@ def multiview_sq_distances(views: Tensor, queue: Tensor | None = None) -> tuple[
     return pos_cost, neg_cost
 
 
+@float32_compute
 def multiview_negatives(
     views: Tensor,
     queue: Tensor | None = None,
@@ -214,8 +233,9 @@ def multiview_negatives(
     """
     views = check_multiview(views)
     v, n, d = views.shape
-    queue = _check_queue(queue, d)
-    z = normalize(views.to(compute_dtype(views)))
+    dtype = compute_dtype(views)
+    queue = _check_queue(queue, d, dtype)
+    z = normalize(views.to(dtype))
     gram = torch.einsum("and,bnd->nab", z, z)  # [N, V, V] per-sample view similarities
     rows = torch.arange(v, device=z.device)[:, None]
     pos_sim = gram[:, rows, _other_views(v, z.device)]  # [N, V, V-1]
@@ -225,8 +245,7 @@ def multiview_negatives(
         keys = torch.cat([distributed.gather_with_grad(view) for view in z])
         total, offset = n * distributed.world_size(), n * distributed.rank()
     exclude = _multiview_exclude(v, n, total, offset, z.device)
-    extra = None if queue is None else queue.to(z.dtype)
-    return pos_sim, GramNegatives(anchors, keys, extra, exclude, block_size)
+    return pos_sim, GramNegatives(anchors, keys, queue, exclude, block_size)
 
 
 @functools.lru_cache(maxsize=32)
@@ -284,6 +303,7 @@ def _label_weighted_keys(
     return weighted, torch.cat([mass, mass])
 
 
+@float32_compute
 def supervised_terms(
     z1: Tensor,
     z2: Tensor,
@@ -319,8 +339,10 @@ def supervised_terms(
     return lse, weighted_sim, has_target
 
 
+@float32_compute
 def two_view_similarity(z1: Tensor, z2: Tensor) -> Tensor:
     """``[2N, 2N]`` cosine similarities of ``cat(z1, z2)``, the SupCon/LASCon layout."""
     z1, z2 = check_views(z1, z2, min_rows=1)
-    z = torch.cat([normalize(z1), normalize(z2)])
+    dtype = compute_dtype(z1, z2)
+    z = torch.cat([normalize(z1.to(dtype)), normalize(z2.to(dtype))])
     return z @ z.T

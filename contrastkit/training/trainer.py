@@ -144,10 +144,9 @@ class Trainer:
         if self.world > 1:
             self.ddp = distributed.wrap_ddp(self.model, device, config.sync_batchnorm)
             self.model = self.ddp.module
-        # the network parts (encoder, heads, momentum encoder), never the loss: it computes
-        # in float32 on half-precision embeddings, its fused autograd Functions stay eager
+        # the network parts (encoder, heads, momentum encoder), never the loss: its fused
+        # autograd Functions stay eager
         network = [m for name, m in self.model.named_children() if name != "loss"]
-        self.engine.autocast_modules(*network)
         self.engine.compile_modules(*network)
         self.augment = self.build_augment()
         self.view_augments = self.build_view_augments()
@@ -256,7 +255,7 @@ class Trainer:
             ]
             labels = engine.to_device(y[idx][local]) if model.needs_labels or self.probe else None
             last = i == steps - 1  # an epoch's last batch always ends with a step
-            with engine.no_sync(self.ddp, last), self._capture():  # autocast: in the network
+            with engine.no_sync(self.ddp, last), self._capture(), engine.autocast():
                 loss = forward(views, labels if model.needs_labels else None)
             engine.backward_step(
                 loss,

@@ -1,13 +1,15 @@
-"""Engine: accumulation, clipping, the non-finite guard, fp16 loss scaling, autocast parts."""
+"""Engine: accumulation, clipping, the non-finite guard, fp16 loss scaling, autocast."""
 
 from __future__ import annotations
 
+import contextlib
 import copy
 
 import pytest
 import torch
 from torch import nn
 
+from contrastkit import losses
 from contrastkit.engine import Engine, NonFiniteError
 
 
@@ -92,15 +94,18 @@ def test_fp16_scaler_skips_an_overflowing_step_and_lowers_the_scale() -> None:
     ("precision", "dtype"),
     [("bf16", torch.bfloat16), pytest.param("fp16", torch.float16, marks=FP16_CPU)],
 )
-def test_autocast_modules_keeps_identity_and_runs_in_half(
+def test_autocast_runs_the_network_in_half_and_the_loss_in_float32(
     precision: str, dtype: torch.dtype
 ) -> None:
-    model = nn.Sequential(nn.Linear(4, 4), nn.ReLU())
-    keys = list(model.state_dict())
-    Engine("cpu", precision=precision).autocast_modules(model)
-    assert isinstance(model, nn.Sequential) and list(model.state_dict()) == keys
-    assert model(torch.randn(2, 4)).dtype == dtype
-    assert copy.deepcopy(model)(torch.randn(2, 4)).dtype == dtype
-    assert torch.nn.Linear(4, 4)(torch.randn(2, 4)).dtype == torch.float32  # only inside
-    Engine("cpu").autocast_modules(model)  # fp32: nothing changes
-    assert model(torch.randn(2, 4)).dtype == dtype
+    """One autocast region around network and loss (a training step's forward): the
+    network's products in ``dtype``, the registered loss in float32, fp32 a no-op."""
+    net, criterion = nn.Linear(4, 4), losses.get("ntxent")
+    x1, x2 = torch.randn(6, 4), torch.randn(6, 4)
+    with Engine("cpu", precision=precision).autocast():
+        z1, z2 = net(x1), net(x2)
+        loss = criterion(z1, z2)
+    assert z1.dtype == dtype and loss.dtype == torch.float32
+    assert torch.equal(loss, criterion(z1.float(), z2.float()))  # the loss of its inputs
+    with Engine("cpu").autocast():
+        assert net(x1).dtype == torch.float32
+    assert isinstance(Engine("cpu").autocast(), contextlib.nullcontext)

@@ -54,7 +54,7 @@ def test_identical_and_duplicate_embeddings_stay_finite(name: str, dtype: torch.
     x = h.clone().requires_grad_(True)
     loss = FUNCS[name](x, h.clone())
     loss.backward()
-    assert loss.dtype == dtype
+    assert loss.dtype == torch.float32  # half inputs give a float32 loss (the precision rule)
     assert torch.isfinite(loss) and torch.isfinite(x.grad).all()
 
 

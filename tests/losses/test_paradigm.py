@@ -260,7 +260,7 @@ def test_identical_views_keep_values_and_gradients_finite(name: str, dtype: torc
     kwargs = {"ratio_kind": "met"} if name == "paradigm" else {}
     loss = FUNCS[name](x, x.detach().clone(), **kwargs)
     loss.backward()
-    assert loss.dtype == dtype
+    assert loss.dtype == torch.float32  # half inputs give a float32 loss (the precision rule)
     assert torch.isfinite(loss) and torch.isfinite(x.grad).all()
     if name == "paradigm":
         loss = F.paradigm(x, x.detach().clone(), ratio_kind="arccon")

@@ -6,18 +6,47 @@ Conventions used throughout :mod:`contrastkit.losses.functional`:
 * ``neg`` is a ``[M, K]`` tensor: its similarities with ``K`` negatives. An entry equal to
   ``-inf`` marks an absent negative, so view builders can mask a full similarity matrix
   in place instead of gathering a copy (see :mod:`contrastkit.losses.views`).
-* half-precision inputs (float16, bfloat16) are computed in float32 and the result is cast
-  back, so ``logsumexp`` and the log-space weights keep their precision.
+
+Precision, one rule for every loss of the package (functional and registered modules):
+
+* a loss computes in its *compute dtype*, the promoted dtype of its floating inputs but at
+  least float32 (:func:`compute_dtype`): half-precision inputs (float16, bfloat16) are cast
+  to float32, float64 inputs stay float64;
+* it computes with ``torch.autocast`` switched off on the inputs' device, so an ambient
+  autocast region (the user's, or a training step's) neither puts its similarity products
+  back into half precision nor hands the fused ``autograd.Function`` kernels of
+  :mod:`._negatives` mixed dtypes;
+* it returns its result in the compute dtype: a float32 loss for half or float32 inputs, a
+  float64 loss for float64 inputs. Gradients reach half-precision leaves in their own
+  dtype (through the cast).
+* ``backward`` called inside an autocast region: the fused kernels still run theirs in
+  float32; the built-in ops' backward products follow the region (autocast's own
+  behaviour, a relative error of order 2^-8 in bf16), so call ``backward`` outside it, as
+  a training step does (then the gradients are exactly those of the fp32 computation).
+
+The public functional losses, the view builders of :mod:`contrastkit.losses.views` and the
+fused kernels' wrappers (:func:`._negatives.gram_logsumexp`,
+:func:`._negatives.gram_softmax_mean`) follow it through :func:`float32_compute`; every
+registered module follows it through the registry's wrapper of ``forward`` /
+``similarity_loss`` / ``queue_loss`` (:mod:`contrastkit.losses.registry`), which also runs
+the loss's own parameters (AMCL's heads, learned temperatures; kept in float32) in float32.
+Buffers passed in as negatives (MoCo's queue, NNCLR's support set) keep their dtype and are
+cast to the compute dtype where they are used.
 """
 
 from __future__ import annotations
 
+import functools
 import math
+from collections.abc import Callable
+from itertools import chain
+from typing import Any, TypeVar
 
 import torch
 from torch import Tensor
 
 from ._negatives import DenseNegatives, Negatives
+from ._precision import compute_dtype, no_autocast, upcast_tensor
 
 _REDUCTIONS = ("mean", "sum", "none")
 
@@ -115,12 +144,6 @@ def reduce(per_anchor: Tensor, reduction: str) -> Tensor:
     return per_anchor
 
 
-def compute_dtype(*tensors: Tensor) -> torch.dtype:
-    """float32 for half-precision inputs, the inputs' own dtype otherwise."""
-    dtype = torch.promote_types(tensors[0].dtype, tensors[-1].dtype)
-    return torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
-
-
 def max_log_weight(dtype: torch.dtype) -> float:
     """Largest log of a stop-gradient weight we allow: half the log of the dtype's max.
 
@@ -133,3 +156,36 @@ def max_log_weight(dtype: torch.dtype) -> float:
 def log1mexp(x: Tensor) -> Tensor:
     """``log(1 - exp(x))`` for ``x <= 0``, accurate near both ends (Mächler, 2012)."""
     return torch.where(x > -math.log(2.0), torch.log(-torch.expm1(x)), torch.log1p(-torch.exp(x)))
+
+
+def upcast(value: Any) -> Any:
+    """A float16/bfloat16 tensor in float32, :class:`Negatives` with their half-precision
+    tensors in float32; any other value unchanged."""
+    if isinstance(value, Tensor):
+        return upcast_tensor(value)
+    if isinstance(value, Negatives):
+        return value.upcast()
+    return value
+
+
+def call_in_float32(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """``fn(*args, **kwargs)`` under the precision rule of this module: half-precision
+    arguments (tensors, :class:`Negatives`) cast to float32 and autocast off on the device
+    of the first tensor argument."""
+    values = chain(args, kwargs.values())
+    device = next((v.device.type for v in values if isinstance(v, Tensor)), "cpu")
+    with no_autocast(device):
+        return fn(*map(upcast, args), **{k: upcast(v) for k, v in kwargs.items()})
+
+
+_Fn = TypeVar("_Fn", bound=Callable[..., Any])
+
+
+def float32_compute(fn: _Fn) -> _Fn:
+    """Decorate a loss so that every call goes through :func:`call_in_float32`."""
+
+    @functools.wraps(fn)
+    def wrapped(*args: Any, **kwargs: Any) -> Any:
+        return call_in_float32(fn, *args, **kwargs)
+
+    return wrapped  # type: ignore[return-value]

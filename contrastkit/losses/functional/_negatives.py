@@ -9,14 +9,23 @@ embeddings (SimCLR's 2N views, cross-view pairs, a queue, V views) straight from
 embeddings, through :func:`gram_logsumexp` and :func:`gram_softmax_mean`: one matrix
 product forward, the softmax gradient formed once, two products backward, and, with
 ``block_size``, O(M·block) memory.
+
+Safe under autocast and on half inputs by themselves: the wrappers cast to one compute
+dtype (at least float32) and run forward and backward with autocast off, as
+``torch.amp.custom_fwd(cast_inputs=torch.float32)`` / ``custom_bwd`` would (torch < 2.4 has
+no ``device_type`` for them).
 """
 
 from __future__ import annotations
 
+import functools
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 
 import torch
 from torch import Tensor
+
+from ._precision import compute_dtype, no_autocast, upcast_tensor
 
 
 class Negatives(ABC):
@@ -39,6 +48,10 @@ class Negatives(ABC):
     def softmax_mean(self, scale: float, detach_weights: bool = False) -> Tensor:
         """``[M]`` differentiable ``Σ_j p_ij·neg_ij`` with ``p_i = softmax_j(scale·neg_ij)``,
         ``scale > 0``; ``detach_weights`` stops the gradient through ``p``."""
+
+    @abstractmethod
+    def upcast(self) -> Negatives:
+        """These negatives with their float16/bfloat16 tensors in float32."""
 
 
 class DenseNegatives(Negatives):
@@ -66,6 +79,9 @@ class DenseNegatives(Negatives):
         if detach_weights:
             p = p.detach()
         return (p * torch.where(present, self.neg, 0.0)).sum(dim=1)
+
+    def upcast(self) -> DenseNegatives:
+        return DenseNegatives(self.neg, compute_dtype(self.neg))
 
 
 def _shifted_logits(anchors: Tensor, keys: Tensor, scale: float, shift: Tensor) -> Tensor:
@@ -120,6 +136,19 @@ def _exp_block(
     return e, row_sum
 
 
+def _autocast_off(backward: Callable[..., tuple]) -> Callable[..., tuple]:
+    """``backward`` run with autocast off, as ``torch.amp.custom_bwd`` runs it for a forward
+    that ran with autocast off: a backward called inside an autocast region (``loss.backward()``
+    within ``torch.autocast``) would otherwise take its matrix products in half precision."""
+
+    @functools.wraps(backward)
+    def wrapped(ctx: torch.autograd.function.FunctionCtx, grad: Tensor) -> tuple:
+        with no_autocast(grad.device.type):
+            return backward(ctx, grad)
+
+    return wrapped
+
+
 class _GramLogSumExp(torch.autograd.Function):
     """``lse_i = log Σ_{j ∉ exclude_i} exp(s·a_i·k_j)`` with ``k = cat(keys or anchors, extra)``.
 
@@ -157,6 +186,7 @@ class _GramLogSumExp(torch.autograd.Function):
         return lse
 
     @staticmethod
+    @_autocast_off
     def backward(ctx, grad_lse: Tensor) -> tuple:  # type: ignore[override]
         anchors, keys, k, exclude, lse, *kept = ctx.saved_tensors
         scale, m = ctx.scale, anchors.shape[0]
@@ -238,6 +268,7 @@ class _GramSoftmaxMean(torch.autograd.Function):
         return mean
 
     @staticmethod
+    @_autocast_off
     def backward(ctx, grad_mean: Tensor) -> tuple:  # type: ignore[override]
         if ctx.used and ctx.block is None and not ctx.detach:
             raise RuntimeError("the fused softmax mean supports one backward pass per graph")
@@ -278,10 +309,11 @@ def gram_softmax_mean(
     """
     if block_size is not None and block_size < 1:
         raise ValueError(f"block_size must be a positive integer or None, got {block_size}")
-    extra = None if extra is None else extra.detach()
-    return _GramSoftmaxMean.apply(
-        anchors, keys, extra, exclude, float(scale), block_size, bool(detach_weights)
-    )
+    anchors, keys, extra = _common_dtype(anchors, keys, extra)
+    with no_autocast(anchors.device.type):
+        return _GramSoftmaxMean.apply(
+            anchors, keys, extra, exclude, float(scale), block_size, bool(detach_weights)
+        )
 
 
 def gram_logsumexp(
@@ -297,12 +329,25 @@ def gram_logsumexp(
     ``lse_i = log Σ_j exp(scale·a_i·k_j)`` over the columns ``j`` not listed in row ``i``
     of ``exclude`` (``[M, r]`` long). ``extra`` is constant (no gradient); gradients
     reach ``anchors`` and ``keys``. ``block_size`` trades a recomputed matrix product for
-    memory: extra memory O(block_size·|k|) instead of O(M·|k|).
+    memory: extra memory O(block_size·|k|) instead of O(M·|k|). Computed in the compute
+    dtype of the three (at least float32) with autocast off; ``lse`` is in that dtype.
     """
     if block_size is not None and block_size < 1:
         raise ValueError(f"block_size must be a positive integer or None, got {block_size}")
-    extra = None if extra is None else extra.detach()
-    return _GramLogSumExp.apply(anchors, keys, extra, exclude, float(scale), block_size)
+    anchors, keys, extra = _common_dtype(anchors, keys, extra)
+    with no_autocast(anchors.device.type):
+        return _GramLogSumExp.apply(anchors, keys, extra, exclude, float(scale), block_size)
+
+
+def _common_dtype(
+    anchors: Tensor, keys: Tensor | None, extra: Tensor | None
+) -> tuple[Tensor, Tensor | None, Tensor | None]:
+    """``anchors``, ``keys`` and the detached ``extra`` in their compute dtype (the
+    promoted dtype, at least float32)."""
+    dtype = compute_dtype(*(t for t in (anchors, keys, extra) if t is not None))
+    keys = None if keys is None else keys.to(dtype)
+    extra = None if extra is None else extra.detach().to(dtype)
+    return anchors.to(dtype), keys, extra
 
 
 class GramNegatives(Negatives):
@@ -333,6 +378,12 @@ class GramNegatives(Negatives):
 
     def count(self) -> Tensor:
         return self.anchors.new_full((self.rows,), float(self._count))
+
+    def upcast(self) -> GramNegatives:
+        keys, extra = (None if t is None else upcast_tensor(t) for t in (self.keys, self.extra))
+        return GramNegatives(
+            upcast_tensor(self.anchors), keys, extra, self.exclude, self.block_size
+        )
 
     def logsumexp(self, scale: float) -> Tensor:
         return gram_logsumexp(

@@ -11,9 +11,10 @@ import math
 import torch
 from torch import Tensor
 
-from ._common import check_positive, check_tensor, check_views, compute_dtype
+from ._common import check_positive, check_tensor, check_views, compute_dtype, float32_compute
 
 
+@float32_compute
 def alignment(x: Tensor, y: Tensor, alpha: float = 2.0) -> Tensor:
     """``mean_i ‖x_i - y_i‖^α`` over positive pairs (Wang & Isola Eq. 4; α = 2 default)."""
     x, y = check_views(x, y, min_rows=1, names=("x", "y"))
@@ -23,9 +24,10 @@ def alignment(x: Tensor, y: Tensor, alpha: float = 2.0) -> Tensor:
     if alpha != 2.0:
         # the clamp keeps d/dsq of sq^(α/2) finite at sq = 0 for α < 2
         sq = sq.clamp(min=torch.finfo(dtype).tiny).pow(alpha / 2.0)
-    return sq.mean().to(x.dtype)
+    return sq.mean()
 
 
+@float32_compute
 def uniformity(x: Tensor, t: float = 2.0) -> Tensor:
     """``log mean_{i≠j} exp(-t‖x_i - x_j‖²)`` (Wang & Isola Eq. 5; t = 2 default).
 
@@ -42,4 +44,4 @@ def uniformity(x: Tensor, t: float = 2.0) -> Tensor:
     sq = (2.0 - 2.0 * xd @ xd.T).clamp(min=0.0)
     eye = torch.eye(n, dtype=torch.bool, device=x.device)
     log_kernel = (-t * sq).masked_fill(eye, float("-inf"))
-    return (torch.logsumexp(log_kernel.flatten(), dim=0) - math.log(n * (n - 1))).to(x.dtype)
+    return torch.logsumexp(log_kernel.flatten(), dim=0) - math.log(n * (n - 1))

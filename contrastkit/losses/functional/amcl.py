@@ -34,7 +34,7 @@ import math
 import torch
 from torch import Tensor
 
-from ._common import check_reduction, check_tensor, compute_dtype
+from ._common import check_reduction, check_tensor, compute_dtype, float32_compute
 from .infonce import dcl, info_nce
 
 _NEGATIVES = ("topk", "softmax")
@@ -126,6 +126,7 @@ def _reduce_heads(per_head: Tensor, reduction: str) -> Tensor:
     return per_anchor.mean() if reduction == "mean" else per_anchor.sum()
 
 
+@float32_compute
 def amcl_contrast(
     pos_sim: Tensor,
     neg_sim: Tensor,
@@ -214,6 +215,7 @@ def amcl_contrast(
     return _reduce_heads(per_head, reduction)
 
 
+@float32_compute
 def amcl_simsiam(
     sim_a: Tensor,
     sim_b: Tensor,
@@ -264,6 +266,7 @@ def _check_square_stack(corr: object, tau: object) -> tuple[Tensor, Tensor]:
     return c, t
 
 
+@float32_compute
 def amcl_barlow_twins(
     corr: Tensor,
     tau: Tensor,

@@ -37,7 +37,7 @@ import math
 import torch
 from torch import Tensor
 
-from ._common import check_positive, check_tensor, compute_dtype
+from ._common import check_positive, check_tensor, compute_dtype, float32_compute
 from ._negatives import DenseNegatives, GramNegatives, Negatives
 
 
@@ -93,14 +93,13 @@ def _attraction(c_pos: Tensor, t_pos: float, detach: bool, uniform: bool = False
 
 
 def _parts(
-    attraction: Tensor, repulsion: Tensor, dtype: torch.dtype, return_parts: bool
+    attraction: Tensor, repulsion: Tensor, return_parts: bool
 ) -> Tensor | tuple[Tensor, Tensor, Tensor]:
-    total = (attraction + repulsion).to(dtype)
-    if return_parts:
-        return total, attraction.to(dtype), repulsion.to(dtype)
-    return total
+    total = attraction + repulsion
+    return (total, attraction, repulsion) if return_parts else total
 
 
+@float32_compute
 def cacr(
     pos_cost: Tensor,
     neg_cost: Tensor,
@@ -145,14 +144,15 @@ def cacr(
     t_eff = 0.0 if neg_weights == "uniform" else t_neg
     if repulsion_cost == "rbf":
         a = torch.logsumexp(-(t_eff + rbf_t) * c_neg, 1) - torch.logsumexp(-t_eff * c_neg, 1)
-        return _parts(attraction, _rbf_repulsion(a), pos_cost.dtype, return_parts)
+        return _parts(attraction, _rbf_repulsion(a), return_parts)
     w_neg = torch.softmax(-t_eff * c_neg, dim=1)
     if detach_neg_weights:
         w_neg = w_neg.detach()
     repulsion = -(w_neg * c_neg).sum(dim=1).mean()
-    return _parts(attraction, repulsion, pos_cost.dtype, return_parts)
+    return _parts(attraction, repulsion, return_parts)
 
 
+@float32_compute
 def cacr_cosine(
     pos_sim: Tensor,
     neg_sim: Tensor | Negatives,
@@ -193,11 +193,11 @@ def cacr_cosine(
     scale = 0.0 if neg_weights == "uniform" else 2.0 * t_neg
     if repulsion_cost == "rbf":
         a = neg.logsumexp(scale + 2.0 * rbf_t) - neg.logsumexp(scale) - 2.0 * rbf_t
-        return _parts(attraction, _rbf_repulsion(a), pos_sim.dtype, return_parts)
+        return _parts(attraction, _rbf_repulsion(a), return_parts)
     # π⁻ uniform at scale 0
     mean_sim = _uniform_mean(neg) if scale == 0.0 else neg.softmax_mean(scale, detach_neg_weights)
     repulsion = (2.0 * mean_sim - 2.0).mean()
-    return _parts(attraction, repulsion, pos_sim.dtype, return_parts)
+    return _parts(attraction, repulsion, return_parts)
 
 
 def _uniform_mean(neg: Negatives) -> Tensor:

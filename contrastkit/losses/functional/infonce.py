@@ -25,6 +25,7 @@ from ._common import (
     check_positive,
     check_reduction,
     compute_dtype,
+    float32_compute,
     log1mexp,
     max_log_weight,
     reduce,
@@ -35,6 +36,7 @@ def _scaled_pos(pos: Tensor, temperature: float | Tensor) -> Tensor:
     return pos.to(compute_dtype(pos)) / temperature
 
 
+@float32_compute
 def info_nce_terms(
     pos: Tensor, neg: Tensor | Negatives, temperature: float | Tensor
 ) -> tuple[Tensor, Tensor]:
@@ -51,6 +53,7 @@ def info_nce_terms(
     return lse_all - p, lse_neg - lse_all
 
 
+@float32_compute
 def info_nce(
     pos: Tensor, neg: Tensor | Negatives, temperature: float = 0.1, reduction: str = "mean"
 ) -> Tensor:
@@ -65,9 +68,10 @@ def info_nce(
     pos, neg = check_pos_neg(pos, neg)
     temperature = check_positive(temperature, "temperature")
     nll, _ = info_nce_terms(pos, neg, temperature)
-    return reduce(nll, check_reduction(reduction)).to(pos.dtype)
+    return reduce(nll, check_reduction(reduction))
 
 
+@float32_compute
 def dcl(
     pos: Tensor, neg: Tensor | Negatives, temperature: float = 0.1, reduction: str = "mean"
 ) -> Tensor:
@@ -79,9 +83,10 @@ def dcl(
     pos, neg = check_pos_neg(pos, neg)
     temperature = check_positive(temperature, "temperature")
     per_anchor = neg.logsumexp(1.0 / temperature) - _scaled_pos(pos, temperature)
-    return reduce(per_anchor, check_reduction(reduction)).to(pos.dtype)
+    return reduce(per_anchor, check_reduction(reduction))
 
 
+@float32_compute
 def dclw(
     pos: Tensor,
     neg: Tensor | Negatives,
@@ -106,9 +111,10 @@ def dclw(
     log_mean_exp = torch.logsumexp(batch, dim=0) - math.log(batch.shape[0])
     weight = 2.0 - torch.exp(pos.detach().to(p.dtype) / sigma - log_mean_exp)
     per_anchor = neg.logsumexp(1.0 / temperature) - weight * p
-    return reduce(per_anchor, check_reduction(reduction)).to(pos.dtype)
+    return reduce(per_anchor, check_reduction(reduction))
 
 
+@float32_compute
 def flatnce(
     pos: Tensor, neg: Tensor | Negatives, temperature: float = 0.1, reduction: str = "mean"
 ) -> Tensor:
@@ -123,9 +129,10 @@ def flatnce(
     v = neg.logsumexp(1.0 / temperature) - _scaled_pos(pos, temperature)  # lse((neg - pos)/τ)
     value = torch.logaddexp(torch.zeros_like(v), v).detach()  # InfoNCE = log(1 + exp(v))
     per_anchor = value + torch.exp(v - v.detach()) - 1.0
-    return reduce(per_anchor, check_reduction(reduction)).to(pos.dtype)
+    return reduce(per_anchor, check_reduction(reduction))
 
 
+@float32_compute
 def dual_temperature(
     pos: Tensor,
     neg: Tensor | Negatives,
@@ -148,9 +155,10 @@ def dual_temperature(
     _, log_w_inter = info_nce_terms(pos, neg, inter_temperature)
     log_ratio = (log_w_inter - log_w_intra).clamp(max=max_log_weight(nll.dtype))
     per_anchor = torch.exp(log_ratio).detach() * nll
-    return reduce(per_anchor, check_reduction(reduction)).to(pos.dtype)
+    return reduce(per_anchor, check_reduction(reduction))
 
 
+@float32_compute
 def hcl(
     pos: Tensor,
     neg: Tensor | Negatives,
@@ -191,4 +199,4 @@ def hcl(
     floor = math.log(1.0 - tau_plus) + log_k - 1.0 / temperature
     log_ng = debiased.clamp(min=floor) - math.log(1.0 - tau_plus)
     per_anchor = torch.logaddexp(p, log_ng) - p
-    return reduce(per_anchor, check_reduction(reduction)).to(pos.dtype)
+    return reduce(per_anchor, check_reduction(reduction))

@@ -23,6 +23,7 @@ from ._common import (
     check_positive,
     check_reduction,
     compute_dtype,
+    float32_compute,
     max_log_weight,
     reduce,
 )
@@ -58,6 +59,7 @@ def macl_temperature(
     return (temperature * (1.0 + alpha * (alignment - a0))).clamp(min=floor)
 
 
+@float32_compute
 def macl(
     pos: Tensor,
     neg: Tensor | Negatives,
@@ -102,5 +104,5 @@ def macl(
     if reweight:
         weight = torch.exp((-log_w).clamp(max=max_log_weight(nll.dtype))).detach()
         nll = weight * nll
-    loss = reduce(nll, check_reduction(reduction)).to(pos.dtype)
+    loss = reduce(nll, check_reduction(reduction))
     return (loss, tau) if return_temperature else loss

@@ -28,7 +28,7 @@ import math
 import torch
 from torch import Tensor
 
-from ._common import check_positive
+from ._common import check_positive, float32_compute
 from .alignment import alignment, uniformity
 from .noncontrastive import off_diagonal
 from .paradigm import both_ways, check_finite, distances, gd_indicator, negatives_masked
@@ -37,6 +37,7 @@ from .paradigm import both_ways, check_finite, distances, gd_indicator, negative
 # Unmodified objectives (§4)
 
 
+@float32_compute
 def mhe(h: Tensor, hp: Tensor, nu: float = 1.0, symmetric: bool = True) -> Tensor:
     """``L^a + ν L^{u,MHE}``: ``(1/N) Σ_i ‖h_i − hp_i‖²`` plus
     ``log (2/(N(N−1))) Σ_{k<l} e^{−‖h_k − h_l‖²}`` over the anchor view.
@@ -47,6 +48,7 @@ def mhe(h: Tensor, hp: Tensor, nu: float = 1.0, symmetric: bool = True) -> Tenso
     return both_ways(lambda a, b: alignment(a, b) + nu * uniformity(a, t=1.0), h, hp, symmetric)
 
 
+@float32_compute
 def mhs(h: Tensor, hp: Tensor, nu: float = 1.0, symmetric: bool = True) -> Tensor:
     """``L^a + ν (1/N) Σ_i L_i^{u,MHS}`` with ``L_i^{u,MHS} = −min_{j≠i} ‖h_i − h_j‖``
     (Maximum Hyperspherical Separation over the anchor view); ν = 1 as for :func:`mhe`."""
@@ -59,6 +61,7 @@ def mhs(h: Tensor, hp: Tensor, nu: float = 1.0, symmetric: bool = True) -> Tenso
     return both_ways(one, h, hp, symmetric)
 
 
+@float32_compute
 def barlow_l2(h: Tensor, hp: Tensor, nu: float = 5e-3, symmetric: bool = True) -> Tensor:
     """Barlow Twins as written in §4: ``Σ_k (C_kk − 1)² + ν Σ_{k≠l} C_kl²`` with
     ``C = (1/N) Σ_i h_i hp_iᵀ`` of the L2-normalised views; ν = 5e-3 (Zbontar et al.)."""
@@ -85,6 +88,7 @@ def _std_penalty(x: Tensor, gamma: float, eps: float) -> Tensor:
     return torch.relu(gamma - torch.sqrt(x.var(dim=0) + eps)).mean()
 
 
+@float32_compute
 def vicreg_l2(
     h: Tensor,
     hp: Tensor,
@@ -129,6 +133,7 @@ def anchor_gate(a: Tensor, b: Tensor, margin: float) -> tuple[Tensor, Tensor]:
     return d, torch.where(d[:, None], a, a.detach())
 
 
+@float32_compute
 def mmhe(
     h: Tensor,
     hp: Tensor,
@@ -161,6 +166,7 @@ def mmhe(
     return both_ways(one, h, hp, symmetric)
 
 
+@float32_compute
 def mmhs(
     h: Tensor, hp: Tensor, margin: float = 0.3, ratio: float = 1.75, symmetric: bool = True
 ) -> Tensor:
@@ -202,6 +208,7 @@ def _weighted_pull_push(
     return (d * (push - pull)).sum()
 
 
+@float32_compute
 def mbarlow(
     h: Tensor,
     hp: Tensor,
@@ -219,6 +226,7 @@ def mbarlow(
     )
 
 
+@float32_compute
 def mvicreg(
     h: Tensor,
     hp: Tensor,

@@ -9,7 +9,7 @@ import torch
 import torch.nn.functional as tf
 from torch import Tensor
 
-from ._common import check_views, compute_dtype, unit_rows
+from ._common import check_views, compute_dtype, float32_compute, unit_rows
 
 
 def off_diagonal(m: Tensor) -> Tensor:
@@ -18,6 +18,7 @@ def off_diagonal(m: Tensor) -> Tensor:
     return m.flatten()[:-1].view(n - 1, n + 1)[:, 1:].flatten()
 
 
+@float32_compute
 def barlow_twins(z1: Tensor, z2: Tensor, lambd: float = 5e-3, eps: float = 1e-5) -> Tensor:
     """Barlow Twins (Zbontar et al., ICML 2021, Eq. 1).
 
@@ -32,9 +33,10 @@ def barlow_twins(z1: Tensor, z2: Tensor, lambd: float = 5e-3, eps: float = 1e-5)
     c = a.T @ b / a.shape[0]
     on = (torch.diagonal(c) - 1.0).pow(2).sum()
     off = off_diagonal(c).pow(2).sum()
-    return (on + lambd * off).to(z1.dtype)
+    return on + lambd * off
 
 
+@float32_compute
 def vicreg(
     z1: Tensor,
     z2: Tensor,
@@ -61,9 +63,10 @@ def vicreg(
     cov_a = a.T @ a / (n - 1)
     cov_b = b.T @ b / (n - 1)
     covariance = (off_diagonal(cov_a).pow(2).sum() + off_diagonal(cov_b).pow(2).sum()) / d
-    return (sim_coeff * invariance + std_coeff * variance + cov_coeff * covariance).to(z1.dtype)
+    return sim_coeff * invariance + std_coeff * variance + cov_coeff * covariance
 
 
+@float32_compute
 def negative_cosine(p: Tensor, z: Tensor) -> Tensor:
     """SimSiam's ``D(p, z) = -mean cos(p, sg(z))`` (Chen & He, CVPR 2021, Eq. 1–2)."""
     a, b = check_views(p, z, min_rows=1, names=("p", "z"))

@@ -26,7 +26,7 @@ import torch
 import torch.nn.functional as tf
 from torch import Tensor
 
-from ._common import check_positive, check_views, compute_dtype, unit_rows
+from ._common import check_positive, check_views, compute_dtype, float32_compute, unit_rows
 
 GD_KINDS = ("indicator", "fraction", "none")
 WEIGHT_KINDS = ("softmax", "hardest", "uniform")
@@ -220,9 +220,10 @@ def both_ways(
     loss = one(a, b)
     if symmetric:
         loss = loss + one(b, a)
-    return loss.to(h.dtype)
+    return loss
 
 
+@float32_compute
 def paradigm(
     h: Tensor,
     hp: Tensor,
@@ -260,9 +261,10 @@ def paradigm(
         with torch.no_grad():
             c = paradigm_coefficients(x @ y.T, *hyper)
         loss = loss + (x * (c @ y)).sum()
-    return (loss / a.shape[0]).to(h.dtype)
+    return loss / a.shape[0]
 
 
+@float32_compute
 def arccon(
     h: Tensor,
     hp: Tensor,
@@ -289,6 +291,7 @@ def arccon(
     return both_ways(one, h, hp, symmetric)
 
 
+@float32_compute
 def mpt(h: Tensor, hp: Tensor, margin: float = 0.3, symmetric: bool = True) -> Tensor:
     """MPT (Nie et al., 2023): ``relu(max_{k≠i} h_iᵀhp_k − h_iᵀhp_i + m)``; m = 0.3.
 
@@ -304,6 +307,7 @@ def mpt(h: Tensor, hp: Tensor, margin: float = 0.3, symmetric: bool = True) -> T
     return both_ways(one, h, hp, symmetric)
 
 
+@float32_compute
 def met(h: Tensor, hp: Tensor, margin: float = 0.3, symmetric: bool = True) -> Tensor:
     """MET (Nie et al., 2023): ``relu(d_ii − min_{k≠i} d_ik + m)`` with the Euclidean
     distance ``d_ij = ‖h_i − hp_j‖ = √(2 − 2 h_iᵀhp_j)``; m = 0.3.

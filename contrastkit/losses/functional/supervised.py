@@ -13,7 +13,14 @@ from collections.abc import Callable
 import torch
 from torch import Tensor
 
-from ._common import check_positive, check_reduction, check_tensor, compute_dtype, reduce
+from ._common import (
+    check_positive,
+    check_reduction,
+    check_tensor,
+    compute_dtype,
+    float32_compute,
+    reduce,
+)
 
 LabelSimilarity = str | Callable[[Tensor, Tensor], Tensor]
 _SIMILARITIES = ("linear", "tanh", "indicator")
@@ -44,6 +51,7 @@ def lascon_out_terms(
     return torch.where(has_target, per_anchor, torch.zeros_like(per_anchor))
 
 
+@float32_compute
 def lascon(
     sim: Tensor,
     label_sim: Tensor,
@@ -68,7 +76,7 @@ def lascon(
     temperature = check_positive(temperature, "temperature")
     if variant not in ("out", "in"):
         raise ValueError(f"variant must be 'out' or 'in', got {variant!r}")
-    dtype, out_dtype = compute_dtype(sim), sim.dtype
+    dtype = compute_dtype(sim)
     eye = torch.eye(sim.shape[0], dtype=torch.bool, device=sim.device)
     sim = sim.to(dtype).masked_fill(eye, 0.0)
     logits = (sim / temperature).masked_fill(eye, float("-inf"))
@@ -83,9 +91,10 @@ def lascon(
         log_s = torch.log(s_tilde).masked_fill(s_tilde == 0, float("-inf"))
         log_mix = torch.logsumexp(logits - lse[:, None] + log_s, dim=1)
         per_anchor = -torch.where(has_target, log_mix, torch.zeros_like(log_mix))
-    return reduce(per_anchor, check_reduction(reduction)).to(out_dtype)
+    return reduce(per_anchor, check_reduction(reduction))
 
 
+@float32_compute
 def supcon(
     sim: Tensor, positive_mask: Tensor, temperature: float = 0.1, reduction: str = "mean"
 ) -> Tensor:

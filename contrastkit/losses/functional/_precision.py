@@ -1,0 +1,36 @@
+"""The compute dtype of the losses and a way out of an ambient ``torch.autocast`` region.
+
+The rule they implement is stated once, in :mod:`._common`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+from typing import Any
+
+import torch
+from torch import Tensor
+
+HALF = (torch.float16, torch.bfloat16)
+
+
+def compute_dtype(*tensors: Tensor) -> torch.dtype:
+    """The promoted dtype of ``tensors``, at least float32: float32 for half-precision
+    (and integer) inputs, float64 when any input is float64."""
+    dtypes = (t.dtype for t in tensors)
+    return functools.reduce(torch.promote_types, dtypes, torch.float32)
+
+
+def upcast_tensor(x: Tensor) -> Tensor:
+    """``x`` in float32 if it is float16 or bfloat16, else ``x`` itself."""
+    return x.float() if x.dtype in HALF else x
+
+
+def no_autocast(device_type: str) -> contextlib.AbstractContextManager[Any]:
+    """A region with autocast off on ``device_type`` (``torch.autocast(..., enabled=False)``);
+    a no-op for a device type torch has no autocast for (MPS before torch 2.5, meta)."""
+    try:
+        return torch.autocast(device_type, enabled=False)
+    except RuntimeError:  # "unsupported autocast device_type": autocast cannot be on there
+        return contextlib.nullcontext()
