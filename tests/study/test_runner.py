@@ -15,7 +15,7 @@ from contrastkit.study import claims, load_study, run_study, write_report
 from contrastkit.study import runner as runner_module
 from contrastkit.study.claims import claim_path
 from contrastkit.study.remaining import duration, remaining
-from contrastkit.study.report import _evaluation_time
+from contrastkit.study.report_text import _evaluation_time
 
 from .tiny import TINY, held_claim, write_study
 
