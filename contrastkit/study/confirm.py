@@ -126,8 +126,9 @@ def readme_rows(papers: dict[str, list[dict[str, Any]]], claims_page: str) -> li
     rows = []
     for entries in papers.values():
         for e in entries:
+            link = e["config"] if e["state"] == ABSENT else e["report"]  # no report: the config
             rows.append(
-                f"| [{e['paper']} {e['table']}]({e['report']}) | {e['comparison']} | "
+                f"| [{e['paper']} {e['table']}]({link}) | {e['comparison']} | "
                 + " | ".join(_cells(e))
                 + f" | [{e['table_key']}]({claims_page}#{anchor(e['table_key'])}) |"
             )
@@ -171,9 +172,8 @@ def markdown(papers: dict[str, list[dict[str, Any]]]) -> str:
         for e in entries:
             cells = _cells(e)
             lines.append(
-                f"| [{e['table']}](../../{e['report']}) | `{e['config']}` | {e['comparison']} | "
-                + " | ".join(cells)
-                + " |"
+                f"| [{e['table']}](../../{e['config' if e['state'] == ABSENT else 'report']}) | "
+                f"`{e['config']}` | {e['comparison']} | " + " | ".join(cells) + " |"
             )
         lines.append("")
     return "\n".join(lines)

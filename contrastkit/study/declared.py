@@ -4,7 +4,8 @@ A study config states its rule before its runs. Two records say when that was: t
 its header comment gives (``Declared 2026-11-26 10:05 UTC``), and the commit that added
 it to git (``git log --diff-filter=A``). :func:`declaration` reads both and compares the
 commit with the study's ``study_log.jsonl`` (one line per run or per invocation, each
-with the time it ended and its wall time): runs logged by an invocation that began
+with the time it ended and its wall time; a per-run line counts one run, finished or
+stopped): runs logged by an invocation that began
 before the commit were trained before the rule was in a committed config, and the
 report says so instead of "declared before the runs".
 """
@@ -64,7 +65,8 @@ def declaration(source: Path | None, folder: Path) -> dict[str, Any]:
     log = folder / STUDY_LOG
     for line in log.read_text().splitlines() if log.exists() else []:
         entry = json.loads(line)
-        runs = len(entry.get("finished") or [])
+        done = entry.get("finished")
+        runs = len(done or []) if isinstance(done, list) else int("run" in entry)
         logged += runs
         began = _time(entry["at"]) - timedelta(seconds=float(entry.get("wall_time_s", 0.0)))
         if committed is not None and began < _time(committed):
