@@ -24,7 +24,9 @@ Keys:
   correction across the primary comparisons of the same paper (issue 40);
 * ``convergence``: ``metric`` (per-epoch key of ``metrics.jsonl``, default
   ``knn_accuracy``), ``window`` (0.2 = last 20 % of epochs), ``tolerance`` (0.005 =
-  0.5 points) and ``relative`` (for losses).
+  0.5 points), ``relative`` (for losses: the change as a share of the mean curve's range
+  over the run, :data:`~.stats.RANGE`) and ``min_points`` (evaluations the window must
+  hold; default 2, and 4 for the STS-B dev curve of sentence runs, :data:`MIN_POINTS`).
 """
 
 from __future__ import annotations
@@ -38,6 +40,12 @@ from typing import Any
 
 from ..training import TrainConfig, load_yaml
 from .records import ENVIRONMENT_KEYS
+from .stats import ABSOLUTE, RANGE
+
+# evaluations the convergence window must hold, by curve: SimCSE's STS-B dev curve is
+# scored once per epoch of a few epochs, and a line through 2-3 of its noisy points would
+# call anything flat; every other curve keeps the general minimum of 2
+MIN_POINTS = {"sts_dev_spearman": 4}
 
 KNOWN_KEYS = {
     "name",
@@ -96,6 +104,7 @@ class Study:
     notes: str = ""
     also_report: list[str] = field(default_factory=list)
     primary: list[tuple[str, str]] = field(default_factory=list)
+    source: Path | None = None  # the config file, for its declaration dates (.declared)
 
     @property
     def epochs(self) -> int:
@@ -113,24 +122,38 @@ class Study:
         other = "below" if side == "above" else "above"
         pct = f"{100 * self.confidence:g} %"
         conv = self.convergence_settings()
-        unit = "relative change" if conv["relative"] else "change"
+        unit = (
+            "change (as a share of the curve's range over the run)"
+            if conv["scale"] == RANGE
+            else "change"
+        )
+        few = (
+            f" or its window holds fewer than {conv['min_points']} evaluations"
+            if conv["min_points"] > 2
+            else ""
+        )
         return (
             f"`holds` if the paired {pct} t-interval of ({self.metric}: arm − compared arm) "
             f"over the seeds both finished lies {side} 0; `reversed` if it lies {other} 0; "
             f"`within noise` otherwise; `not converged` if the {unit} of the mean "
             f"{conv['metric']} curve of either arm over the last {100 * conv['window']:g} % "
-            f"of epochs (least-squares line) is not below {conv['tolerance']:g}; "
+            f"of epochs (least-squares line) is not below {conv['tolerance']:g}{few}; "
             f"`too few seeds` below {self.min_seeds} paired seeds."
         )
 
     def convergence_settings(self) -> dict[str, Any]:
-        return {
+        """The declared convergence keys with their defaults; ``scale`` says how the
+        change is measured (:func:`~.stats.convergence`)."""
+        conv = {
             "metric": "knn_accuracy",
             "window": 0.2,
             "tolerance": 0.005,
             "relative": False,
             **self.convergence,
         }
+        conv.setdefault("min_points", MIN_POINTS.get(conv["metric"], 2))
+        conv["scale"] = RANGE if conv["relative"] else ABSOLUTE
+        return conv
 
 
 _REGRESSION = ("mse", "mae", "pearson", "spearman", "ci")
@@ -249,7 +272,7 @@ def load_study(
         check_final_key(key, f"study config {str(path)!r}: {what}")
     folder = Path(out or data.get("out") or Path("runs/studies") / path.stem)
     conv = dict(data.get("convergence") or {})
-    bad = sorted(set(conv) - {"metric", "window", "tolerance", "relative"})
+    bad = sorted(set(conv) - {"metric", "window", "tolerance", "relative", "min_points"})
     if bad:
         raise ValueError(f"study config {str(path)!r}: unknown convergence key(s) {bad}")
     primary = _primary(data.get("primary"), arms, path)
@@ -271,6 +294,7 @@ def load_study(
         notes=str(data.get("notes", "")),
         also_report=also_report,
         primary=primary,
+        source=path,
     )
 
 

@@ -42,13 +42,16 @@ def suggest_epochs(
     values: list[float],
     window: float = 0.2,
     tolerance: float = 0.005,
-    relative: bool = False,
+    scale: str = "absolute",
+    min_points: int = 2,
 ) -> tuple[list[dict[str, Any]], int | None]:
     """The convergence check at every evaluated epoch count, and the smallest count from
     which on every check passes (``None`` if the last one fails)."""
     rows = []
     for i, total in enumerate(epochs):
-        check = convergence(epochs[: i + 1], values[: i + 1], total, window, tolerance, relative)
+        check = convergence(
+            epochs[: i + 1], values[: i + 1], total, window, tolerance, scale, min_points
+        )
         change = None if math.isnan(check.change) else check.change  # NaN: < 2 evaluations
         rows.append({"epochs": total, "change": change, "converged": check.converged})
     suggested = None
@@ -96,7 +99,7 @@ def run_probe(
     curve = [(int(r["epoch"]), float(r[conv["metric"]])) for r in history if conv["metric"] in r]
     epochs, values = [e for e, _ in curve], [v for _, v in curve]
     rows, suggested = suggest_epochs(
-        epochs, values, conv["window"], conv["tolerance"], conv["relative"]
+        epochs, values, conv["window"], conv["tolerance"], conv["scale"], conv["min_points"]
     )
     if not extendable(config):  # only the full length is a run of its schedule
         rows = [r for r in rows if r["epochs"] == max_epochs]

@@ -5,8 +5,11 @@ Only finished runs (``final.json`` at the study's epochs) count. Per arm: the me
 mean and t-interval over seeds, the mean learning curve and its convergence check, the
 mean training time per run, and the "why" numbers (:func:`_why`: the final encoder's
 alignment and uniformity, the loss's last-epoch diagnostics). Per judged arm: the paired
-difference to the arm it is compared with, its t-interval, the paired t-test and the
-verdict of :func:`~.stats.verdict`.
+difference to the arm it is compared with, its t-interval, the paired t-test, its p
+adjusted by Holm over the study's comparisons and the verdict of :func:`~.stats.verdict`;
+arms that trained identically are reported once and the pre-registered comparisons are
+read from their adjusted p (:mod:`.families`); the config's declaration dates
+(:mod:`.declared`).
 """
 
 from __future__ import annotations
@@ -19,9 +22,23 @@ from ..rundir import atomic_write_text
 from ..training import TIMING_KEYS
 from .config import Study
 from .curves import gap_change, mean_curve, plots
+from .declared import declaration
+from .families import GEOMETRY, holm_within, identical_arms, mark_duplicates, primary_results
 from .records import RunRecord, code_versions, write_records
+from .report_text import interval_cell, markdown, readme_rows, verdict_cell
 from .runner import STUDY_LOG, survey
 from .stats import convergence, paired, t_interval, verdict
+
+__all__ = [
+    "collect",
+    "finished_runs",
+    "interval_cell",
+    "json_safe",
+    "markdown",
+    "readme_rows",
+    "verdict_cell",
+    "write_report",
+]
 
 
 def finished_runs(study: Study) -> dict[tuple[str, int], RunRecord]:
@@ -36,8 +53,6 @@ def finished_runs(study: Study) -> dict[tuple[str, int], RunRecord]:
     }
 
 
-# final.json: Wang & Isola (2020) Eqs. 4-5; label-aware runs add LASCon §4.2's versions
-GEOMETRY = ("alignment", "uniformity", "label_alignment", "label_uniformity")
 BOOKKEEPING = ("epoch", "loss", "lr", *TIMING_KEYS)
 
 
@@ -102,30 +117,35 @@ def collect(study: Study, runs: dict[tuple[str, int], RunRecord] | None = None) 
                 arm.config.epochs,
                 conv["window"],
                 conv["tolerance"],
-                conv["relative"],
+                conv["scale"],
+                conv["min_points"],
             ).to_dict()
         arms[arm.label] = entry
-    comparisons = {}
+    comparisons, tests = {}, {}
     for arm in study.arms:
         if not arm.judged:
             continue
         for other in arm.vs:
-            result = paired(values[arm.label], values[other], study.confidence)
-            converged = all(
-                arms[label].get("convergence", {}).get("converged", False)
-                for label in (arm.label, other)
-            )
-            comparisons[f"{arm.label} vs {other}"] = {
+            name = f"{arm.label} vs {other}"
+            tests[name] = result = paired(values[arm.label], values[other], study.confidence)
+            checks = [arms[label].get("convergence", {}) for label in (arm.label, other)]
+            converged = all(check.get("converged", False) for check in checks)
+            comparisons[name] = {
                 "arm": arm.label,
                 "vs": other,
                 "paired": None if result is None else result.to_dict(),
                 "verdict": verdict(result, study.better, converged, study.min_seeds),
                 # what the interval alone says, so an unconverged arm still shows its direction
                 "interval_verdict": verdict(result, study.better, True, study.min_seeds),
+                "converged": converged,
+                "convergence_note": _few_points(checks, conv["metric"]),
                 "gap_change": gap_change(
                     by_arm[arm.label], by_arm[other], conv["metric"], arm.config.epochs, conv
                 ),
             }
+    identical = identical_arms(study, by_arm)
+    mark_duplicates(comparisons, identical)
+    holm_within(comparisons)
     total = len(study.arms) * len(study.seeds)
     done = sum(len(a["seeds"]) for a in arms.values())
     return {
@@ -145,181 +165,24 @@ def collect(study: Study, runs: dict[tuple[str, int], RunRecord] | None = None) 
         "baseline": study.baseline,
         "arms": arms,
         "comparisons": comparisons,
+        "identical_arms": identical,
+        "primary": primary_results(study, comparisons, tests),
+        "declaration": declaration(study.source, study.out),
         "notes": study.notes,
         "also_report": study.also_report,
         "code": code_versions(runs.values()),
     }
 
 
-def _fmt(x: float, digits: int = 4) -> str:
-    return "n/a" if x is None or math.isnan(x) else f"{x:.{digits}f}"
-
-
-def interval_cell(interval: dict[str, Any] | None) -> str:
-    """A table cell for a :class:`~.stats.Interval` dict: ``mean [low, high]``."""
-    if not interval:
-        return "-"
-    if interval["n"] < 2:
-        return f"{_fmt(interval['mean'])} (1 seed)"
-    return f"{_fmt(interval['mean'])} [{_fmt(interval['low'])}, {_fmt(interval['high'])}]"
-
-
-def verdict_cell(comp: dict[str, Any] | None) -> str:
-    """A comparison's verdict in bold, with the interval's own verdict when they differ."""
-    if not comp:
-        return "-"
-    if comp["verdict"] == comp["interval_verdict"]:
-        return f"**{comp['verdict']}**"
-    return f"**{comp['verdict']}** (interval: {comp['interval_verdict']})"
-
-
-def _code_line(code: dict[str, int]) -> list[str]:
-    """The code that trained the runs, when any run recorded it (commits as in git)."""
-    if set(code) <= {"not recorded"}:
-        return []
-    parts = "; ".join(f"{name}: {n} run{'s' * (n != 1)}" for name, n in code.items())
-    return ["", f"Code that trained the runs (git commit in each `final.json`): {parts}."]
-
-
-def _evaluation_time(wall: dict[str, float], runs: int) -> str:
-    """The wall-time line's end: the evaluation minutes, if any run logged them."""
-    if not wall.get("eval_runs"):
-        return "."
-    which = (
-        "" if wall["eval_runs"] == runs else f" ({wall['eval_runs']:.0f} of {runs} runs logged it)"
-    )
-    return f"; evaluation (after epochs and final): {wall['eval_s'] / 60:.1f} min{which}."
-
-
-def markdown(results: dict[str, Any], command: str, wall: dict[str, float]) -> str:
-    """``REPORT.md``: claim, rule, the table of arms and comparisons, convergence, time."""
-    pct = f"{100 * results['confidence']:g} %"
-    lines = [
-        f"# {results['paper']} {results['table']}: {results['name']}",
-        "",
-        f"**Claim (paper):** {results['claim']}",
-        "",
-        f"**Verdict rule (declared in the config before the runs):** {results['rule']}",
-        "",
-        f"Runs finished: {results['runs_finished']} of {results['runs_planned']} "
-        f"({len(results['seeds'])} seeds × {len(results['arms'])} arms, "
-        f"{results['epochs']} epochs)."
-        + ("" if results["runs_finished"] == results["runs_planned"] else " **Partial study.**"),
-        "",
-        f"| arm | {results['metric']} mean [{pct} CI] | "
-        + "".join(f"{k} [{pct} CI] | " for k in results["also_report"])
-        + "seeds | curve change (last window) | converged | train s/run |",
-        "|---|---|" + "---|" * len(results["also_report"]) + "---|---|---|---|",
-    ]
-    for label, arm in results["arms"].items():
-        conv = arm.get("convergence")
-        times = arm["train_time_s"]
-        cells = [
-            label,
-            interval_cell(arm.get("interval")),
-            *(interval_cell(arm.get("also", {}).get(k)) for k in results["also_report"]),
-            str(len(arm["seeds"])),
-            _fmt(conv["change"]) if conv else "-",
-            ("yes" if conv["converged"] else "**no**") if conv else "-",
-            f"{sum(times) / len(times):.0f}" if times else "-",
-        ]
-        lines.append("| " + " | ".join(cells) + " |")
-    conv = results["convergence_settings"]
-    lines += [
-        "",
-        f"| comparison | paired Δ [{pct} CI] | paired seeds | t | p | verdict | "
-        f"Δ {conv['metric']} change (last window) |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    for name, comp in results["comparisons"].items():
-        diff, gap = comp["paired"], comp.get("gap_change")
-        cells = [
-            name,
-            interval_cell(diff["difference"]) if diff else "-",
-            str(len(diff["seeds"])) if diff else "0",
-            _fmt(diff["t"], 2) if diff else "-",
-            _fmt(diff["p"], 3) if diff else "-",
-            verdict_cell(comp),
-            "-" if gap is None else _fmt(gap),
-        ]
-        lines.append("| " + " | ".join(cells) + " |")
-    lines += [
-        "",
-        f"Intervals are Student-t over seeds; Δ is paired over the seeds both arms finished "
-        f"(paired t-test, two-sided p). Convergence: least-squares change of the mean "
-        f"`{conv['metric']}` curve over the last {100 * conv['window']:g} % of epochs, "
-        f"tolerance {conv['tolerance']:g}{' (relative)' if conv['relative'] else ''}. "
-        f"The last column is that change for the mean paired gap curve (arm − compared "
-        f"arm): a small one beside **not converged** means both arms still move but their "
-        f"gap does not. It describes; the verdict rule does not use it.",
-        *_why_table(results, pct),
-        "![learning curves](curves.png)",
-        "",
-        "![paired differences](differences.png)",
-        "",
-        f"Wall time of the study's runs: {wall.get('total_s', 0) / 60:.1f} min, summed over "
-        "the runs and processes that logged it (`study_log.jsonl`; evaluation included; a "
-        "process killed mid-run logs nothing); training alone, by each finished run's own "
-        f"clock (killed stretches included): {wall.get('train_s', 0) / 60:.1f} min"
-        + _evaluation_time(wall, results["runs_finished"]),
-        *_code_line(results.get("code", {})),
-        "",
-        f"Reproduce: `{command}`",
-    ]
-    if results.get("notes"):
-        lines += ["", results["notes"].strip()]
-    return "\n".join(lines) + "\n"
-
-
-def _why_table(results: dict[str, Any], pct: str) -> list[str]:
-    """The report's "why" section: geometry and loss diagnostics per arm (a blank line
-    when no arm has any)."""
-    keys = list(dict.fromkeys(k for arm in results["arms"].values() for k in arm.get("why", {})))
-    if not keys:
-        return [""]
-    lines = [
-        "",
-        f"**Why (mean [{pct} CI] over seeds).** `alignment` (lower: two views of a test "
-        "sample land closer) and `uniformity` (lower: features spread more evenly over the "
-        "sphere) of the final encoder's normalised features on two views of the test split "
-        "(Wang & Isola, 2020, Eqs. 4-5); `label_alignment` (lower: samples with similar "
-        "labels land closer) and `label_uniformity` (lower: more spread), LASCon §4.2's "
-        "label-aware versions, for runs with labels; every other column is a diagnostic the "
-        "run logged (the loss's own; for SimCSE runs also the gradient-paradigm paper's "
-        "§3.2 batch geometry, `contrastkit.text.diagnostics`), averaged over its last "
-        "epoch; a `_step_sd` column is its standard deviation over that epoch's steps (how "
-        "much it moves from batch to batch).",
-        "",
-        "| arm | " + " | ".join(keys) + " |",
-        "|---|" + "---|" * len(keys),
-    ]
-    for label, arm in results["arms"].items():
-        why = arm.get("why", {})
-        lines.append(f"| {label} | " + " | ".join(interval_cell(why.get(k)) for k in keys) + " |")
-    return [*lines, ""]
-
-
-# the README's words for the metrics
-SHORT_METRIC = {"linear_accuracy": "linear", "knn_accuracy": "kNN", "head_mae": "MAE"}
-
-
-def readme_rows(results: dict[str, Any], folder: str) -> list[str]:
-    """One README claims-table row per comparison with at least one paired seed: study,
-    comparison, Δ with interval, seeds × epochs, verdict (read from ``results.json``)."""
-    metric = SHORT_METRIC.get(results["metric"], results["metric"])
-    rows = []
-    for name, comp in results["comparisons"].items():
-        diff = comp["paired"]
-        if not diff:
-            continue  # no seed finished by both arms yet: nothing to show
-        n = len(diff["seeds"])
-        cell = interval_cell(diff["difference"])
-        rows.append(
-            f"| [{results['paper']} {results['table']}]({folder}/REPORT.md) | {name} | "
-            f"{metric} Δ {cell} | {n} × {results['epochs']} | "
-            f"{verdict_cell(comp)} |"
-        )
-    return rows
+def _few_points(checks: list[dict[str, Any]], metric: str) -> str:
+    """Why an arm's check failed when its window held too few evaluations, else ``""``."""
+    for check in checks:
+        if check and check.get("points", 2) < check.get("min_points", 2):
+            return (
+                f"the window holds {check['points']} evaluations of {metric}; the rule "
+                f"needs {check['min_points']}"
+            )
+    return ""
 
 
 def json_safe(obj: Any) -> Any:

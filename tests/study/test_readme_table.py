@@ -1,6 +1,7 @@
-"""The README's claims and pending-studies tables are exactly what the committed study
-reports say (``docs/studies/readme_table.py``): a report updated without the README, or a
-README cell edited by hand, fails here."""
+"""The README's claims and pending-studies tables, ``docs/studies/CLAIMS.md`` and
+``docs/studies/CONFIRMATION.md`` are exactly what the committed study reports say
+(``docs/studies/readme_table.py``): a report updated without them, or a cell edited by
+hand, fails here."""
 
 from __future__ import annotations
 
@@ -30,6 +31,17 @@ def test_readme_tables_are_generated_from_the_reports() -> None:
     script = _script()
     readme = (ROOT / "README.md").read_text().split("\n")
     claims = script.table()
-    assert len(claims) > 20  # the committed reports have rows
+    assert 2 < len(claims) <= 62  # one row per primary comparison, at most 60
+    assert not any("flatnce" in row.lower() for row in claims)
     assert _block(readme, script.HEADER) == claims
     assert _block(readme, script.PENDING) == script.pending()
+
+
+def test_the_claims_and_confirmation_pages_are_generated() -> None:
+    script = _script()
+    assert script.CLAIMS.read_text() == script.claims_page() + "\n"
+    confirm = script.confirm
+    text = confirm.markdown(confirm.confirmation(ROOT)) + "\n"
+    assert script.CONFIRMATION.read_text() == text
+    rows = sum(len(r) for r in script.exploratory().values())
+    assert rows > 100  # the exploratory rows moved there

@@ -13,7 +13,7 @@ from contrastkit.cli import main
 from contrastkit.provenance import code_info
 from contrastkit.study import load_study, run_study, write_report
 from contrastkit.study.records import RECORDS, RunRecord, code_versions, load_records
-from contrastkit.study.report import _code_line
+from contrastkit.study.report_text import _code_line
 
 from .tiny import TINY, write_study
 

@@ -15,7 +15,7 @@ from contrastkit.study import claims, load_study, run_study, write_report
 from contrastkit.study import runner as runner_module
 from contrastkit.study.claims import claim_path
 from contrastkit.study.remaining import duration, remaining
-from contrastkit.study.report import _evaluation_time
+from contrastkit.study.report_text import _evaluation_time
 
 from .tiny import TINY, held_claim, write_study
 
@@ -185,7 +185,9 @@ def test_readme_rows_carry_interval_seeds_epochs_and_verdict() -> None:
                 "paired": {
                     "seeds": [0, 1, 2],
                     "difference": {"mean": 0.01, "low": -0.002, "high": 0.022, "n": 3},
+                    "p": 0.0712,
                 },
+                "holm_p": 0.1424,
                 "verdict": "not converged",
                 "interval_verdict": "within noise",
             },
@@ -196,6 +198,7 @@ def test_readme_rows_carry_interval_seeds_epochs_and_verdict() -> None:
     (row,) = readme_rows(results, "docs/studies/x")
     assert "[MACL Table 9](docs/studies/x/REPORT.md)" in row
     assert "| linear Δ 0.0100 [-0.0020, 0.0220] |" in row and "| 3 × 30 |" in row
+    assert "| 0.071 | 0.142 |" in row  # raw p, then Holm p within the study
     assert "**not converged** (interval: within noise)" in row
 
 

@@ -9,11 +9,15 @@ from scipy import stats
 
 from contrastkit.study.stats import (
     HOLDS,
+    MEAN,
     NOT_CONVERGED,
+    RANGE,
     REVERSED,
     TOO_FEW_SEEDS,
     WITHIN_NOISE,
+    adjusted_verdict,
     convergence,
+    holm,
     paired,
     t_interval,
     verdict,
@@ -102,7 +106,7 @@ def test_convergence_on_flat_rising_and_noisy_curves() -> None:
     assert convergence(epochs, jitter, 50).converged
     # a loss falling 5 % over the window fails a 1 % relative tolerance
     loss = [2.0 - 0.01 * e for e in epochs]
-    assert not convergence(epochs, loss, 50, tolerance=0.01, relative=True).converged
+    assert not convergence(epochs, loss, 50, tolerance=0.01, scale=MEAN).converged
 
 
 def test_convergence_needs_two_points_in_the_window() -> None:
@@ -110,3 +114,48 @@ def test_convergence_needs_two_points_in_the_window() -> None:
     assert not check.converged and math.isnan(check.change)
     with pytest.raises(ValueError, match="window"):
         convergence([1, 2], [0.1, 0.2], 2, window=0.0)
+
+
+def test_convergence_on_a_loss_is_scaled_by_its_range_not_its_level() -> None:
+    epochs = list(range(1, 51))
+    # near a high floor (log 63 = 4.143): falls 0.3 in all, still 0.06 over epochs 40-50
+    near_floor = [4.143 + 0.3 * (1 - e / 50) for e in epochs]
+    # towards a low floor: falls 2.2 in all, about 0.03 (6 % of its level) over epochs 40-50
+    towards_zero = [0.5 + 2.5 * math.exp(-e / 10) for e in epochs]
+    assert convergence(epochs, near_floor, 50, tolerance=0.02, scale=MEAN).converged
+    check = convergence(epochs, near_floor, 50, tolerance=0.02, scale=RANGE)
+    assert not check.converged and check.change == pytest.approx(-0.06 / 0.294)
+    assert not convergence(epochs, towards_zero, 50, tolerance=0.02, scale=MEAN).converged
+    assert convergence(epochs, towards_zero, 50, tolerance=0.02, scale=RANGE).converged
+    assert convergence(epochs, [1.0] * 50, 50, scale=RANGE).change == 0.0
+
+
+def test_convergence_refuses_fewer_points_than_the_rule_needs() -> None:
+    check = convergence([1, 2, 3], [0.7, 0.7, 0.7], 3, window=0.5, min_points=4)
+    assert not check.converged and check.change == 0.0
+    assert (check.points, check.min_points) == (2, 4)
+    assert convergence([3, 4, 5, 6], [0.7] * 4, 6, window=0.5, min_points=4).converged
+
+
+def test_holm_matches_hand_computed_values() -> None:
+    # sorted 0.01, 0.02, 0.03, 0.04, 0.2 (m = 5): 5·0.01 = 0.05, 4·0.02 = 0.08,
+    # 3·0.03 = 0.09, 2·0.04 = 0.08 → 0.09 (monotone), 1·0.2 = 0.2
+    assert holm([0.04, 0.01, 0.2, 0.03, 0.02]) == pytest.approx([0.09, 0.05, 0.2, 0.09, 0.08])
+    # capped at 1, and an untested entry counts as p = 1 in the family
+    assert holm([0.5, 0.3]) == pytest.approx([0.6, 0.6])
+    assert holm([0.01, None, float("nan")]) == [pytest.approx(0.03), None, None]
+    assert holm([]) == []
+    with pytest.raises(ValueError, match="p-values"):
+        holm([1.5])
+
+
+def test_adjusted_verdict_reads_the_holm_p_and_the_sign() -> None:
+    up = paired({s: 1.0 + 0.1 * s for s in range(5)}, {s: 0.0 for s in range(5)})
+    assert up is not None and up.p < 0.05
+    assert adjusted_verdict(up, 0.01) == HOLDS
+    assert adjusted_verdict(up, 0.2) == WITHIN_NOISE  # the interval alone would say holds
+    assert verdict(up) == HOLDS
+    assert adjusted_verdict(up, 0.01, better="lower") == REVERSED
+    assert adjusted_verdict(up, 0.01, converged=False) == NOT_CONVERGED
+    assert adjusted_verdict(up, None) == WITHIN_NOISE
+    assert adjusted_verdict(up, 0.01, min_seeds=6) == TOO_FEW_SEEDS
