@@ -83,7 +83,7 @@ def _claims_tables(src_uri: str) -> str:
     return printed
 
 
-def on_page_markdown(markdown, page, config, files):  # noqa: ARG001 (MkDocs' signature)
+def on_page_markdown(markdown, page, config, files):
     src_uri = page.file.src_uri
     markdown = _readme_links(markdown, src_uri)
     if CLAIMS_MARKER in markdown:
