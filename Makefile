@@ -1,13 +1,13 @@
 # The two commands of the README. Both create .venv when it is missing and install the
 # project into it; torch is installed first, pinned, so pip never resolves a CUDA build
 # (pyproject.toml only asks for torch >= the oldest tested release). Development and CI get
-# every extra (train, images, graph, text, umap, dev); see README "Install" for users.
+# every extra (train, images, graph, text, umap, dev, docs); see README "Install" for users.
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test bench test-oldest-torch
+.PHONY: demo test bench test-oldest-torch docs docs-check
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -26,6 +26,15 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(VENV)/bin/ruff check contrastkit tests benchmarks
 	$(PY) -m pytest
+
+# The documentation site (mkdocs.yml), built offline into site/ in strict mode: a warning,
+# a broken link or a missing anchor fails it. docs-check then serves the built site and
+# takes screenshots with headless Chromium into site-shots/ (apt-get install chromium).
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
+
+docs-check: docs
+	$(PY) docsite/check_site.py --site site --out site-shots
 
 # Peers for the speed benchmark, without their dependencies (lightly's would pull torchvision).
 bench: $(STAMP)
