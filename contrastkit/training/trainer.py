@@ -56,6 +56,7 @@ from ..models import build_encoder
 from ..provenance import code_info
 from . import checkpoint
 from .config import TrainConfig
+from .defaults import in_effect
 from .probe import OnlineProbe, TensorBoardLog
 
 FINAL = "final.json"
@@ -400,6 +401,7 @@ class Trainer:
             "seed": cfg.seed,
             "world_size": self.world,
             **self.run_info(),
+            "defaults_applied": in_effect(cfg.to_dict()),  # .defaults: values and sources
             "config": cfg.to_dict(),
         }
         if self.out is not None:
