@@ -1,13 +1,17 @@
 """``contrastkit train``: train one self-supervised encoder and evaluate it.
 
 Values come from the defaults of :class:`~contrastkit.training.TrainConfig`, then the
-``--config`` YAML file, then the command-line flags (highest priority).
+``--config`` YAML file, then the command-line flags (highest priority). The width, learning
+rate, its scaling, weight decay, schedule and warm-up left unset follow the backbone and
+optimiser (:mod:`contrastkit.training.defaults`, ``docs/defaults.md``); a run prints them
+with their sources when it starts (stderr) and records them in ``final.json``.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
 from collections.abc import Collection
 from pathlib import Path
 from typing import Any
@@ -15,6 +19,7 @@ from typing import Any
 from ..frameworks import FRAMEWORK_OPTIONS, check_run
 from ..rundir import prepare_run_dir, removed_if_unused
 from ..training import TrainConfig, load_yaml, parse_assignments
+from ..training.defaults import describe
 from ..training.label_aware import trainer_class
 
 NAME = "train"
@@ -61,11 +66,21 @@ FLAGS: dict[str, tuple[str, type, str]] = {
     "--p-jitter": ("p_jitter", float, "image views: probability of the colour jitter (0.8)"),
     "--epochs": ("epochs", int, "training epochs"),
     "--batch-size": ("batch_size", int, "batch size N (>= 2)"),
-    "--lr": ("lr", float, "base learning rate (scaled with the batch by --lr-scaling)"),
-    "--weight-decay": ("weight_decay", float, "weight decay (LARS: not on biases and norms)"),
+    "--lr": (
+        "lr",
+        float,
+        "base learning rate, scaled with the batch by --lr-scaling (default: the optimiser's, "
+        "adam/adamw 1e-3, sgd 0.12, lars 0.3; docs/defaults.md)",
+    ),
+    "--weight-decay": (
+        "weight_decay",
+        float,
+        "weight decay, LARS: not on biases and norms (default: the optimiser's, sgd 1e-4, "
+        "else 1e-6)",
+    ),
     "--seed": ("seed", int, "random seed (model init, shuffling, augmentations)"),
     "--feature-dim": ("feature_dim", int, "encoder output width"),
-    "--width": ("width", int, "encoder channels"),
+    "--width": ("width", int, "encoder channels (default: conv 32, resnets 64 as in He et al.)"),
     "--proj-dim": ("proj_dim", int, "projection head output width"),
     "--hidden-dim": ("hidden_dim", int, "projection head hidden width"),
     "--aug-types": ("aug_types", int, "number of augmentation types applied (1-5)"),
@@ -82,14 +97,24 @@ FLAGS: dict[str, tuple[str, type, str]] = {
     "--clip-grad": ("clip_grad", float, "clip the global gradient L2 norm to this value"),
     "--optimizer": ("optimizer", str, "adam (default), adamw, sgd or lars"),
     "--sgd-momentum": ("sgd_momentum", float, "sgd/lars momentum (0.9)"),
-    "--schedule": ("schedule", str, "constant, warmup_cosine, step or linear (per step)"),
-    "--warmup-epochs": ("warmup_epochs", float, "warmup_cosine: linear warm-up epochs"),
+    "--schedule": (
+        "schedule",
+        str,
+        "constant, warmup_cosine, step or linear, per step (default: lars warmup_cosine, "
+        "else constant)",
+    ),
+    "--warmup-epochs": (
+        "warmup_epochs",
+        float,
+        "warmup_cosine: linear warm-up epochs (default: lars 10, at most epochs/10; else 0)",
+    ),
     "--lr-milestones": ("lr_milestones", str, "step: comma-separated epochs, e.g. 155,170,185"),
     "--lr-gamma": ("lr_gamma", float, "step: learning-rate factor at each milestone (0.1)"),
     "--lr-scaling": (
         "lr_scaling",
         str,
-        "linear_above_256 (default: lr x N/256 for N > 256), linear, sqrt or none",
+        "linear_above_256 (lr x N/256 for N > 256), linear, sqrt or none (default: "
+        "adam/adamw linear_above_256, sgd/lars linear)",
     ),
     "--save-every": ("save_every", int, "also keep checkpoint_epochNNNN.pt every K epochs"),
     "--finetune-epochs": (
@@ -254,7 +279,10 @@ def run(args: argparse.Namespace) -> int:
     with removed_if_unused(out):
         if out is not None:
             out = prepare_run_dir(out, resume=args.resume, overwrite=args.overwrite)
-        final = cls(config, out, progress=not args.no_progress).fit(resume=args.resume)
+        trainer = cls(config, out, progress=not args.no_progress)  # reads the data
+        if trainer.rank == 0:  # under torchrun, once
+            print(describe(config.to_dict()), file=sys.stderr)
+        final = trainer.fit(resume=args.resume)
     if final:  # under torchrun only rank 0 evaluates
         print(json.dumps({k: v for k, v in final.items() if k != "config"}, indent=2))
     return 0

@@ -2,11 +2,10 @@
 
 Defaults follow MACL's CIFAR-10 recipe (Appendix B.3) where it carries over to CPU-sized
 data: Adam, learning rate 1e-3 (× batch/256 above 256), weight decay 1e-6, constant rate,
-projection width 128; everything else (encoder width, epochs, queue size) is sized for small
-data and a shared CPU. The papers' GPU recipes are one flag set away: MACL App. B.1
-(``optimizer=lars, lr=0.3, lr_scaling=linear, schedule=warmup_cosine, warmup_epochs=10``),
-CACR App. B.1 (``optimizer=sgd, lr=0.12, lr_scaling=linear, weight_decay=1e-4,
-schedule=step, lr_milestones=[155, 170, 185], lr_gamma=0.1``).
+projection width 128; epochs and queue size are sized for small data and a shared CPU.
+Width follows the backbone (ResNets: He et al.'s 64) and lr, its scaling, weight decay,
+schedule and warm-up the optimiser (LARS: SimCLR App. B.1's 0.3 × batch/256, 10 warm-up
+epochs, cosine decay): :mod:`.defaults`, ``docs/defaults.md``.
 """
 
 from __future__ import annotations
@@ -20,6 +19,7 @@ from typing import Any
 from ..data import AUG_RECIPES, check_jitter, check_modality, dataset_info
 from ..engine import LR_SCALINGS, OPTIMIZERS, PRECISIONS, SCHEDULES, scale_lr
 from ..models import BACKBONES
+from . import defaults
 
 # where a run's data is and how it executes: set per machine (``contrastkit study --set``),
 # never part of a protocol, and free to change when a run resumes; every other field is
@@ -64,14 +64,14 @@ class TrainConfig:
     p_jitter: float | None = None
     epochs: int = 20
     batch_size: int = 64
-    lr: float = 1e-3  # MACL App. B.3 (Adam, CIFAR-10)
-    # MACL App. B.3: lr × batch/256 for batches above 256; also linear, sqrt, none (the
-    # booleans of older configs: true = linear_above_256, false = none)
-    lr_scaling: str = "linear_above_256"
-    weight_decay: float = 1e-6  # MACL App. B.3
+    lr: float | None = None  # None: the optimiser's (.defaults: Adam 1e-3, LARS 0.3)
+    # linear_above_256 (lr × batch/256 above 256), linear, sqrt, none (the booleans of older
+    # configs: true = linear_above_256, false = none); None: the optimiser's (.defaults)
+    lr_scaling: str | None = None
+    weight_decay: float | None = None  # None: the optimiser's (.defaults)
     seed: int = 0
     feature_dim: int = 128
-    width: int = 32
+    width: int | None = None  # None: the backbone's (.defaults: conv 32, ResNets 64)
     proj_dim: int = 128
     hidden_dim: int | None = None
     aug_types: int | None = None  # None: all five types of the data kind
@@ -135,8 +135,8 @@ class TrainConfig:
     optimizer: str = "adam"  # adam (MACL App. B.3), adamw, sgd, lars (MACL App. B.1)
     sgd_momentum: float = 0.9  # sgd/lars momentum (CACR App. B.1; SimCLR's LARS)
     nesterov: bool = False
-    schedule: str = "constant"  # constant, warmup_cosine, step, linear (per optimiser step)
-    warmup_epochs: float = 0.0  # warmup_cosine (MACL App. B.1: 10)
+    schedule: str | None = None  # constant, warmup_cosine, step, linear; None: optimiser's
+    warmup_epochs: float | None = None  # warmup_cosine; None: LARS 10 (.defaults), else 0
     lr_milestones: list[int] = field(default_factory=list)  # step (CACR: 155, 170, 185)
     lr_gamma: float = 0.1  # step: factor per milestone (CACR App. B.1: 0.1)
     save_every: int | None = None  # keep checkpoint_epochNNNN.pt every this many epochs
@@ -152,6 +152,8 @@ class TrainConfig:
             self.jitter = list(self.jitter)
         if isinstance(self.final_eval_at, tuple):
             self.final_eval_at = list(self.final_eval_at)
+        for name, default in defaults.resolve(self.to_dict()).items():
+            setattr(self, name, default.value)
         self.validate()
         if self.joint_views is None and dataset_info(self.dataset).modality == "text":
             self.joint_views = False  # sentence lists are encoded view by view (text.trainer)
@@ -159,6 +161,7 @@ class TrainConfig:
     def validate(self) -> None:
         """Raise ``ValueError`` naming the first bad field."""
         check_modality(self.dataset, self.modality)  # ValueError naming the datasets
+        self._validate_choices()  # first: an unknown optimiser leaves its defaults unset
         if self.backbone not in BACKBONES:
             known = ", ".join(BACKBONES)
             raise ValueError(f"unknown backbone {self.backbone!r}; available: {known}")
@@ -250,11 +253,11 @@ class TrainConfig:
             ):
                 raise ValueError(f"{name} must be a positive integer or null, got {value!r}")
 
-    def _validate_engine(self) -> None:
+    def _validate_choices(self) -> None:
         choices = {
+            "optimizer": OPTIMIZERS,
             "lr_scaling": LR_SCALINGS,
             "precision": tuple(PRECISIONS),
-            "optimizer": OPTIMIZERS,
             "schedule": SCHEDULES,
         }
         for name, allowed in choices.items():
@@ -262,6 +265,8 @@ class TrainConfig:
                 raise ValueError(
                     f"{name} must be one of {', '.join(allowed)}, got {getattr(self, name)!r}"
                 )
+
+    def _validate_engine(self) -> None:
         if not isinstance(self.device, str) or not (
             self.device in ("auto", "cpu", "cuda", "mps")
             or (self.device.startswith("cuda:") and self.device[5:].isdigit())

@@ -55,6 +55,7 @@ from ..models import build_encoder
 from ..provenance import code_info
 from . import checkpoint
 from .config import TrainConfig
+from .defaults import in_effect
 from .probe import OnlineProbe, TensorBoardLog, finite_numbers
 
 FINAL = "final.json"
@@ -401,6 +402,7 @@ class Trainer:
             "seed": cfg.seed,
             "world_size": self.world,
             **self.run_info(),
+            "defaults_applied": in_effect(cfg.to_dict()),  # .defaults: values and sources
             "config": cfg.to_dict(),
         }
         if self.out is not None:

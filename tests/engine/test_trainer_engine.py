@@ -99,8 +99,9 @@ def test_compile_trains_one_step(make_trainer: Callable) -> None:
 
 def test_accumulation_and_warmup_cosine_schedule(make_trainer: Callable) -> None:
     trainer = make_trainer(
-        epochs=3, grad_accum=2, optimizer="lars", schedule="warmup_cosine", warmup_epochs=1, lr=0.2
-    )
+        epochs=3, grad_accum=2, optimizer="lars", schedule="warmup_cosine", warmup_epochs=1,
+        lr=0.2, lr_scaling="linear_above_256",
+    )  # fmt: skip
     assert trainer.config.effective_lr == pytest.approx(0.2)  # 32 ≤ 256: unscaled
     rates = []
     for _ in range(3):
@@ -161,7 +162,8 @@ def test_a_checkpoint_of_an_older_config_resumes(
     resumed = make_trainer(out=tmp_path, epochs=2)
     resumed.fit(resume=True)
     assert resumed.epoch == 2
-    with pytest.raises(ValueError, match="differs in: optimizer"):
+    # SGD brings its own lr, scaling and weight decay (contrastkit.training.defaults)
+    with pytest.raises(ValueError, match="differs in: lr, lr_scaling, optimizer, weight_decay"):
         make_trainer(out=tmp_path, epochs=3, optimizer="sgd").fit(resume=True)
 
 
