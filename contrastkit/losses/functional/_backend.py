@@ -39,7 +39,8 @@ def interpreted() -> bool:
 def resolve(backend: str, anchors: Tensor) -> str:
     """``"torch"`` or ``"triton"``: the implementation ``backend`` means for ``anchors``."""
     if backend not in BACKENDS:
-        raise ValueError(f"backend must be one of {', '.join(map(repr, BACKENDS))}, got {backend!r}")
+        choices = ", ".join(map(repr, BACKENDS))
+        raise ValueError(f"backend must be one of {choices}, got {backend!r}")
     unfit = _unfit(anchors)
     if backend == "auto":
         usable = anchors.is_cuda and not unfit and importlib.util.find_spec("triton") is not None

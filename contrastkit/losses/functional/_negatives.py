@@ -8,7 +8,9 @@ CACR's repulsion (:mod:`.cacr`) only through the softmax mean ``Σ_j softmax_j(s
 embeddings (SimCLR's 2N views, cross-view pairs, a queue, V views) straight from the
 embeddings, through :func:`gram_logsumexp` and :func:`gram_softmax_mean`: one matrix
 product forward, the softmax gradient formed once, two products backward, and, with
-``block_size``, O(M·block) memory.
+``block_size``, O(M·block) memory. ``backend`` picks the implementation: these matrix
+products (``"torch"``), the fused Triton kernels of :mod:`._gram_triton` (``"triton"``,
+O(M) extra memory, ``block_size`` ignored) or ``"auto"`` (:mod:`._backend`).
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ from abc import ABC, abstractmethod
 
 import torch
 from torch import Tensor
+
+from . import _backend
 
 
 class Negatives(ABC):
@@ -271,6 +275,7 @@ def gram_softmax_mean(
     exclude: Tensor | None = None,
     block_size: int | None = None,
     detach_weights: bool = False,
+    backend: str = _backend.DEFAULT_BACKEND,
 ) -> Tensor:
     """Fused ``[M]`` softmax mean ``Σ_j softmax_j(scale·s_ij)·s_ij`` of the inner products
     ``s_ij = a_i·k_j`` with ``k = cat(keys or anchors, extra)``, ``scale > 0``; arguments
@@ -278,6 +283,10 @@ def gram_softmax_mean(
     """
     if block_size is not None and block_size < 1:
         raise ValueError(f"block_size must be a positive integer or None, got {block_size}")
+    if _backend.resolve(backend, anchors) == "triton":
+        return _backend.triton_gram().softmax_mean(
+            anchors, scale, keys, extra, exclude, detach_weights
+        )
     extra = None if extra is None else extra.detach()
     return _GramSoftmaxMean.apply(
         anchors, keys, extra, exclude, float(scale), block_size, bool(detach_weights)
@@ -291,16 +300,20 @@ def gram_logsumexp(
     extra: Tensor | None = None,
     exclude: Tensor | None = None,
     block_size: int | None = None,
+    backend: str = _backend.DEFAULT_BACKEND,
 ) -> Tensor:
     """Fused ``lse [M]`` over the key matrix ``k = cat(keys or anchors, extra)``.
 
     ``lse_i = log Σ_j exp(scale·a_i·k_j)`` over the columns ``j`` not listed in row ``i``
     of ``exclude`` (``[M, r]`` long). ``extra`` is constant (no gradient); gradients
     reach ``anchors`` and ``keys``. ``block_size`` trades a recomputed matrix product for
-    memory: extra memory O(block_size·|k|) instead of O(M·|k|).
+    memory: extra memory O(block_size·|k|) instead of O(M·|k|). ``backend``: ``"torch"``,
+    ``"triton"`` or ``"auto"`` (:mod:`._backend`).
     """
     if block_size is not None and block_size < 1:
         raise ValueError(f"block_size must be a positive integer or None, got {block_size}")
+    if _backend.resolve(backend, anchors) == "triton":
+        return _backend.triton_gram().logsumexp(anchors, scale, keys, extra, exclude)
     extra = None if extra is None else extra.detach()
     return _GramLogSumExp.apply(anchors, keys, extra, exclude, float(scale), block_size)
 
@@ -310,7 +323,8 @@ class GramNegatives(Negatives):
     ``cat(keys or anchors, extra)``, minus the columns in ``exclude [M, r]``.
 
     SimCLR's 2N layout is ``anchors = cat(z1, z2)``, ``keys = None`` and ``exclude`` each
-    row's own index and its positive's; a MoCo queue is ``extra`` (constant).
+    row's own index and its positive's; a MoCo queue is ``extra`` (constant). ``backend``
+    is passed to :func:`gram_logsumexp` and :func:`gram_softmax_mean`.
     """
 
     def __init__(
@@ -320,9 +334,11 @@ class GramNegatives(Negatives):
         extra: Tensor | None = None,
         exclude: Tensor | None = None,
         block_size: int | None = None,
+        backend: str = _backend.DEFAULT_BACKEND,
     ) -> None:
         self.anchors, self.keys, self.extra = anchors, keys, extra
         self.exclude, self.block_size = exclude, block_size
+        self.backend = backend
         own = anchors.shape[0] if keys is None else keys.shape[0]
         self._count = own + (0 if extra is None else extra.shape[0])
         self._count -= 0 if exclude is None else exclude.shape[1]
@@ -336,7 +352,7 @@ class GramNegatives(Negatives):
 
     def logsumexp(self, scale: float) -> Tensor:
         return gram_logsumexp(
-            self.anchors, scale, self.keys, self.extra, self.exclude, self.block_size
+            self.anchors, scale, self.keys, self.extra, self.exclude, self.block_size, self.backend
         )
 
     def softmax_mean(self, scale: float, detach_weights: bool = False) -> Tensor:
@@ -348,4 +364,5 @@ class GramNegatives(Negatives):
             self.exclude,
             self.block_size,
             detach_weights,
+            self.backend,
         )
