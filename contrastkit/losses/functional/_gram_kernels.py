@@ -26,7 +26,10 @@ every reduction accumulate in float32 whatever the input dtype.
 
 For half-precision inputs the coefficients ``c`` are rounded to the input dtype before
 the backward products (tensor cores take both operands in one dtype), as flash attention
-does with its probabilities; the accumulation stays float32.
+does with its probabilities; the accumulation stays float32. ``UPCAST`` (set under the
+interpreter for bfloat16 only) multiplies in float32 instead: Triton's CPU interpreter
+stores bfloat16 as ``uint16`` and its ``tl.dot`` multiplies those bit patterns
+(triton-lang/triton#11584); bf16 products are exact in float32, so the result is the same.
 """
 
 from __future__ import annotations
@@ -43,12 +46,31 @@ def _load_rows(ptr, idx, n, offs_d, d):
 
 
 @triton.jit
-def _tile(a, k, excl_ptr, rows, cols, m, n_cols, R: tl.constexpr, PRECISION: tl.constexpr):
+def _dot(x, y, PRECISION: tl.constexpr, UPCAST: tl.constexpr):
+    """``x·y`` accumulated in float32 (``UPCAST``: operands in float32, see above)."""
+    if UPCAST:
+        return tl.dot(x.to(tl.float32), y.to(tl.float32), input_precision="ieee")
+    return tl.dot(x, y, input_precision=PRECISION, out_dtype=tl.float32)
+
+
+@triton.jit
+def _tile(
+    a,
+    k,
+    excl_ptr,
+    rows,
+    cols,
+    m,
+    n_cols,
+    R: tl.constexpr,
+    PRECISION: tl.constexpr,
+    UPCAST: tl.constexpr,
+):
     """``s = a·kᵀ`` ``[BLOCK_M, BLOCK_N]`` in float32 and the mask of its present entries:
     columns < n_cols and not among the row's ``R`` excluded columns. Padding rows
     (>= m) keep their columns, so their sums stay finite; they are never stored, and in
     backward their zero ``u`` and zero anchors contribute nothing."""
-    s = tl.dot(a, tl.trans(k), input_precision=PRECISION, out_dtype=tl.float32)
+    s = _dot(a, tl.trans(k), PRECISION, UPCAST)
     present = (cols[None, :] < n_cols) & (rows[:, None] >= 0)
     for t in tl.static_range(R):
         excluded = tl.load(excl_ptr + rows * R + t, mask=rows < m, other=-1)
@@ -82,6 +104,7 @@ def forward_kernel(
     BLOCK_N: tl.constexpr,
     BLOCK_D: tl.constexpr,
     PRECISION: tl.constexpr,
+    UPCAST: tl.constexpr,
 ):
     """``lse [M]`` (and, ``WITH_MEAN``, the softmax mean ``E [M]``) of ``BLOCK_M`` rows."""
     rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
@@ -93,7 +116,7 @@ def forward_kernel(
     for c0 in range(0, n_cols, BLOCK_N):
         cols = c0 + tl.arange(0, BLOCK_N)
         k = _load_rows(k_ptr, cols, n_cols, offs_d, d)
-        s, present = _tile(a, k, excl_ptr, rows, cols, m, n_cols, R, PRECISION)
+        s, present = _tile(a, k, excl_ptr, rows, cols, m, n_cols, R, PRECISION, UPCAST)
         logits = tl.where(present, s * scale, float("-inf"))
         new_max = tl.maximum(run_max, tl.max(logits, axis=1))
         shift = tl.where(new_max == float("-inf"), 0.0, new_max)  # a row absent so far
@@ -127,6 +150,7 @@ def grad_anchors_kernel(
     BLOCK_N: tl.constexpr,
     BLOCK_D: tl.constexpr,
     PRECISION: tl.constexpr,
+    UPCAST: tl.constexpr,
 ):
     """``∂a_i = Σ_j c_ij k_j`` for ``BLOCK_M`` rows, over all ``n_cols`` keys."""
     rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
@@ -139,9 +163,9 @@ def grad_anchors_kernel(
     for c0 in range(0, n_cols, BLOCK_N):
         cols = c0 + tl.arange(0, BLOCK_N)
         k = _load_rows(k_ptr, cols, n_cols, offs_d, d)
-        s, present = _tile(a, k, excl_ptr, rows, cols, m, n_cols, R, PRECISION)
+        s, present = _tile(a, k, excl_ptr, rows, cols, m, n_cols, R, PRECISION, UPCAST)
         c = _coefficients(s, present, lse, u, v, scale, WITH_V)
-        acc += tl.dot(c.to(k.dtype), k, input_precision=PRECISION, out_dtype=tl.float32)
+        acc += _dot(c.to(k.dtype), k, PRECISION, UPCAST)
     mask = (rows[:, None] < m) & (offs_d[None, :] < d)
     out = da_ptr + rows[:, None] * d + offs_d[None, :]
     tl.store(out, acc.to(da_ptr.dtype.element_ty), mask=mask)
@@ -166,6 +190,7 @@ def grad_keys_kernel(
     BLOCK_N: tl.constexpr,
     BLOCK_D: tl.constexpr,
     PRECISION: tl.constexpr,
+    UPCAST: tl.constexpr,
 ):
     """``∂k_j = Σ_i c_ij a_i`` for ``BLOCK_N`` of the first ``n_own`` keys, over all rows."""
     cols = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
@@ -178,9 +203,9 @@ def grad_keys_kernel(
         lse = tl.load(lse_ptr + rows, mask=rows < m, other=0.0)
         u = tl.load(u_ptr + rows, mask=rows < m, other=0.0)
         v = tl.load(v_ptr + rows, mask=rows < m, other=0.0) if WITH_V else u
-        s, present = _tile(a, k, excl_ptr, rows, cols, m, n_own, R, PRECISION)
+        s, present = _tile(a, k, excl_ptr, rows, cols, m, n_own, R, PRECISION, UPCAST)
         c = _coefficients(s, present, lse, u, v, scale, WITH_V)
-        acc += tl.dot(tl.trans(c).to(a.dtype), a, input_precision=PRECISION, out_dtype=tl.float32)
+        acc += _dot(tl.trans(c).to(a.dtype), a, PRECISION, UPCAST)
     mask = (cols[:, None] < n_own) & (offs_d[None, :] < d)
     out = dk_ptr + cols[:, None] * d + offs_d[None, :]
     tl.store(out, acc.to(dk_ptr.dtype.element_ty), mask=mask)

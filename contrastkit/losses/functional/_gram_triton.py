@@ -30,6 +30,7 @@ from torch import Tensor
 from torch.autograd.function import once_differentiable
 
 from . import _gram_kernels as kernels
+from ._backend import interpreted
 
 NUM_WARPS = 8
 
@@ -92,16 +93,18 @@ class _GramStatistic(torch.autograd.Function):
         meta = _meta(excl, tiles, a, WITH_V=v is not None)
         need_anchors, need_keys = ctx.needs_input_grad[0], ctx.needs_input_grad[1]
         grad_a = grad_k = None
-        if need_anchors and m > 0:
-            grad_a = torch.empty_like(a)
-            kernels.grad_anchors_kernel[(triton.cdiv(m, tiles[0]),)](
-                *args, grad_a, m, k.shape[0], d, scale, **meta
-            )
-        if (need_keys or (need_anchors and ctx.own_keys)) and ctx.n_own > 0 and m > 0:
-            grad_k = k.new_empty(ctx.n_own, d)
-            kernels.grad_keys_kernel[(triton.cdiv(ctx.n_own, tiles[1]),)](
-                *args, grad_k, m, ctx.n_own, d, scale, **meta
-            )
+        if need_anchors:
+            grad_a = torch.zeros_like(a)
+            if m > 0:
+                kernels.grad_anchors_kernel[(triton.cdiv(m, tiles[0]),)](
+                    *args, grad_a, m, k.shape[0], d, scale, **meta
+                )
+        if need_keys or (need_anchors and ctx.own_keys):
+            grad_k = k.new_zeros(ctx.n_own, d)
+            if m > 0 and ctx.n_own > 0:
+                kernels.grad_keys_kernel[(triton.cdiv(ctx.n_own, tiles[1]),)](
+                    *args, grad_k, m, ctx.n_own, d, scale, **meta
+                )
         if ctx.own_keys:  # the keys are the anchors: both parts of the gradient are theirs
             grad_a = _sum(grad_a, grad_k)
             grad_k = None
@@ -120,6 +123,7 @@ def _meta(excl: Tensor | None, tiles: tuple[int, int], a: Tensor, **flags: bool)
         "BLOCK_N": tiles[1],
         "BLOCK_D": kernels.block_d(a.shape[1]),
         "PRECISION": _precision(a.dtype),
+        "UPCAST": a.dtype == torch.bfloat16 and interpreted(),
         "num_warps": NUM_WARPS,
         **flags,
     }
