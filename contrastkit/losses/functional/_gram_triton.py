@@ -16,10 +16,12 @@ and the kernel layout). Extra memory is O(M + K·d) (the key matrix ``k``), what
 left to trade here and is accepted and ignored. The statistics are returned in float32,
 also for bfloat16/float16 inputs (the kernels accumulate in float32); gradients come back
 in the inputs' dtype. Tiles: ``BLOCK_M x BLOCK_N`` = 64 x 64 for float32 inputs and
-128 x 64 for half precision, 8 warps: a ``[64, d <= 256]`` float32 tile is 64 KiB, so
-anchors, keys and the backward accumulator fit in registers and shared memory together
-(to be tuned on the GPU, issue #38). float32 products follow torch's own setting: exact
-IEEE float32 unless ``torch.backends.cuda.matmul.allow_tf32`` asks for TF32.
+128 x 64 for half precision, 8 warps, 2 pipeline stages: a ``[64, d <= 256]`` float32 tile
+is at most 64 KiB, and compiled ahead of time for sm_90 (H100) the kernels take 64-80 KiB
+of shared memory at d = 128 and at most 144 KiB at d = 256 (3 stages would need up to
+208 KiB), so anchors, keys and the backward accumulator fit together; to be tuned on the
+GPU (issue #38). float32 products follow torch's own setting: exact IEEE float32 unless
+``torch.backends.cuda.matmul.allow_tf32`` asks for TF32 (half precision: tensor cores).
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from torch.autograd.function import once_differentiable
 from . import _gram_kernels as kernels
 from ._backend import interpreted
 
-NUM_WARPS = 8
+NUM_WARPS, NUM_STAGES = 8, 2
 
 
 def default_tiles(dtype: torch.dtype) -> tuple[int, int]:
@@ -41,9 +43,10 @@ def default_tiles(dtype: torch.dtype) -> tuple[int, int]:
 
 
 def _precision(dtype: torch.dtype) -> str:
-    """``tl.dot``'s input precision: IEEE float32 unless torch allows TF32 matmuls."""
-    tf32 = dtype == torch.float32 and torch.backends.cuda.matmul.allow_tf32
-    return "tf32" if tf32 else "ieee"
+    """``tl.dot``'s input precision: IEEE for float32 unless torch allows TF32 matmuls
+    (for half precision the setting does not apply; Triton's default is passed)."""
+    exact = dtype == torch.float32 and not torch.backends.cuda.matmul.allow_tf32
+    return "ieee" if exact else "tf32"
 
 
 class _GramStatistic(torch.autograd.Function):
@@ -125,6 +128,7 @@ def _meta(excl: Tensor | None, tiles: tuple[int, int], a: Tensor, **flags: bool)
         "PRECISION": _precision(a.dtype),
         "UPCAST": a.dtype == torch.bfloat16 and interpreted(),
         "num_warps": NUM_WARPS,
+        "num_stages": NUM_STAGES,
         **flags,
     }
 
