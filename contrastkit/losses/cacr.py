@@ -22,14 +22,20 @@ from torch import Tensor, nn
 from .. import distributed
 from . import functional as F
 from .functional import GramNegatives
+from .functional._backend import DEFAULT_BACKEND
 from .functional.cacr import REPULSION_COSTS, WEIGHTS, check_variant
-from .hparams import BLOCK_SIZE, FLAG, NONNEGATIVE, POSITIVE, Param
+from .hparams import BACKEND, BLOCK_SIZE, FLAG, NONNEGATIVE, POSITIVE, Param
 from .registry import register
 from .views import check_multiview, cross_view_similarities, multiview_negatives
 
 
 @register(
-    "cacr", "views", "Zheng et al., NeurIPS 2021, Eq. (2)-(5)", queue_form=True, diagnostics=True
+    "cacr",
+    "views",
+    "Zheng et al., NeurIPS 2021, Eq. (2)-(5)",
+    queue_form=True,
+    diagnostics=True,
+    fused_backends=True,
 )
 class CACR(nn.Module):
     """CACR over V views: each view in turn is the query, its K = V - 1 sibling views are
@@ -54,6 +60,9 @@ class CACR(nn.Module):
             backward (memory O(V·N·block) instead of O((V·N)²)).
         gather_distributed: negatives from every rank's samples; each rank's loss is the
             mean over its own queries (:mod:`contrastkit.distributed`).
+        backend: the implementation of the fused repulsion statistics, ``"torch"``,
+            ``"triton"`` or ``"auto"`` (see :class:`~contrastkit.losses.TwoViewContrastive`;
+            uniform negative weights need no Gram statistic and stay plain torch).
 
     After each call :attr:`last_parts` holds ``(L_CA, L_CR)`` as floats.
     """
@@ -69,6 +78,7 @@ class CACR(nn.Module):
         "neg_weights": Param.one_of(*WEIGHTS),
         "repulsion_cost": Param.one_of(*REPULSION_COSTS),
         "rbf_precision": POSITIVE,
+        "backend": BACKEND,
     }
 
     def __init__(
@@ -84,10 +94,12 @@ class CACR(nn.Module):
         *,
         block_size: int | None = None,
         gather_distributed: bool = False,
+        backend: str = DEFAULT_BACKEND,
     ) -> None:
         super().__init__()
         self.block_size = block_size
         self.gather_distributed = gather_distributed
+        self.backend = backend
         self.t_pos = t_pos
         self.t_neg = t_neg
         self.detach_pos_weights = detach_pos_weights
@@ -103,7 +115,7 @@ class CACR(nn.Module):
 
     def forward(self, views: Tensor, queue: Tensor | None = None) -> Tensor:
         pos_sim, negatives = multiview_negatives(
-            views, queue, self.block_size, self.gather_distributed
+            views, queue, self.block_size, self.gather_distributed, self.backend
         )
         return self._loss(pos_sim, negatives)
 
@@ -112,7 +124,8 @@ class CACR(nn.Module):
         ``key [N, d]`` and the constant ``queue [Q, d]`` alone, through the fused negatives
         (``block_size`` tiles the queries); records :attr:`last_parts`."""
         pos_sim = (query * key).sum(dim=1, keepdim=True)
-        negatives = GramNegatives(query, query[:0], queue.to(query.dtype), None, self.block_size)
+        extra = queue.to(query.dtype)
+        negatives = GramNegatives(query, query[:0], extra, None, self.block_size, self.backend)
         return self._loss(pos_sim, negatives)
 
     def _loss(self, pos_sim: Tensor, negatives: GramNegatives) -> Tensor:

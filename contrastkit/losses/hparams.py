@@ -121,6 +121,7 @@ NONNEGATIVE = Param.real(0.0)
 FINITE = Param.real()
 FLAG = Param.flag()
 BLOCK_SIZE = Param.integer(1, optional=True)
+BACKEND = Param.one_of("auto", "torch", "triton")  # functional._backend.BACKENDS
 
 
 def declared_ranges(cls: type) -> dict[str, Param]:

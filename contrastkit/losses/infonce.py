@@ -28,7 +28,8 @@ from torch import Tensor, nn
 from .. import distributed
 from . import functional as F
 from .functional import Negatives
-from .hparams import BLOCK_SIZE, FLAG, NONNEGATIVE, POSITIVE, Param
+from .functional._backend import DEFAULT_BACKEND
+from .hparams import BACKEND, BLOCK_SIZE, FLAG, NONNEGATIVE, POSITIVE, Param
 from .registry import register
 from .views import cross_view_negatives, ntxent_negatives
 
@@ -41,22 +42,35 @@ class TwoViewContrastive(nn.Module, ABC):
             backward: extra memory O(2N·block_size) instead of O(4N²); same gradient.
         gather_distributed: under ``torch.distributed``, contrast this rank's anchors with
             every rank's views (see :mod:`contrastkit.distributed` for the gradient rule).
+        backend: ``"torch"``, ``"triton"`` (fused kernels: no ``[2N, 2N]`` tensor, O(N)
+            extra memory, CUDA tensors) or ``"auto"`` (Triton for CUDA tensors when it
+            imports); see :mod:`contrastkit.losses.functional._backend`. Same loss and
+            gradient to float32 rounding.
     """
 
     param_ranges: ClassVar[dict[str, Param]] = {
         "block_size": BLOCK_SIZE,
         "gather_distributed": FLAG,
         "temperature": POSITIVE,
+        "backend": BACKEND,
     }
 
-    def __init__(self, block_size: int | None = None, gather_distributed: bool = False) -> None:
+    def __init__(
+        self,
+        block_size: int | None = None,
+        gather_distributed: bool = False,
+        backend: str = DEFAULT_BACKEND,
+    ) -> None:
         super().__init__()
         self.block_size = block_size
         self.gather_distributed = gather_distributed
+        self.backend = backend
 
     def forward(self, z1: Tensor, z2: Tensor, queue: Tensor | None = None) -> Tensor:
         """Loss over the 2N anchors of ``z1, z2: [N, d]``; ``queue: [Q, d]`` adds negatives."""
-        pos, neg = ntxent_negatives(z1, z2, queue, self.block_size, self.gather_distributed)
+        pos, neg = ntxent_negatives(
+            z1, z2, queue, self.block_size, self.gather_distributed, self.backend
+        )
         return self.similarity_loss(pos, neg)
 
     @abstractmethod
@@ -77,15 +91,16 @@ class SingleTemperature(TwoViewContrastive):
         *,
         block_size: int | None = None,
         gather_distributed: bool = False,
+        backend: str = DEFAULT_BACKEND,
     ) -> None:
-        super().__init__(block_size, gather_distributed)
+        super().__init__(block_size, gather_distributed, backend)
         self.temperature = temperature
 
     def similarity_loss(self, pos: Tensor, neg: Tensor | Negatives) -> Tensor:
         return type(self).loss_fn(pos, neg, self.temperature)
 
 
-@register("ntxent", "pair", "SimCLR (Chen et al., 2020); MACL Eq. (1)")
+@register("ntxent", "pair", "SimCLR (Chen et al., 2020); MACL Eq. (1)", fused_backends=True)
 class NTXent(SingleTemperature):
     """NT-Xent: InfoNCE over SimCLR's 2N views (MACL Eq. 1; LASCon Eq. 1).
 
@@ -96,7 +111,9 @@ class NTXent(SingleTemperature):
     loss_fn = staticmethod(F.info_nce)
 
 
-@register("infonce", "query_key", "MoCo (He et al., 2020); SimCSE (Gao et al., 2021)")
+@register(
+    "infonce", "query_key", "MoCo (He et al., 2020); SimCSE (Gao et al., 2021)", fused_backends=True
+)
 class InfoNCE(nn.Module):
     """One-directional InfoNCE of queries against keys.
 
@@ -108,8 +125,8 @@ class InfoNCE(nn.Module):
 
     Args:
         temperature: τ; 0.1 is the default here (MoCo v2 used 0.2, SimCSE 0.05).
-        block_size, gather_distributed: as for :class:`TwoViewContrastive` (with a queue
-            the negatives are the shared queue and nothing is gathered).
+        block_size, gather_distributed, backend: as for :class:`TwoViewContrastive` (with a
+            queue the negatives are the shared queue and nothing is gathered).
     """
 
     param_ranges: ClassVar[dict[str, Param]] = TwoViewContrastive.param_ranges
@@ -120,21 +137,25 @@ class InfoNCE(nn.Module):
         *,
         block_size: int | None = None,
         gather_distributed: bool = False,
+        backend: str = DEFAULT_BACKEND,
     ) -> None:
         super().__init__()
         self.temperature = temperature
         self.block_size = block_size
         self.gather_distributed = gather_distributed
+        self.backend = backend
 
     def forward(self, query: Tensor, key: Tensor, queue: Tensor | None = None) -> Tensor:
-        pos, neg = cross_view_negatives(query, key, queue, self.block_size, self.gather_distributed)
+        pos, neg = cross_view_negatives(
+            query, key, queue, self.block_size, self.gather_distributed, self.backend
+        )
         return self.similarity_loss(pos, neg)
 
     def similarity_loss(self, pos: Tensor, neg: Tensor | Negatives) -> Tensor:
         return F.info_nce(pos, neg, self.temperature)
 
 
-@register("dcl", "pair", "Yeh et al., ECCV 2022, Eq. (6)")
+@register("dcl", "pair", "Yeh et al., ECCV 2022, Eq. (6)", fused_backends=True)
 class DCL(SingleTemperature):
     """Decoupled contrastive loss: the positive leaves the denominator.
 
@@ -144,7 +165,7 @@ class DCL(SingleTemperature):
     loss_fn = staticmethod(F.dcl)
 
 
-@register("dclw", "pair", "Yeh et al., ECCV 2022, §3.3 (weighted DCL)")
+@register("dclw", "pair", "Yeh et al., ECCV 2022, §3.3 (weighted DCL)", fused_backends=True)
 class DCLW(TwoViewContrastive):
     """DCL with the positive weighted by ``sg[2 - M·softmax(pos/σ)]`` (σ = 0.5); with
     ``gather_distributed`` the softmax runs over every rank's positives."""
@@ -158,8 +179,9 @@ class DCLW(TwoViewContrastive):
         *,
         block_size: int | None = None,
         gather_distributed: bool = False,
+        backend: str = DEFAULT_BACKEND,
     ) -> None:
-        super().__init__(block_size, gather_distributed)
+        super().__init__(block_size, gather_distributed, backend)
         self.temperature = temperature
         self.sigma = sigma
 
@@ -168,14 +190,14 @@ class DCLW(TwoViewContrastive):
         return F.dclw(pos, neg, self.temperature, self.sigma, batch_pos=batch_pos)
 
 
-@register("flatnce", "pair", "Chen et al., 2021 (FlatNCE); MACL §5.2")
+@register("flatnce", "pair", "Chen et al., 2021 (FlatNCE); MACL §5.2", fused_backends=True)
 class FlatNCE(SingleTemperature):
     """FlatNCE: reports InfoNCE's value, follows DCL's gradient."""
 
     loss_fn = staticmethod(F.flatnce)
 
 
-@register("dual_temperature", "pair", "Zhang et al., CVPR 2022")
+@register("dual_temperature", "pair", "Zhang et al., CVPR 2022", fused_backends=True)
 class DualTemperature(TwoViewContrastive):
     """``sg[W(τ_inter)/W(τ)] · InfoNCE(τ)``; τ_inter = 1.0 by default (Zhang et al.)."""
 
@@ -188,8 +210,9 @@ class DualTemperature(TwoViewContrastive):
         *,
         block_size: int | None = None,
         gather_distributed: bool = False,
+        backend: str = DEFAULT_BACKEND,
     ) -> None:
-        super().__init__(block_size, gather_distributed)
+        super().__init__(block_size, gather_distributed, backend)
         self.temperature = temperature
         self.inter_temperature = inter_temperature
 
@@ -197,7 +220,7 @@ class DualTemperature(TwoViewContrastive):
         return F.dual_temperature(pos, neg, self.temperature, self.inter_temperature)
 
 
-@register("hcl", "pair", "Robinson et al., ICLR 2021, Eq. (5) estimator")
+@register("hcl", "pair", "Robinson et al., ICLR 2021, Eq. (5) estimator", fused_backends=True)
 class HCL(TwoViewContrastive):
     """Hard-negative debiased loss; defaults τ = 0.5, τ⁺ = 0.1, β = 1 (the authors' CIFAR-10).
 
@@ -216,8 +239,9 @@ class HCL(TwoViewContrastive):
         *,
         block_size: int | None = None,
         gather_distributed: bool = False,
+        backend: str = DEFAULT_BACKEND,
     ) -> None:
-        super().__init__(block_size, gather_distributed)
+        super().__init__(block_size, gather_distributed, backend)
         self.temperature = temperature
         self.tau_plus = tau_plus
         self.beta = beta

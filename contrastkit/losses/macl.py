@@ -18,13 +18,18 @@ from torch import Tensor
 from .. import distributed
 from . import functional as F
 from .functional import Negatives
+from .functional._backend import DEFAULT_BACKEND
 from .hparams import FINITE, FLAG, NONNEGATIVE, Param
 from .infonce import TwoViewContrastive
 from .registry import register
 
 
 @register(
-    "macl", "pair", "Huang et al., ICML 2023, Eq. (7) and (11), Algorithm 1", diagnostics=True
+    "macl",
+    "pair",
+    "Huang et al., ICML 2023, Eq. (7) and (11), Algorithm 1",
+    diagnostics=True,
+    fused_backends=True,
 )
 class MACL(TwoViewContrastive):
     """MACL over SimCLR's 2N views (or any ``(pos, neg)`` via :meth:`similarity_loss`).
@@ -36,8 +41,8 @@ class MACL(TwoViewContrastive):
         reweight: apply Eq. (11)'s ``sg[1/(1-P)]``.
         adaptive: use Eq. (7)'s alignment-adaptive temperature.
         min_temperature: floor of τ_a; ``None`` means ``0.1·τ0``.
-        block_size, gather_distributed: see :class:`TwoViewContrastive`; when gathering, A
-            is the mean alignment over every rank's pairs.
+        block_size, gather_distributed, backend: see :class:`TwoViewContrastive`; when
+            gathering, A is the mean alignment over every rank's pairs.
 
     After each call, :attr:`last_temperature` and :attr:`last_alignment` hold τ_a and
     the alignment magnitude A of that batch (floats, for logging).
@@ -62,8 +67,9 @@ class MACL(TwoViewContrastive):
         *,
         block_size: int | None = None,
         gather_distributed: bool = False,
+        backend: str = DEFAULT_BACKEND,
     ) -> None:
-        super().__init__(block_size, gather_distributed)
+        super().__init__(block_size, gather_distributed, backend)
         self.temperature = temperature
         self.alpha = alpha
         self.a0 = a0

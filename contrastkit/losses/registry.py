@@ -32,6 +32,11 @@ importing classes or probing attributes:
   float32 (its parameters too: AMCL's heads and temperature network) and returns a
   float32 loss; float64 inputs stay float64 (the rule of
   :mod:`contrastkit.losses.functional._common`).
+* ``fused_backends``: the module takes ``backend="auto" | "torch" | "triton"``, the
+  implementation of its fused Gram statistics (:mod:`.functional._backend`: the InfoNCE
+  family, SupCon, LASCon, CACR). :func:`get` and :func:`check_args` also accept
+  ``backend="auto"`` or ``"torch"`` for every other loss (plain torch; the argument is
+  dropped), so a framework can pass one setting to any loss; ``"triton"`` there is refused.
 * ``params``: the declared range of every constructor argument
   (:class:`~contrastkit.losses.hparams.Param`, from the class's ``param_ranges``). Every
   construction is checked against them, and :func:`check_args` checks a ``loss_args``
@@ -74,6 +79,7 @@ class LossInfo:
     queue_form: bool = False  # ``loss.queue_loss(query, key, queue)`` (CACR, AMCL)
     diagnostics: bool = False  # ``loss.diagnostics() -> dict[str, float]``
     params: Mapping[str, Param] = field(default_factory=dict)
+    fused_backends: bool = False  # ``backend="auto" | "torch" | "triton"`` constructor argument
 
 
 _REGISTRY: dict[str, LossInfo] = {}
@@ -98,6 +104,7 @@ def register(
     *,
     queue_form: bool = False,
     diagnostics: bool = False,
+    fused_backends: bool = False,
 ) -> Callable[[T], T]:
     """Class decorator adding a loss under ``name``.
 
@@ -114,6 +121,10 @@ def register(
             if flag and not callable(getattr(cls, method, None)):
                 raise TypeError(f"loss {name!r} declares {method} but {cls.__name__} lacks it")
         declared, arguments = declared_ranges(cls), _arguments(cls)
+        if fused_backends != ("backend" in arguments):
+            raise TypeError(
+                f"loss {name!r}: a backend argument needs fused_backends=True and vice versa"
+            )
         params = {p: declared[p] for p in arguments if p in declared}
         missing = [p for p in arguments if p not in declared]
         if missing:
@@ -124,9 +135,8 @@ def register(
                 checked = _checked_call(name, getattr(cls, method), method, params)
                 setattr(cls, method, checked)
         similarity = hasattr(cls, "similarity_loss")
-        _REGISTRY[name] = LossInfo(
-            name, cls, inputs, reference, similarity, queue_form, diagnostics, params
-        )
+        capabilities = (queue_form, diagnostics, params, fused_backends)
+        _REGISTRY[name] = LossInfo(name, cls, inputs, reference, similarity, *capabilities)
         return cls
 
     return decorate
@@ -221,12 +231,25 @@ def check_args(name: str, kwargs: Mapping[str, object], provided: tuple[str, ...
     entry = info(name)
     known = _arguments(entry.cls)
     for key, value in kwargs.items():
+        if key == "backend" and not entry.fused_backends:
+            _check_plain_backend(name, value)
+            continue
         if key not in known:
             raise ValueError(
                 f"loss {name!r} has no argument {key!r}; its arguments: "
                 f"{', '.join(k for k in known if k not in provided) or 'none'}"
             )
         entry.params[key].check(key, value, name)
+
+
+def _check_plain_backend(name: str, value: object) -> None:
+    """``backend`` given to a loss without fused statistics: only plain torch exists."""
+    if value not in ("auto", "torch"):
+        fused = ", ".join(n for n, i in sorted(_REGISTRY.items()) if i.fused_backends)
+        raise ValueError(
+            f"loss {name!r} has no fused backend, so backend must be 'auto' or 'torch', "
+            f"got {value!r} (losses with one: {fused})"
+        )
 
 
 def info(name: str) -> LossInfo:
@@ -246,9 +269,13 @@ def info_of(loss: nn.Module) -> LossInfo | None:
 
 def get(name: str, **kwargs: object) -> nn.Module:
     """A new instance of the loss ``name`` built with ``kwargs`` (unknown or out-of-range
-    arguments raise a one-line ``ValueError``, see :func:`check_args`)."""
+    arguments raise a one-line ``ValueError``, see :func:`check_args`; ``backend`` is
+    dropped for a loss without ``fused_backends``)."""
     check_args(name, kwargs)
-    return info(name).cls(**kwargs)
+    entry = info(name)
+    if not entry.fused_backends:
+        kwargs = {k: v for k, v in kwargs.items() if k != "backend"}
+    return entry.cls(**kwargs)
 
 
 def available(inputs: str | None = None) -> list[str]:

@@ -19,8 +19,9 @@ import torch
 from torch import Tensor, nn
 
 from . import functional as F
+from .functional._backend import DEFAULT_BACKEND
 from .functional.supervised import LabelSimilarity
-from .hparams import BLOCK_SIZE, FLAG, POSITIVE, Param
+from .hparams import BACKEND, BLOCK_SIZE, FLAG, POSITIVE, Param
 from .registry import register
 from .views import check_labels, supervised_terms, two_view_similarity
 
@@ -30,7 +31,7 @@ def _duplicated_pairs(matrix: Tensor) -> Tensor:
     return matrix.repeat(2, 2)
 
 
-@register("supcon", "labeled", "Khosla et al., NeurIPS 2020; LASCon Eq. (2)")
+@register("supcon", "labeled", "Khosla et al., NeurIPS 2020; LASCon Eq. (2)", fused_backends=True)
 class SupCon(nn.Module):
     """SupCon, "out" version: positives are the other views with the same label.
 
@@ -41,12 +42,15 @@ class SupCon(nn.Module):
         temperature: τ = 0.1 (SupCon's default).
         block_size: anchors per block of the tiled log-sum-exp (O(N·block) memory).
         gather_distributed: contrast with every rank's views and labels.
+        backend: the implementation of the fused log-sum-exp, ``"torch"``, ``"triton"`` or
+            ``"auto"`` (see :class:`~contrastkit.losses.TwoViewContrastive`).
     """
 
     param_ranges: ClassVar[dict[str, Param]] = {
         "temperature": POSITIVE,
         "block_size": BLOCK_SIZE,
         "gather_distributed": FLAG,
+        "backend": BACKEND,
     }
 
     def __init__(
@@ -55,11 +59,13 @@ class SupCon(nn.Module):
         *,
         block_size: int | None = None,
         gather_distributed: bool = False,
+        backend: str = DEFAULT_BACKEND,
     ) -> None:
         super().__init__()
         self.temperature = temperature
         self.block_size = block_size
         self.gather_distributed = gather_distributed
+        self.backend = backend
 
     def forward(self, z1: Tensor, z2: Tensor, labels: Tensor) -> Tensor:
         terms = supervised_terms(
@@ -71,11 +77,12 @@ class SupCon(nn.Module):
             1.0,
             self.block_size,
             self.gather_distributed,
+            self.backend,
         )
         return F.lascon_out_terms(*terms, self.temperature).mean().to(z1.dtype)
 
 
-@register("lascon", "labeled", "Kim et al., 2023 (LASCon), §3.4, Eq. (5)-(6)")
+@register("lascon", "labeled", "Kim et al., 2023 (LASCon), §3.4, Eq. (5)-(6)", fused_backends=True)
 class LASCon(nn.Module):
     """Label-similarity-aware supervised contrastive loss.
 
@@ -86,7 +93,8 @@ class LASCon(nn.Module):
             ``(labels_i, labels_j) -> [N, N]`` in [0, 1].
         c: steepness c of Eq. (5)/(6).
         variant: ``"out"`` (default; the paper's better one) or ``"in"``.
-        block_size, gather_distributed: as for :class:`SupCon`; ``"out"`` only.
+        block_size, gather_distributed, backend: as for :class:`SupCon`; ``"out"`` only
+            (``backend="auto"`` is plain torch for ``"in"``).
 
     The two views of a sample have label distance 0, so ``s = 1`` between them. The
     ``"out"`` variant runs on the fused statistics of :func:`views.supervised_terms`; the
@@ -109,18 +117,22 @@ class LASCon(nn.Module):
         *,
         block_size: int | None = None,
         gather_distributed: bool = False,
+        backend: str = DEFAULT_BACKEND,
     ) -> None:
         super().__init__()
         if variant not in ("out", "in"):
             raise ValueError(f"variant must be 'out' or 'in', got {variant!r}")
         if variant == "in" and (block_size is not None or gather_distributed):
             raise ValueError("block_size and gather_distributed need variant='out'")
+        if variant == "in" and backend == "triton":
+            raise ValueError("backend='triton' needs variant='out'")
         self.temperature = temperature
         self.similarity = similarity
         self.c = c
         self.variant = variant
         self.block_size = block_size
         self.gather_distributed = gather_distributed
+        self.backend = backend
 
     def forward(self, z1: Tensor, z2: Tensor, labels: Tensor) -> Tensor:
         if self.variant == "out":
@@ -133,6 +145,7 @@ class LASCon(nn.Module):
                 self.c,
                 self.block_size,
                 self.gather_distributed,
+                self.backend,
             )
             return F.lascon_out_terms(*terms, self.temperature).mean().to(z1.dtype)
         sim = two_view_similarity(z1, z2)

@@ -18,6 +18,7 @@ import torch
 from torch import Tensor
 
 from .. import distributed
+from .functional._backend import DEFAULT_BACKEND
 from .functional._common import (
     check_tensor,
     check_views,
@@ -92,6 +93,7 @@ def ntxent_negatives(
     queue: Tensor | None = None,
     block_size: int | None = None,
     gather_distributed: bool = False,
+    backend: str = DEFAULT_BACKEND,
 ) -> tuple[Tensor, GramNegatives]:
     """The layout of :func:`ntxent_similarities` without materialising ``neg``.
 
@@ -100,7 +102,8 @@ def ntxent_negatives(
     functions accept it in place of ``neg``. The ``queue`` is a constant (no gradient),
     as MoCo's memory is. With ``gather_distributed`` the keys are every rank's views
     (:mod:`contrastkit.distributed`) and the anchors this rank's. Half-precision inputs
-    are computed in float32.
+    are computed in float32. ``backend`` computes the fused statistics
+    (:class:`GramNegatives`: ``"torch"``, ``"triton"`` or ``"auto"``).
     """
     z1, z2 = check_views(z1, z2)
     dtype = compute_dtype(z1, z2)
@@ -113,7 +116,7 @@ def ntxent_negatives(
         keys = torch.cat([distributed.gather_with_grad(a), distributed.gather_with_grad(b)])
         total, offset = n * distributed.world_size(), n * distributed.rank()
     exclude = _pair_exclude(n, total, offset, a.device)
-    negatives = GramNegatives(anchors, keys, queue, exclude, block_size)
+    negatives = GramNegatives(anchors, keys, queue, exclude, block_size, backend)
     return torch.cat([pos_half, pos_half]), negatives
 
 
@@ -124,11 +127,13 @@ def cross_view_negatives(
     queue: Tensor | None = None,
     block_size: int | None = None,
     gather_distributed: bool = False,
+    backend: str = DEFAULT_BACKEND,
 ) -> tuple[Tensor, GramNegatives]:
     """The layout of :func:`cross_view_similarities` without materialising ``neg``.
 
     Without a queue the negatives of ``q_i`` are the other keys (every rank's, with
-    ``gather_distributed``); with a queue they are the queue's rows, constant.
+    ``gather_distributed``); with a queue they are the queue's rows, constant. ``backend``
+    as for :func:`ntxent_negatives`.
     """
     q, k = check_views(query, key, min_rows=1 if queue is not None else 2, names=("query", "key"))
     dtype = compute_dtype(q, k)
@@ -136,12 +141,12 @@ def cross_view_negatives(
     q, k = normalize(q.to(dtype)), normalize(k.to(dtype))
     pos = (q * k).sum(dim=1)
     if queue is not None:
-        return pos, GramNegatives(q, queue.detach(), block_size=block_size)
+        return pos, GramNegatives(q, queue.detach(), None, None, block_size, backend)
     offset = 0
     if gather_distributed and distributed.is_distributed():
         k, offset = distributed.gather_with_grad(k), q.shape[0] * distributed.rank()
     exclude = (torch.arange(q.shape[0], device=q.device) + offset)[:, None]
-    return pos, GramNegatives(q, k, None, exclude, block_size)
+    return pos, GramNegatives(q, k, None, exclude, block_size, backend)
 
 
 @float32_compute
@@ -223,13 +228,15 @@ def multiview_negatives(
     queue: Tensor | None = None,
     block_size: int | None = None,
     gather_distributed: bool = False,
+    backend: str = DEFAULT_BACKEND,
 ) -> tuple[Tensor, GramNegatives]:
     """The layout of :func:`multiview_sq_distances` in similarities, without a cost matrix.
 
     Returns ``pos_sim [V·N, V-1]`` (row ``a·N + i``: sample ``i``'s other views, in view
     order) and a :class:`GramNegatives` over the ``V·(N-1)`` views of the other samples
     (every rank's, with ``gather_distributed``) plus the constant ``queue``;
-    :func:`~contrastkit.losses.functional.cacr_cosine` takes both.
+    :func:`~contrastkit.losses.functional.cacr_cosine` takes both. ``backend`` as for
+    :func:`ntxent_negatives`.
     """
     views = check_multiview(views)
     v, n, d = views.shape
@@ -245,7 +252,7 @@ def multiview_negatives(
         keys = torch.cat([distributed.gather_with_grad(view) for view in z])
         total, offset = n * distributed.world_size(), n * distributed.rank()
     exclude = _multiview_exclude(v, n, total, offset, z.device)
-    return pos_sim, GramNegatives(anchors, keys, queue, exclude, block_size)
+    return pos_sim, GramNegatives(anchors, keys, queue, exclude, block_size, backend)
 
 
 @functools.lru_cache(maxsize=32)
@@ -313,6 +320,7 @@ def supervised_terms(
     c: float = 1.0,
     block_size: int | None = None,
     gather_distributed: bool = False,
+    backend: str = DEFAULT_BACKEND,
 ) -> tuple[Tensor, Tensor, Tensor]:
     """The sufficient statistics of LASCon-out (and SupCon) for the 2N views, fused.
 
@@ -320,6 +328,8 @@ def supervised_terms(
     exp(z_i·z_j/τ)`` (from :func:`gram_logsumexp`, never a ``[2N, 2N]`` tensor through
     autograd), ``weighted_sim_i = Σ_{j∈A(i)} s̃_ij z_i·z_j`` and whether the anchor has any
     target mass. With ``gather_distributed`` the keys and labels are every rank's.
+    ``backend`` computes ``lse`` (:func:`gram_logsumexp`); the label-weighted sums are
+    O(N·d) (indicator) or one ``[N, N]`` label-similarity product, plain torch.
     """
     z1, z2 = check_views(z1, z2, min_rows=1)
     labels = check_labels(labels, z1.shape[0])
@@ -330,7 +340,7 @@ def supervised_terms(
         keys = torch.cat([distributed.gather_with_grad(a), distributed.gather_with_grad(b)])
         labels_all, offset = distributed.gather(labels), n * distributed.rank()
     exclude = _pair_exclude(n, labels_all.shape[0], offset, a.device)[:, :1]
-    lse = gram_logsumexp(anchors, 1.0 / temperature, keys, exclude=exclude, block_size=block_size)
+    lse = gram_logsumexp(anchors, 1.0 / temperature, keys, None, exclude, block_size, backend)
     weighted, mass = _label_weighted_keys(
         labels_all, anchors if keys is None else keys, anchors, offset, similarity, c
     )

@@ -8,7 +8,9 @@ CACR's repulsion (:mod:`.cacr`) only through the softmax mean ``Σ_j softmax_j(s
 embeddings (SimCLR's 2N views, cross-view pairs, a queue, V views) straight from the
 embeddings, through :func:`gram_logsumexp` and :func:`gram_softmax_mean`: one matrix
 product forward, the softmax gradient formed once, two products backward, and, with
-``block_size``, O(M·block) memory.
+``block_size``, O(M·block) memory. ``backend`` picks the implementation: these matrix
+products (``"torch"``), the fused Triton kernels of :mod:`._gram_triton` (``"triton"``,
+O(M) extra memory, ``block_size`` ignored) or ``"auto"`` (:mod:`._backend`).
 
 Safe under autocast and on half inputs by themselves: the wrappers cast to one compute
 dtype (at least float32) and run forward and backward with autocast off, as
@@ -25,6 +27,7 @@ from collections.abc import Callable
 import torch
 from torch import Tensor
 
+from . import _backend
 from ._precision import compute_dtype, no_autocast, upcast_tensor
 
 
@@ -302,6 +305,7 @@ def gram_softmax_mean(
     exclude: Tensor | None = None,
     block_size: int | None = None,
     detach_weights: bool = False,
+    backend: str = _backend.DEFAULT_BACKEND,
 ) -> Tensor:
     """Fused ``[M]`` softmax mean ``Σ_j softmax_j(scale·s_ij)·s_ij`` of the inner products
     ``s_ij = a_i·k_j`` with ``k = cat(keys or anchors, extra)``, ``scale > 0``; arguments
@@ -311,6 +315,10 @@ def gram_softmax_mean(
         raise ValueError(f"block_size must be a positive integer or None, got {block_size}")
     anchors, keys, extra = _common_dtype(anchors, keys, extra)
     with no_autocast(anchors.device.type):
+        if _backend.resolve(backend, anchors) == "triton":
+            return _backend.triton_gram().softmax_mean(
+                anchors, scale, keys, extra, exclude, detach_weights
+            )
         return _GramSoftmaxMean.apply(
             anchors, keys, extra, exclude, float(scale), block_size, bool(detach_weights)
         )
@@ -323,6 +331,7 @@ def gram_logsumexp(
     extra: Tensor | None = None,
     exclude: Tensor | None = None,
     block_size: int | None = None,
+    backend: str = _backend.DEFAULT_BACKEND,
 ) -> Tensor:
     """Fused ``lse [M]`` over the key matrix ``k = cat(keys or anchors, extra)``.
 
@@ -331,11 +340,14 @@ def gram_logsumexp(
     reach ``anchors`` and ``keys``. ``block_size`` trades a recomputed matrix product for
     memory: extra memory O(block_size·|k|) instead of O(M·|k|). Computed in the compute
     dtype of the three (at least float32) with autocast off; ``lse`` is in that dtype.
+    ``backend``: ``"torch"``, ``"triton"`` or ``"auto"`` (:mod:`._backend`).
     """
     if block_size is not None and block_size < 1:
         raise ValueError(f"block_size must be a positive integer or None, got {block_size}")
     anchors, keys, extra = _common_dtype(anchors, keys, extra)
     with no_autocast(anchors.device.type):
+        if _backend.resolve(backend, anchors) == "triton":
+            return _backend.triton_gram().logsumexp(anchors, scale, keys, extra, exclude)
         return _GramLogSumExp.apply(anchors, keys, extra, exclude, float(scale), block_size)
 
 
@@ -355,7 +367,8 @@ class GramNegatives(Negatives):
     ``cat(keys or anchors, extra)``, minus the columns in ``exclude [M, r]``.
 
     SimCLR's 2N layout is ``anchors = cat(z1, z2)``, ``keys = None`` and ``exclude`` each
-    row's own index and its positive's; a MoCo queue is ``extra`` (constant).
+    row's own index and its positive's; a MoCo queue is ``extra`` (constant). ``backend``
+    is passed to :func:`gram_logsumexp` and :func:`gram_softmax_mean`.
     """
 
     def __init__(
@@ -365,9 +378,11 @@ class GramNegatives(Negatives):
         extra: Tensor | None = None,
         exclude: Tensor | None = None,
         block_size: int | None = None,
+        backend: str = _backend.DEFAULT_BACKEND,
     ) -> None:
         self.anchors, self.keys, self.extra = anchors, keys, extra
         self.exclude, self.block_size = exclude, block_size
+        self.backend = backend
         own = anchors.shape[0] if keys is None else keys.shape[0]
         self._count = own + (0 if extra is None else extra.shape[0])
         self._count -= 0 if exclude is None else exclude.shape[1]
@@ -387,7 +402,7 @@ class GramNegatives(Negatives):
 
     def logsumexp(self, scale: float) -> Tensor:
         return gram_logsumexp(
-            self.anchors, scale, self.keys, self.extra, self.exclude, self.block_size
+            self.anchors, scale, self.keys, self.extra, self.exclude, self.block_size, self.backend
         )
 
     def softmax_mean(self, scale: float, detach_weights: bool = False) -> Tensor:
@@ -399,4 +414,5 @@ class GramNegatives(Negatives):
             self.exclude,
             self.block_size,
             detach_weights,
+            self.backend,
         )

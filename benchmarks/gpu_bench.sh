@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Issue #38 on one GPU, in one go (about 8 minutes on an H100): forward + backward time
+# and extra memory of every InfoNCE-family loss (and SupCon, LASCon, CACR) on both backends
+# (torch, triton) for N = 1024, 4096, 16384 pairs, d = 128, float32 and bfloat16 inputs,
+# against the three-GEMM floor and the plain-torch NT-Xent measured in the same run; then
+# NT-Xent at 65,536 pairs: fused Triton vs torch's tiled mode vs dense torch.
+# See benchmarks/gpu_loss_bench.py for what each cell is.
+#
+#   bash benchmarks/gpu_bench.sh                          # cuda: both backends
+#   DEVICE=cpu SIZES=64 bash benchmarks/gpu_bench.sh      # tiny CPU run, torch backend only
+#   LOSSES=ntxent,macl DTYPES=fp32 bash benchmarks/gpu_bench.sh   # a subset
+#
+# Every measurement also goes to $OUT/gpu_bench_<section>.json (default: a fresh temporary
+# directory). SECTIONS picks what runs, in order.
+set -euo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+DEVICE=${DEVICE:-cuda}
+SIZES=${SIZES:-1024,4096,16384}
+DTYPES=${DTYPES:-fp32,bf16}
+LOSSES=${LOSSES:-ntxent,infonce,infonce_queue,dcl,dclw,flatnce,dual_temperature,hcl,macl,supcon,lascon,cacr}
+DIM=${DIM:-128}
+REPEATS=${REPEATS:-20}
+if [[ $DEVICE == cuda* ]]; then TILED=${TILED:-65536}; else TILED=${TILED:-256}; fi
+PYTHON=${PYTHON:-python}
+OUT=${OUT:-$(mktemp -d -t contrastkit-gpu-bench-XXXXXX)}
+SECTIONS=${SECTIONS:-losses}
+mkdir -p "$OUT"
+
+for section in $SECTIONS; do
+  case $section in
+    losses)
+      "$PYTHON" "$HERE/gpu_loss_bench.py" --device "$DEVICE" --sizes "$SIZES" \
+        --dtypes "$DTYPES" --losses "$LOSSES" --dim "$DIM" --repeats "$REPEATS" \
+        --tiled "$TILED" --json "$OUT/gpu_bench_losses.json"
+      ;;
+    # Hook for the training-step part of issue #38 (another part of the issue): add a
+    # `train_step)` section here running its own helper under benchmarks/ with the same
+    # DEVICE, DTYPES and OUT, and append it to the default SECTIONS.
+    *)
+      echo "gpu_bench.sh: unknown section '$section' (known: losses)" >&2
+      exit 2
+      ;;
+  esac
+done
+echo "measurements in $OUT"

@@ -1,0 +1,73 @@
+"""Which implementation computes the fused Gram primitives: plain torch or Triton kernels.
+
+``backend`` is ``"torch"`` (the matrix products of :mod:`._negatives`), ``"triton"`` (the
+fused kernels of :mod:`._gram_triton`) or ``"auto"``: Triton for CUDA tensors when the
+``triton`` package imports, torch otherwise. Triton is optional (the ``gpu`` extra) and
+imported only when a call resolves to it, so ``import contrastkit`` never needs it.
+``"triton"`` on CPU tensors runs only under Triton's interpreter (``TRITON_INTERPRET=1``,
+set before triton is imported; the tests do so) and otherwise raises ``ValueError``.
+
+Example:
+    >>> import torch
+    >>> resolve("auto", torch.zeros(2, 3))
+    'torch'
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from types import ModuleType
+
+import torch
+from torch import Tensor
+
+from ..._optional import require
+
+BACKENDS = ("auto", "torch", "triton")
+DEFAULT_BACKEND = "torch"  # "auto" once the GPU measurements of issue #38 justify it
+# What the kernels take: one [block, d] tile holds a whole embedding (d <= MAX_DIM).
+DTYPES = (torch.float32, torch.bfloat16, torch.float16)
+MAX_DIM = 256
+
+
+def interpreted() -> bool:
+    """Whether Triton kernels run in its CPU interpreter (``TRITON_INTERPRET=1``)."""
+    return os.environ.get("TRITON_INTERPRET", "0") == "1"
+
+
+def resolve(backend: str, anchors: Tensor) -> str:
+    """``"torch"`` or ``"triton"``: the implementation ``backend`` means for ``anchors``."""
+    if backend not in BACKENDS:
+        choices = ", ".join(map(repr, BACKENDS))
+        raise ValueError(f"backend must be one of {choices}, got {backend!r}")
+    unfit = _unfit(anchors)
+    if backend == "auto":
+        usable = anchors.is_cuda and not unfit and importlib.util.find_spec("triton") is not None
+        return "triton" if usable else "torch"
+    if backend == "triton" and unfit:
+        raise ValueError(f"backend='triton' {unfit}")
+    return backend
+
+
+def _unfit(anchors: Tensor) -> str:
+    """Why the kernels cannot take ``anchors`` ("" when they can)."""
+    if not anchors.is_cuda and not interpreted():
+        return (
+            f"needs CUDA tensors, got {anchors.device.type} tensors "
+            "(on CPU only under Triton's interpreter, TRITON_INTERPRET=1)"
+        )
+    if anchors.dtype not in DTYPES:
+        return f"takes float32, bfloat16 or float16 embeddings, got {anchors.dtype}"
+    if anchors.shape[-1] > MAX_DIM:
+        return f"takes embeddings of d <= {MAX_DIM} features, got d = {anchors.shape[-1]}"
+    return ""
+
+
+def triton_gram() -> ModuleType:
+    """The Triton implementation, imported on first use; a missing ``triton`` raises
+    :class:`~contrastkit._optional.MissingExtraError` naming the ``gpu`` extra."""
+    require("triton", "gpu", "backend='triton'")
+    from . import _gram_triton
+
+    return _gram_triton

@@ -1,0 +1,216 @@
+"""Triton kernels of the fused Gram primitives (launched by :mod:`._gram_triton`).
+
+Notation: anchors ``a [M, d]``, keys ``k [K, d]`` (row-major, contiguous), similarities
+``s_ij = a_i·k_j``, inverse temperature ``σ`` (``scale``), and for each row the columns
+``j`` listed in ``exclude [M, R]`` are absent. Every kernel works on ``[BLOCK_M, BLOCK_N]``
+tiles of ``s`` computed on the fly by one ``tl.dot`` of a ``[BLOCK_M, BLOCK_D]`` anchor
+tile with a ``[BLOCK_N, BLOCK_D]`` key tile (``BLOCK_D`` = the next power of two >= d, so
+one tile holds whole embeddings); no ``[M, K]`` tensor is ever written. Products and
+every reduction accumulate in float32 whatever the input dtype.
+
+* :func:`forward_kernel` (one program per ``BLOCK_M`` rows, sweeping all columns): the
+  online log-sum-exp of flash attention, a running maximum ``m_i`` and sum
+  ``l_i = Σ_j exp(σ s_ij - m_i)`` rescaled by ``exp(m_old - m_new)`` when the maximum
+  grows, gives ``lse_i = m_i + log l_i``; with ``WITH_MEAN`` also
+  ``E_i = Σ_j exp(σ s_ij - m_i)·s_ij / l_i``, the softmax mean.
+* Backward, with the upstream gradient folded into per-row ``u_i, v_i`` by the caller:
+  ``∂L/∂s_ij = c_ij = p_ij·(u_i + v_i·s_ij)``, ``p_ij = exp(σ s_ij - lse_i)``
+  (``lse``: ``u = g·σ, v = 0``; softmax mean: ``u = g·(1 - σE), v = g·σ``; with detached
+  weights ``u = g, v = 0``). :func:`grad_anchors_kernel` (row-parallel) forms
+  ``∂a_i = Σ_j c_ij k_j``; :func:`grad_keys_kernel` (column-parallel, over the first
+  ``n_own`` key rows: the rest is the constant ``extra``) forms ``∂k_j = Σ_i c_ij a_i``.
+  Two kernels, each recomputing its tiles of ``s``, instead of one with atomic adds:
+  every output row is written once by one program, so the gradients are deterministic
+  (bitwise reproducible runs) and need no float32 scratch buffer or contention on
+  ``atomic_add``, at the price of one more ``a·kᵀ`` product in backward.
+
+For half-precision inputs the coefficients ``c`` are rounded to the input dtype before
+the backward products (tensor cores take both operands in one dtype), as flash attention
+does with its probabilities; the accumulation stays float32. ``UPCAST`` (set under the
+interpreter for bfloat16 only) multiplies in float32 instead: Triton's CPU interpreter
+stores bfloat16 as ``uint16`` and its ``tl.dot`` multiplies those bit patterns
+(triton-lang/triton#11584); bf16 products are exact in float32, so the result is the same.
+"""
+
+from __future__ import annotations
+
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _load_rows(ptr, idx, n, offs_d, d):
+    """``[len(idx), BLOCK_D]`` rows ``idx`` of a row-major ``[n, d]`` matrix, 0-padded."""
+    mask = (idx[:, None] < n) & (offs_d[None, :] < d)
+    return tl.load(ptr + idx[:, None] * d + offs_d[None, :], mask=mask, other=0.0)
+
+
+@triton.jit
+def _dot(x, y, PRECISION: tl.constexpr, UPCAST: tl.constexpr):
+    """``x·y`` accumulated in float32 (``UPCAST``: operands in float32, see above)."""
+    if UPCAST:
+        return tl.dot(x.to(tl.float32), y.to(tl.float32), input_precision="ieee")
+    return tl.dot(x, y, input_precision=PRECISION, out_dtype=tl.float32)
+
+
+@triton.jit
+def _tile(
+    a,
+    k,
+    excl_ptr,
+    rows,
+    cols,
+    m,
+    n_cols,
+    R: tl.constexpr,
+    PRECISION: tl.constexpr,
+    UPCAST: tl.constexpr,
+):
+    """``s = a·kᵀ`` ``[BLOCK_M, BLOCK_N]`` in float32 and the mask of its present entries:
+    columns < n_cols and not among the row's ``R`` excluded columns. Padding rows
+    (>= m) keep their columns, so their sums stay finite; they are never stored, and in
+    backward their zero ``u`` and zero anchors contribute nothing."""
+    s = _dot(a, tl.trans(k), PRECISION, UPCAST)
+    present = (cols[None, :] < n_cols) & (rows[:, None] >= 0)
+    for t in tl.static_range(R):
+        excluded = tl.load(excl_ptr + rows * R + t, mask=rows < m, other=-1)
+        present &= cols[None, :] != excluded[:, None]
+    return s, present
+
+
+@triton.jit
+def _coefficients(s, present, lse, u, v, scale, WITH_V: tl.constexpr):
+    """``c_ij = p_ij·(u_i + v_i·s_ij)`` with ``p_ij = exp(σ s_ij - lse_i)``, 0 if absent."""
+    p = tl.where(present, tl.exp(s * scale - lse[:, None]), 0.0)
+    if WITH_V:
+        return p * (u[:, None] + v[:, None] * s)
+    return p * u[:, None]
+
+
+@triton.jit
+def forward_kernel(
+    a_ptr,
+    k_ptr,
+    excl_ptr,
+    lse_ptr,
+    mean_ptr,
+    m,
+    n_cols,
+    d,
+    scale,
+    R: tl.constexpr,
+    WITH_MEAN: tl.constexpr,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_D: tl.constexpr,
+    PRECISION: tl.constexpr,
+    UPCAST: tl.constexpr,
+):
+    """``lse [M]`` (and, ``WITH_MEAN``, the softmax mean ``E [M]``) of ``BLOCK_M`` rows."""
+    rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_d = tl.arange(0, BLOCK_D)
+    a = _load_rows(a_ptr, rows, m, offs_d, d)
+    run_max = tl.full([BLOCK_M], float("-inf"), tl.float32)
+    run_sum = tl.zeros([BLOCK_M], tl.float32)
+    run_dot = tl.zeros([BLOCK_M], tl.float32)  # Σ_j exp(σ s_ij - m_i)·s_ij
+    for c0 in range(0, n_cols, BLOCK_N):
+        cols = c0 + tl.arange(0, BLOCK_N)
+        k = _load_rows(k_ptr, cols, n_cols, offs_d, d)
+        s, present = _tile(a, k, excl_ptr, rows, cols, m, n_cols, R, PRECISION, UPCAST)
+        logits = tl.where(present, s * scale, float("-inf"))
+        new_max = tl.maximum(run_max, tl.max(logits, axis=1))
+        shift = tl.where(new_max == float("-inf"), 0.0, new_max)  # a row absent so far
+        decay = tl.exp(run_max - shift)
+        e = tl.exp(logits - shift[:, None])
+        run_sum = run_sum * decay + tl.sum(e, axis=1)
+        if WITH_MEAN:
+            run_dot = run_dot * decay + tl.sum(e * s, axis=1)
+        run_max = new_max
+    tl.store(lse_ptr + rows, run_max + tl.log(run_sum), mask=rows < m)
+    if WITH_MEAN:
+        tl.store(mean_ptr + rows, run_dot / run_sum, mask=rows < m)
+
+
+@triton.jit
+def grad_anchors_kernel(
+    a_ptr,
+    k_ptr,
+    excl_ptr,
+    lse_ptr,
+    u_ptr,
+    v_ptr,
+    da_ptr,
+    m,
+    n_cols,
+    d,
+    scale,
+    R: tl.constexpr,
+    WITH_V: tl.constexpr,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_D: tl.constexpr,
+    PRECISION: tl.constexpr,
+    UPCAST: tl.constexpr,
+):
+    """``∂a_i = Σ_j c_ij k_j`` for ``BLOCK_M`` rows, over all ``n_cols`` keys."""
+    rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_d = tl.arange(0, BLOCK_D)
+    a = _load_rows(a_ptr, rows, m, offs_d, d)
+    lse = tl.load(lse_ptr + rows, mask=rows < m, other=0.0)
+    u = tl.load(u_ptr + rows, mask=rows < m, other=0.0)
+    v = tl.load(v_ptr + rows, mask=rows < m, other=0.0) if WITH_V else u
+    acc = tl.zeros([BLOCK_M, BLOCK_D], tl.float32)
+    for c0 in range(0, n_cols, BLOCK_N):
+        cols = c0 + tl.arange(0, BLOCK_N)
+        k = _load_rows(k_ptr, cols, n_cols, offs_d, d)
+        s, present = _tile(a, k, excl_ptr, rows, cols, m, n_cols, R, PRECISION, UPCAST)
+        c = _coefficients(s, present, lse, u, v, scale, WITH_V)
+        acc += _dot(c.to(k.dtype), k, PRECISION, UPCAST)
+    mask = (rows[:, None] < m) & (offs_d[None, :] < d)
+    out = da_ptr + rows[:, None] * d + offs_d[None, :]
+    tl.store(out, acc.to(da_ptr.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def grad_keys_kernel(
+    a_ptr,
+    k_ptr,
+    excl_ptr,
+    lse_ptr,
+    u_ptr,
+    v_ptr,
+    dk_ptr,
+    m,
+    n_own,
+    d,
+    scale,
+    R: tl.constexpr,
+    WITH_V: tl.constexpr,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_D: tl.constexpr,
+    PRECISION: tl.constexpr,
+    UPCAST: tl.constexpr,
+):
+    """``∂k_j = Σ_i c_ij a_i`` for ``BLOCK_N`` of the first ``n_own`` keys, over all rows."""
+    cols = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
+    offs_d = tl.arange(0, BLOCK_D)
+    k = _load_rows(k_ptr, cols, n_own, offs_d, d)
+    acc = tl.zeros([BLOCK_N, BLOCK_D], tl.float32)
+    for r0 in range(0, m, BLOCK_M):
+        rows = r0 + tl.arange(0, BLOCK_M)
+        a = _load_rows(a_ptr, rows, m, offs_d, d)
+        lse = tl.load(lse_ptr + rows, mask=rows < m, other=0.0)
+        u = tl.load(u_ptr + rows, mask=rows < m, other=0.0)
+        v = tl.load(v_ptr + rows, mask=rows < m, other=0.0) if WITH_V else u
+        s, present = _tile(a, k, excl_ptr, rows, cols, m, n_own, R, PRECISION, UPCAST)
+        c = _coefficients(s, present, lse, u, v, scale, WITH_V)
+        acc += _dot(tl.trans(c).to(a.dtype), a, PRECISION, UPCAST)
+    mask = (cols[:, None] < n_own) & (offs_d[None, :] < d)
+    out = dk_ptr + cols[:, None] * d + offs_d[None, :]
+    tl.store(out, acc.to(dk_ptr.dtype.element_ty), mask=mask)
+
+
+def block_d(d: int) -> int:
+    """``BLOCK_D``: the next power of two >= d, at least 16 (``tl.dot``'s minimum)."""
+    return max(16, triton.next_power_of_2(d))

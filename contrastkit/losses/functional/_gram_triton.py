@@ -1,0 +1,174 @@
+"""The Triton backend of :func:`~._negatives.gram_logsumexp` and
+:func:`~._negatives.gram_softmax_mean` (imports ``triton``; reached through
+:func:`._backend.triton_gram` only).
+
+Same arguments and values as the torch implementation: over the key matrix
+``k = cat(keys or anchors, extra)`` ``[K, d]`` and each row's columns not in
+``exclude [M, R]``,
+
+* :func:`logsumexp`: ``lse_i = log Σ_j exp(σ·a_i·k_j)``;
+* :func:`softmax_mean`: ``E_i = Σ_j p_ij·s_ij``, ``p_i = softmax_j(σ·s_ij)``, ``s_ij = a_i·k_j``.
+
+Forward keeps only ``lse [M]`` (and ``E [M]``) for backward, which recomputes the
+similarity tiles from the anchors and keys (see :mod:`._gram_kernels` for the equations
+and the kernel layout). Extra memory is O(M + K·d) (the key matrix ``k``), whatever
+``M`` and ``K``: the tiled mode's ``block_size`` of the torch implementation has nothing
+left to trade here and is accepted and ignored. The statistics are returned in float32,
+also for bfloat16/float16 inputs (the kernels accumulate in float32); gradients come back
+in the inputs' dtype. Tiles: ``BLOCK_M x BLOCK_N`` = 64 x 64 for float32 inputs and
+128 x 64 for half precision, 8 warps, 2 pipeline stages: a ``[64, d <= 256]`` float32 tile
+is at most 64 KiB, and compiled ahead of time for sm_90 (H100) the kernels take 64-80 KiB
+of shared memory at d = 128 and at most 144 KiB at d = 256 (3 stages would need up to
+208 KiB), so anchors, keys and the backward accumulator fit together; to be tuned on the
+GPU (issue #38). float32 products follow torch's own setting: exact IEEE float32 unless
+``torch.backends.cuda.matmul.allow_tf32`` asks for TF32 (half precision: tensor cores).
+"""
+
+from __future__ import annotations
+
+import torch
+import triton
+from torch import Tensor
+from torch.autograd.function import once_differentiable
+
+from . import _gram_kernels as kernels
+from ._backend import interpreted
+
+NUM_WARPS, NUM_STAGES = 8, 2
+
+
+def default_tiles(dtype: torch.dtype) -> tuple[int, int]:
+    """``(BLOCK_M, BLOCK_N)`` for inputs of ``dtype`` (see the module docstring)."""
+    return (64, 64) if dtype == torch.float32 else (128, 64)
+
+
+def _precision(dtype: torch.dtype) -> str:
+    """``tl.dot``'s input precision: IEEE for float32 unless torch allows TF32 matmuls
+    (for half precision the setting does not apply; Triton's default is passed)."""
+    exact = dtype == torch.float32 and not torch.backends.cuda.matmul.allow_tf32
+    return "ieee" if exact else "tf32"
+
+
+class _GramStatistic(torch.autograd.Function):
+    """The row statistic ``mode`` (``"lse"``, ``"mean"`` or ``"mean_detached"``) of the
+    ``scale``-softmax over ``s = anchors·kᵀ``; gradients for ``anchors`` and ``keys``."""
+
+    @staticmethod
+    def forward(  # type: ignore[override]
+        ctx,
+        anchors: Tensor,
+        keys: Tensor | None,
+        extra: Tensor | None,
+        exclude: Tensor | None,
+        scale: float,
+        mode: str,
+        tiles: tuple[int, int],
+    ) -> Tensor:
+        a = anchors.contiguous()
+        own = a if keys is None else keys.to(a.dtype).contiguous()
+        k = own if extra is None else torch.cat([own, extra.to(a.dtype)]).contiguous()
+        excl = None if exclude is None else exclude.contiguous()
+        m, d = a.shape
+        lse, mean = a.new_empty(m, dtype=torch.float32), a.new_empty(m, dtype=torch.float32)
+        if m > 0:
+            kernels.forward_kernel[(triton.cdiv(m, tiles[0]),)](
+                *(a, k, excl, lse, mean, m, k.shape[0], d, scale),
+                **_meta(excl, tiles, a, WITH_MEAN=mode != "lse"),
+            )
+        ctx.save_for_backward(a, k, excl, lse, mean)
+        ctx.scale, ctx.mode, ctx.tiles = scale, mode, tiles
+        ctx.n_own, ctx.own_keys = own.shape[0], keys is None
+        return lse if mode == "lse" else mean
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, grad: Tensor) -> tuple:  # type: ignore[override]
+        a, k, excl, lse, mean = ctx.saved_tensors
+        scale, tiles, (m, d) = ctx.scale, ctx.tiles, a.shape
+        g = grad.float().contiguous()
+        if ctx.mode == "lse":  # ∂lse_i/∂s_ij = σ·p_ij
+            u, v = g * scale, None
+        elif ctx.mode == "mean":  # ∂E_i/∂s_ij = p_ij·(1 + σ·(s_ij - E_i))
+            u, v = g * (1.0 - scale * mean), g * scale
+        else:  # detached weights: ∂E_i/∂s_ij = p_ij
+            u, v = g, None
+        args = (a, k, excl, lse, u, v)
+        meta = _meta(excl, tiles, a, WITH_V=v is not None)
+        need_anchors, need_keys = ctx.needs_input_grad[0], ctx.needs_input_grad[1]
+        grad_a = grad_k = None
+        if need_anchors:
+            grad_a = torch.zeros_like(a)
+            if m > 0:
+                kernels.grad_anchors_kernel[(triton.cdiv(m, tiles[0]),)](
+                    *args, grad_a, m, k.shape[0], d, scale, **meta
+                )
+        if need_keys or (need_anchors and ctx.own_keys):
+            grad_k = k.new_zeros(ctx.n_own, d)
+            if m > 0 and ctx.n_own > 0:
+                kernels.grad_keys_kernel[(triton.cdiv(ctx.n_own, tiles[1]),)](
+                    *args, grad_k, m, ctx.n_own, d, scale, **meta
+                )
+        if ctx.own_keys:  # the keys are the anchors: both parts of the gradient are theirs
+            grad_a = _sum(grad_a, grad_k)
+            grad_k = None
+        return grad_a, grad_k, None, None, None, None, None
+
+
+def _sum(x: Tensor | None, y: Tensor | None) -> Tensor | None:
+    return y if x is None else x if y is None else x + y
+
+
+def _meta(excl: Tensor | None, tiles: tuple[int, int], a: Tensor, **flags: bool) -> dict:
+    """The compile-time arguments shared by the kernels."""
+    return {
+        "R": 0 if excl is None else excl.shape[1],
+        "BLOCK_M": tiles[0],
+        "BLOCK_N": tiles[1],
+        "BLOCK_D": kernels.block_d(a.shape[1]),
+        "PRECISION": _precision(a.dtype),
+        "UPCAST": a.dtype == torch.bfloat16 and interpreted(),
+        "num_warps": NUM_WARPS,
+        "num_stages": NUM_STAGES,
+        **flags,
+    }
+
+
+def _tiles(anchors: Tensor, tiles: tuple[int, int] | None) -> tuple[int, int]:
+    if tiles is None:
+        return default_tiles(anchors.dtype)
+    if min(tiles) < 16 or any(t & (t - 1) for t in tiles):
+        raise ValueError(f"tiles must be powers of two >= 16, got {tiles}")
+    return tiles
+
+
+def logsumexp(
+    anchors: Tensor,
+    scale: float,
+    keys: Tensor | None = None,
+    extra: Tensor | None = None,
+    exclude: Tensor | None = None,
+    tiles: tuple[int, int] | None = None,
+) -> Tensor:
+    """Fused ``lse [M]`` (float32), as :func:`~._negatives.gram_logsumexp`; ``extra`` is
+    constant. ``tiles`` overrides ``(BLOCK_M, BLOCK_N)`` (powers of two >= 16)."""
+    extra = None if extra is None else extra.detach()
+    return _GramStatistic.apply(
+        anchors, keys, extra, exclude, float(scale), "lse", _tiles(anchors, tiles)
+    )
+
+
+def softmax_mean(
+    anchors: Tensor,
+    scale: float,
+    keys: Tensor | None = None,
+    extra: Tensor | None = None,
+    exclude: Tensor | None = None,
+    detach_weights: bool = False,
+    tiles: tuple[int, int] | None = None,
+) -> Tensor:
+    """Fused softmax mean ``E [M]`` (float32), as :func:`~._negatives.gram_softmax_mean`."""
+    extra = None if extra is None else extra.detach()
+    mode = "mean_detached" if detach_weights else "mean"
+    return _GramStatistic.apply(
+        anchors, keys, extra, exclude, float(scale), mode, _tiles(anchors, tiles)
+    )
