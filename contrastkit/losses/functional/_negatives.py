@@ -396,9 +396,8 @@ class GramNegatives(Negatives):
 
     def upcast(self) -> GramNegatives:
         keys, extra = (None if t is None else upcast_tensor(t) for t in (self.keys, self.extra))
-        return GramNegatives(
-            upcast_tensor(self.anchors), keys, extra, self.exclude, self.block_size
-        )
+        anchors = upcast_tensor(self.anchors)
+        return GramNegatives(anchors, keys, extra, self.exclude, self.block_size, self.backend)
 
     def logsumexp(self, scale: float) -> Tensor:
         return gram_logsumexp(
