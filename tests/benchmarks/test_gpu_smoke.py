@@ -42,8 +42,9 @@ def test_cpu_smoke_runs_any_pair_subset_in_each_precision(tmp_path: Path) -> Non
         "COMPILE": "--no-compile",
         "TEXT": "0",
         "THREADS": "1",
-        "PRECISIONS": "fp32 bf16",
-        "PAIRS": "moco:infonce supervised:supcon",  # no simclr:ntxent
+        "PRECISIONS": "bf16 fp16",
+        # no simclr:ntxent; MoCo + MACL and NNCLR crashed in half precision before issue 37
+        "PAIRS": "moco:macl nnclr:ntxent",
         "EPOCHS": "2",
         "SAMPLES": "256",
         "BATCH": "64",
@@ -57,11 +58,11 @@ def test_cpu_smoke_runs_any_pair_subset_in_each_precision(tmp_path: Path) -> Non
     )
     assert done.returncode == 0, done.stdout + done.stderr
     lines = done.stdout.splitlines()
-    rows = [line.split() for line in lines if line.startswith(("moco/", "supervised/"))]
+    rows = [line.split() for line in lines if line.startswith(("moco/", "nnclr/"))]
     assert [row[:2] for row in rows] == [
-        ["moco/infonce", "fp32"], ["supervised/supcon", "fp32"],
-        ["moco/infonce", "bf16"], ["supervised/supcon", "bf16"],
+        ["moco/macl", "bf16"], ["nnclr/ntxent", "bf16"],
+        ["moco/macl", "fp16"], ["nnclr/ntxent", "fp16"],
     ]  # fmt: skip
     assert all(float(row[2]) > 0 and math.isfinite(float(row[4])) for row in rows)
-    assert any(line.startswith("device cpu (None), precisions fp32 bf16,") for line in lines)
+    assert any(line.startswith("device cpu (None), precisions bf16 fp16,") for line in lines)
     assert "study part: skipped (STUDY=0)" in lines and "text part: skipped (TEXT=0)" in lines
