@@ -280,7 +280,7 @@ def run(args: argparse.Namespace) -> int:
         if out is not None:
             out = prepare_run_dir(out, resume=args.resume, overwrite=args.overwrite)
         trainer = cls(config, out, progress=not args.no_progress)  # reads the data
-        if trainer.rank == 0:  # under torchrun, once
+        if trainer.rank == 0 and not args.resume:  # once, when a run starts (not resumes)
             print(describe(config.to_dict()), file=sys.stderr)
         final = trainer.fit(resume=args.resume)
     if final:  # under torchrun only rank 0 evaluates
