@@ -17,9 +17,7 @@ GENERAL = {"-h", "--help", "--config", "--debug", "--trust-checkpoint"}
 
 
 def _command(name: str) -> argparse.ArgumentParser:
-    sub = next(
-        a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)
-    )
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
     return sub.choices[name]
 
 
