@@ -8,6 +8,10 @@
 * A results page's link to a section of the repository's README.md points to the site page
   that now holds that section (``README_SECTIONS``), so the link survives the README's
   shortening and stays inside the site.
+* A link to another repository file outside docs/ (a study config: the generated
+  ``docs/studies/CLAIMS.md`` and ``CONFIRMATION.md`` and the claims table link
+  ``configs/studies/*.yaml``, which work on GitHub) has no page on the site: it becomes its
+  text followed by the path in code.
 """
 
 from __future__ import annotations
@@ -43,9 +47,21 @@ README_SECTIONS = {
     "huge-batches-memory-tiled-mode": "guides/performance.md",
     "distributed-training-with-gathered-negatives": "guides/distributed.md",
     "training-on-gpus": "guides/gpu.md",
-    "reliability": "troubleshooting.md",
+    "reliability": "results/reliability.md",
+    "fused-triton-kernels-backend": "guides/performance.md",
+    "what-make-demo-runs": "development.md",
+    "tests": "development.md",
+    # the README's own sections since issue 41 (a few lines each, linking here)
+    "a-loss-in-your-own-loop": "getting-started/own-loop.md",
+    "contrastkit-train": "guides/images.md",
+    "contrastkit-study": "guides/studies.md",
+    "results": "results/claims.md",
+    "documentation": "index.md",
 }
 README_LINK = re.compile(r"\]\(((?:\.\./)+)README\.md(?:#([^)\s]*))?\)")
+REPOSITORY_LINK = re.compile(
+    r"\[([^\]]*)\]\(((?:\.\./)*)((?:configs|benchmarks|contrastkit)/[^)\s]+)\)"
+)
 CLAIMS_MARKER = "<!-- claims-table -->"
 
 
@@ -67,6 +83,17 @@ def _readme_links(markdown: str, src_uri: str) -> str:
     return README_LINK.sub(point, markdown)
 
 
+def _repository_links(markdown: str, src_uri: str) -> str:
+    depth = src_uri.count("/") + 1  # `../` steps from the page up to the repository root
+
+    def plain(match: re.Match[str]) -> str:
+        if match.group(2).count("../") != depth:
+            return match.group(0)
+        return f"{match.group(1)} (`{match.group(3)}`)"
+
+    return REPOSITORY_LINK.sub(plain, markdown)
+
+
 def _claims_tables(src_uri: str) -> str:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     printed = subprocess.run(
@@ -79,6 +106,8 @@ def _claims_tables(src_uri: str) -> str:
     ).stdout
     up = posixpath.relpath(".", posixpath.dirname(src_uri) or ".")
     printed = printed.replace("](docs/", f"]({up}/")
+    # and its links to study configs, relative to the repository root as on GitHub
+    printed = REPOSITORY_LINK.sub(lambda m: f"{m.group(1)} (`{m.group(3)}`)", printed)
     # The pending studies' commands name configs/; they are code, not links.
     return printed
 
@@ -86,6 +115,7 @@ def _claims_tables(src_uri: str) -> str:
 def on_page_markdown(markdown, page, config, files):
     src_uri = page.file.src_uri
     markdown = _readme_links(markdown, src_uri)
+    markdown = _repository_links(markdown, src_uri)
     if CLAIMS_MARKER in markdown:
         markdown = markdown.replace(CLAIMS_MARKER, _claims_tables(src_uri))
     if losstables.MARKER.search(markdown):

@@ -59,11 +59,13 @@ HEADERS = {
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    add_train_arguments(parser)
-    parser.add_argument("--losses", help="comma-separated loss names, one run each")
-    parser.add_argument("--seeds", help="comma-separated seeds (default 0)")
-    parser.add_argument("--out", help="output directory (one sub-directory per run and seed)")
-    parser.add_argument(
+    groups = add_train_arguments(parser)
+    groups["loss"].add_argument("--losses", help="comma-separated loss names, one run each")
+    groups["optimisation"].add_argument("--seeds", help="comma-separated seeds (default 0)")
+    groups["output"].add_argument(
+        "--out", help="output directory (one sub-directory per run and seed)"
+    )
+    groups["output"].add_argument(
         "--summarize-only",
         action="store_true",
         help="train nothing: tabulate the runs and seeds that have finished (final.json)",
@@ -269,9 +271,7 @@ def _compare(
     summary: dict[str, dict[str, Any]] = {}
     dirs: dict[str, list[Path]] = {}
     # one label-aware run (SupCon, LASCon) gives every run the downstream head and geometry
-    label_aware = any(
-        issubclass(trainer_class(config), LabelAwareTrainer) for _, config in planned
-    )
+    label_aware = any(issubclass(trainer_class(config), LabelAwareTrainer) for _, config in planned)
     for label, config in planned:
         finals, dirs[label] = [], []
         for seed in seeds:

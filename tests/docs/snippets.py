@@ -5,8 +5,8 @@ starting ``<!-- no-run`` (a GPU, data, several processes or a long run): such a 
 only compiled. A ```` ```bash ```` / ```` ```sh ```` block's lines that call ``contrastkit``
 (also ``torchrun ... -m contrastkit.cli``) are parsed by the CLI's own parser.
 
-``DOC_FILES`` is the list of files the tests take; add a file (the README, for instance) to
-have its python blocks run and its ``contrastkit`` commands parsed too.
+``DOC_FILES`` is the list of files the tests take: the README and the site's hand-written
+pages (``development.md`` and ``defaults.md`` included).
 """
 
 from __future__ import annotations
@@ -22,8 +22,10 @@ SITE_PAGES = [
     *sorted(p for folder in SITE_FOLDERS for p in (ROOT / "docs" / folder).glob("*.md")),
     ROOT / "docs" / "index.md",
     ROOT / "docs" / "troubleshooting.md",
+    ROOT / "docs" / "development.md",
+    ROOT / "docs" / "defaults.md",
 ]
-DOC_FILES: list[Path] = SITE_PAGES
+DOC_FILES: list[Path] = [ROOT / "README.md", *SITE_PAGES]
 
 FENCE = re.compile(r"^```(\w*)[^\n]*\n(.*?)^```\s*$", re.MULTILINE | re.DOTALL)
 NO_RUN = re.compile(r"<!--\s*no-run\b[^>]*-->\s*$")
