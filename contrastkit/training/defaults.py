@@ -12,13 +12,12 @@ never holds ``None`` for them and ``final.json`` records the values the run used
   - ``adam``: 1e-3, × batch/256 above 256, 1e-6, constant (MACL App. B.3: Adam replaces
     SimCLR's LARS on CIFAR-10; no schedule named);
   - ``adamw``: Adam's values (the same MACL App. B.3 recipe with decoupled decay);
-  - ``sgd``: 0.12 × batch/256, 1e-4 (CACR App. B.1: "0.12 per 256 batch size", momentum
-    0.9, weight decay 1e-4), constant (CACR's decays at epochs 155/170/185 of 200 are
-    set per run with ``schedule=step``);
+  - ``sgd``: 0.12 × batch/256, 1e-4 (CACR App. B.1: a rate of 0.12 for every 256 samples
+    of batch, momentum 0.9, weight decay 1e-4), constant (CACR's decays at epochs
+    155/170/185 of 200 are set per run with ``schedule=step``);
   - ``lars``: 0.3 × batch/256, 1e-6, warm-up + cosine (SimCLR, Chen et al. 2020, App. B.1:
-    "LARS with learning rate of 0.3 × BatchSize/256 and weight decay of 10⁻⁶ ... linear
-    warmup for the first 10 epochs, and decay the learning rate with the cosine decay
-    schedule"; the same recipe in MACL App. B.1).
+    LARS at 0.3 times batch/256, weight decay 1e-6, 10 epochs of linear warm-up, then
+    cosine decay; the same recipe in MACL App. B.1).
 
 * ``warmup_epochs``: under ``lars`` with ``warmup_cosine``, 10 epochs (SimCLR App. B.1),
   at most a tenth of the run (SimCLR's shortest runs, 100 epochs, warm up for 10%), so
