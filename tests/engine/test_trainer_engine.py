@@ -81,6 +81,8 @@ def test_every_framework_on_every_available_device(
     assert 0.0 <= trainer.knn(train_feats, test_feats)["knn_accuracy"] <= 1.0
 
 
+# one worker compiles at a time: the inductor cache on disk is shared by the xdist workers
+@pytest.mark.xdist_group("inductor")
 @pytest.mark.skipif(
     not any(shutil.which(c) for c in ("g++", "c++", "clang++")),
     reason="torch.compile's CPU backend (inductor) needs a C++ compiler; none on PATH",

@@ -83,6 +83,8 @@ def test_the_matrix_covers_every_framework() -> None:
     assert ("moco", "macl") in PAIRS and ("nnclr", "ntxent") in PAIRS
 
 
+# one worker compiles at a time: the inductor cache on disk is shared by the xdist workers
+@pytest.mark.xdist_group("inductor")
 @pytest.mark.skipif(
     not any(shutil.which(c) for c in ("g++", "c++", "clang++")),
     reason="torch.compile's CPU backend (inductor) needs a C++ compiler; none on PATH",

@@ -308,8 +308,9 @@ def test_pathology_omega_moves_the_invariance_target_to_2_over_d() -> None:
     eye = torch.eye(width, dtype=torch.bool)
     diag_c = torch.full((width,), 0.5, requires_grad=True)
     log_tau = torch.zeros(width, requires_grad=True)  # τ⁺ = 1 to start
-    optimizer = torch.optim.Adam([diag_c, log_tau], lr=0.01)
-    for _ in range(3000):
+    # lr 0.03: converged to ~1e-7 of 2/d' within 800 steps (lr 0.01 needed 3000)
+    optimizer = torch.optim.Adam([diag_c, log_tau], lr=0.03)
+    for _ in range(800):
         corr = torch.diag_embed(diag_c)[None]
         tau = torch.where(eye, torch.diag_embed(log_tau.exp()), 1.0)[None]
         loss = F.amcl_barlow_twins(corr, tau, dim=width, beta=1.0)

@@ -207,6 +207,8 @@ def test_every_epoch_record_has_its_final_dev_score_and_mean_geometry(
             assert record[key] == pytest.approx(sum(steps) / 2, rel=1e-12)
 
 
+# one worker compiles at a time: the inductor cache on disk is shared by the xdist workers
+@pytest.mark.xdist_group("inductor")
 @pytest.mark.skipif(
     not any(shutil.which(c) for c in ("g++", "c++", "clang++")),
     reason="torch.compile's CPU backend (inductor) needs a C++ compiler; none on PATH",
