@@ -342,15 +342,16 @@ class Trainer:
             self.epoch += 1
             evaluate = self.epoch % self.config.eval_every == 0 or self.epoch == self.config.epochs
             began = time.perf_counter()
+            feats = None  # frozen (train, test) features, computed once per epoch
             if evaluate and self.rank == 0 and self.epoch_features:
-                train_feats, test_feats = self.features()
-                record.update(self.knn(train_feats, test_feats))
+                feats = self.features()
+                record.update(self.knn(*feats))
                 if self.probe is not None:
                     record["online_probe_test_accuracy"] = self.probe.accuracy(
-                        test_feats, self.data.y_test
+                        feats[1], self.data.y_test
                     )
             if self.rank == 0 and self.epoch in self.config.final_eval_epochs():
-                record.update(finite_numbers(self.final_metrics(*self.features())))
+                record.update(finite_numbers(self.final_metrics(*(feats or self.features()))))
             record["eval_time_s"] = time.perf_counter() - began  # ~0 on epochs not evaluated
             self.history.append(record)
             checkpoint.save_epoch(self, record)
