@@ -9,6 +9,7 @@ import json
 import math
 import os
 import pickle
+import shutil
 import tarfile
 from pathlib import Path
 
@@ -214,9 +215,7 @@ def test_resume_names_the_one_config_key_that_differs(
     tmp_path: Path, finished_run: Path, capsys: pytest.CaptureFixture
 ) -> None:
     run = tmp_path / "run"
-    run.mkdir()
-    for f in finished_run.iterdir():
-        (run / f.name).write_bytes(f.read_bytes())
+    shutil.copytree(finished_run, run)
     _resave(run, {"config": {"extra_key": 1}})
     err = _fails(capsys, ["train", *TINY, "--epochs=2", "--resume", "--out", run],
                  "differs in: extra_key (unknown to this version))")
@@ -227,9 +226,7 @@ def test_a_checkpoint_without_its_digest_needs_trust(
     tmp_path: Path, finished_run: Path, capsys: pytest.CaptureFixture
 ) -> None:
     run = tmp_path / "run"
-    run.mkdir()
-    for f in finished_run.iterdir():
-        (run / f.name).write_bytes(f.read_bytes())
+    shutil.copytree(finished_run, run)
     weights = load_checkpoint(run / CHECKPOINT)["model"]
     name = next(k for k, v in weights.items() if v.is_floating_point())
     _resave(run, {"model": {name: weights[name] + 1}}, drop_digest=True)
