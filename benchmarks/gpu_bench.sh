@@ -9,9 +9,12 @@
 #   bash benchmarks/gpu_bench.sh                          # cuda: both backends
 #   DEVICE=cpu SIZES=64 bash benchmarks/gpu_bench.sh      # tiny CPU run, torch backend only
 #   LOSSES=ntxent,macl DTYPES=fp32 bash benchmarks/gpu_bench.sh   # a subset
+#   SECTIONS="sweep losses" SWEEP_ARGS="--sizes 4096" bash benchmarks/gpu_bench.sh
 #
 # Every measurement also goes to $OUT/gpu_bench_<section>.json (default: a fresh temporary
-# directory). SECTIONS picks what runs, in order.
+# directory). SECTIONS picks what runs, in order: `losses` (the table above) and `sweep`
+# (benchmarks/gpu_tile_sweep.py: Triton against torch and float64 on the GPU, then the
+# kernels' tile shapes), e.g. SECTIONS="sweep losses".
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 DEVICE=${DEVICE:-cuda}
@@ -20,7 +23,7 @@ DTYPES=${DTYPES:-fp32,bf16}
 LOSSES=${LOSSES:-ntxent,infonce,infonce_queue,dcl,dclw,flatnce,dual_temperature,hcl,macl,supcon,lascon,cacr}
 DIM=${DIM:-128}
 REPEATS=${REPEATS:-20}
-if [[ $DEVICE == cuda* ]]; then TILED=${TILED:-65536}; else TILED=${TILED:-256}; fi
+if [[ $DEVICE == cuda* ]]; then TILED=${TILED:-65536}; else TILED=${TILED:-256}; fi  # 0: none
 PYTHON=${PYTHON:-python}
 OUT=${OUT:-$(mktemp -d -t contrastkit-gpu-bench-XXXXXX)}
 SECTIONS=${SECTIONS:-losses}
@@ -33,11 +36,16 @@ for section in $SECTIONS; do
         --dtypes "$DTYPES" --losses "$LOSSES" --dim "$DIM" --repeats "$REPEATS" \
         --tiled "$TILED" --json "$OUT/gpu_bench_losses.json"
       ;;
+    sweep)
+      # shellcheck disable=SC2086 # SWEEP_ARGS: extra arguments of gpu_tile_sweep.py
+      "$PYTHON" "$HERE/gpu_tile_sweep.py" --device "$DEVICE" --dim "$DIM" ${SWEEP_ARGS:-} \
+        | tee "$OUT/gpu_bench_sweep.txt"
+      ;;
     # Hook for the training-step part of issue #38 (another part of the issue): add a
     # `train_step)` section here running its own helper under benchmarks/ with the same
     # DEVICE, DTYPES and OUT, and append it to the default SECTIONS.
     *)
-      echo "gpu_bench.sh: unknown section '$section' (known: losses)" >&2
+      echo "gpu_bench.sh: unknown section '$section' (known: losses, sweep)" >&2
       exit 2
       ;;
   esac

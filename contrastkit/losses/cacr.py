@@ -64,7 +64,8 @@ class CACR(nn.Module):
             ``"triton"`` or ``"auto"`` (see :class:`~contrastkit.losses.TwoViewContrastive`;
             uniform negative weights need no Gram statistic and stay plain torch).
 
-    After each call :attr:`last_parts` holds ``(L_CA, L_CR)`` as floats.
+    After each call :attr:`last_parts` holds ``(L_CA, L_CR)`` as floats (kept as device
+    tensors until read, so a step never waits for the device).
     """
 
     param_ranges: ClassVar[dict[str, Param]] = {
@@ -111,7 +112,7 @@ class CACR(nn.Module):
             "repulsion_cost": repulsion_cost,
             "rbf_precision": rbf_precision,
         }
-        self.last_parts: tuple[float, float] | None = None
+        self._last_parts: tuple[Tensor, Tensor] | None = None
 
     def forward(self, views: Tensor, queue: Tensor | None = None) -> Tensor:
         pos_sim, negatives = multiview_negatives(
@@ -141,14 +142,20 @@ class CACR(nn.Module):
             return_parts=True,
             **self.variant,
         )
-        self.last_parts = (float(attraction.detach()), float(repulsion.detach()))
+        self._last_parts = (attraction.detach(), repulsion.detach())
         return total
+
+    @property
+    def last_parts(self) -> tuple[float, float] | None:
+        """``(L_CA, L_CR)`` of the last call (``None`` before the first)."""
+        if self._last_parts is None:
+            return None
+        return float(self._last_parts[0]), float(self._last_parts[1])
 
     def diagnostics(self) -> dict[str, float]:
         """``{"attraction": L_CA, "repulsion": L_CR}`` of the last call (empty before it)."""
-        if self.last_parts is None:
-            return {}
-        return {"attraction": self.last_parts[0], "repulsion": self.last_parts[1]}
+        parts = self.last_parts
+        return {} if parts is None else {"attraction": parts[0], "repulsion": parts[1]}
 
 
 @register("cmc", "views", "Tian et al., ECCV 2020 (CMC), full-graph Eq. (8)")

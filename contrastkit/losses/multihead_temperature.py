@@ -96,19 +96,25 @@ class TemperatureAsUncertainty(nn.Module):
             raise ValueError(f"need lower < upper, got {lower}, {upper}")
         self.lower, self.upper = float(lower), float(upper)
         self.projector = MultiHeadProjector(in_dim, out_dim + 1, heads, hidden)
-        self.last_temperature: float | None = None
+        self._last_tau: Tensor | None = None
 
     def forward(self, h1: Tensor, h2: Tensor) -> Tensor:
         h1, h2 = check_views(h1, h2, names=("h1", "h2"))
         p1, p2 = self.projector(h1), self.projector(h2)  # [C, N, d' + 1]
         u = torch.cat([p1[..., -1], p2[..., -1]], dim=1)  # [C, 2N]
         tau = self.lower + (self.upper - self.lower) * torch.sigmoid(u)
-        self.last_temperature = float(tau.detach().mean())
+        self._last_tau = tau.detach().mean()  # a device tensor: read on demand, no sync
         return multihead_ntxent(p1[..., :-1], p2[..., :-1], tau)
+
+    @property
+    def last_temperature(self) -> float | None:
+        """The last call's τ_i averaged over anchors and heads (``None`` before it)."""
+        return None if self._last_tau is None else float(self._last_tau)
 
     def diagnostics(self) -> dict[str, float]:
         """``temperature``: the last call's τ_i averaged over anchors and heads."""
-        return {} if self.last_temperature is None else {"temperature": self.last_temperature}
+        tau = self.last_temperature
+        return {} if tau is None else {"temperature": tau}
 
 
 @register(
@@ -148,6 +154,8 @@ class CosineTemperature(nn.Module):
         self.period = period
         self.projector = MultiHeadProjector(in_dim, out_dim, heads, hidden)
         self.register_buffer("step", torch.zeros((), dtype=torch.long))
+        self._register_load_state_dict_pre_hook(self._forget_host_step)
+        self._host_step: int | None = None  # the buffer's value, mirrored on the host
         self.last_temperature: float | None = None
 
     def temperature(self, step: int) -> float:
@@ -157,11 +165,18 @@ class CosineTemperature(nn.Module):
 
     def forward(self, h1: Tensor, h2: Tensor) -> Tensor:
         h1, h2 = check_views(h1, h2, names=("h1", "h2"))
-        tau = self.temperature(int(self.step))
+        if self._host_step is None:  # read once (one sync), then counted on the host
+            self._host_step = int(self.step)
+        tau = self.temperature(self._host_step)
         if self.training:
             self.step += 1
+            self._host_step += 1
         self.last_temperature = tau
         return multihead_ntxent(self.projector(h1), self.projector(h2), tau)
+
+    def _forget_host_step(self, *args: object) -> None:
+        """A loaded ``step`` buffer replaces the host mirror: it is read again."""
+        self._host_step = None
 
     def diagnostics(self) -> dict[str, float]:
         """``temperature``: τ_t of the last call."""

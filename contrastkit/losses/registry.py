@@ -23,8 +23,10 @@ importing classes or probing attributes:
   (``TypeError``), a ``d = 0`` embedding, an empty ``queue`` and non-finite ``labels``;
   and, after the call, a non-finite loss raises ``ValueError`` naming the input that
   holds NaN/inf (``FloatingPointError`` if all inputs are finite). That check reads the
-  already-reduced loss: one scalar test per call (a device sync on GPUs); turn it off
-  with :func:`set_check_finite` or ``CONTRASTKIT_CHECK_FINITE=0``.
+  already-reduced loss, one scalar test per call: by default on CPU tensors only, since
+  on a GPU the read would stop the host until the device catches up, every call
+  (:func:`~contrastkit.losses.functional._common.reads_values`); :func:`set_check_finite`
+  or ``CONTRASTKIT_CHECK_FINITE=1`` / ``0`` turn it on / off on every device.
 * precision: the outermost call of ``forward`` / ``similarity_loss`` / ``queue_loss`` runs
   with ``torch.autocast`` off on the inputs' device and its float16/bfloat16 inputs
   (tensors and :class:`~contrastkit.losses.functional.Negatives`) cast to float32, so every
@@ -53,7 +55,6 @@ from __future__ import annotations
 
 import functools
 import inspect
-import os
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -61,7 +62,7 @@ from typing import Any, TypeVar
 
 from torch import Tensor, nn
 
-from .functional._common import call_in_float32
+from .functional._common import call_in_float32, reads_values, set_value_checks
 from .hparams import Param, declared_ranges
 
 INPUT_KINDS = ("pair", "labeled", "views", "query_key", "predictor", "features")
@@ -83,15 +84,16 @@ class LossInfo:
 
 
 _REGISTRY: dict[str, LossInfo] = {}
-_CHECK = {"finite": os.environ.get("CONTRASTKIT_CHECK_FINITE", "1") != "0"}
 CHECKED_METHODS = ("forward", "similarity_loss", "queue_loss")
 
 
-def set_check_finite(enabled: bool) -> bool:
-    """Turn the non-finite loss/label check of every registered loss on or off; returns
-    the previous setting (on by default)."""
-    previous, _CHECK["finite"] = _CHECK["finite"], bool(enabled)
-    return previous
+def set_check_finite(enabled: bool | None) -> bool | None:
+    """Turn the non-finite loss/label check of every registered loss on (``True``, every
+    device) or off (``False``), or back to the default (``None``: CPU tensors only); returns
+    the previous setting in the same terms."""
+    modes = {True: "on", False: "off", None: "auto"}
+    previous = set_value_checks(modes[None if enabled is None else bool(enabled)])
+    return {"on": True, "off": False, "auto": None}[previous]
 
 
 T = TypeVar("T", bound=type[nn.Module])
@@ -190,7 +192,7 @@ def _checked_call(
                 out = method(self, *args, **kwargs)
         finally:
             _depth.value -= 1
-        if outer and _CHECK["finite"] and isinstance(out, Tensor) and not _finite(out):
+        if outer and isinstance(out, Tensor) and reads_values(out) and not _finite(out):
             bad = [a for a, v in given if isinstance(v, Tensor) and not _finite(v)]
             if bad:
                 raise ValueError(f"loss {name!r}: input {bad[0]} holds NaN or inf values")
@@ -215,7 +217,7 @@ def _check_input(name: str, arg: str, value: object, strict: bool) -> None:
             )
         return
     if arg == "labels":
-        if _CHECK["finite"] and not _finite(value):
+        if reads_values(value) and not _finite(value):
             raise ValueError(f"loss {name!r}: labels hold NaN or inf values")
         return
     if value.dim() >= 2 and value.shape[-1] == 0:

@@ -116,7 +116,8 @@ def ntxent_negatives(
         keys = torch.cat([distributed.gather_with_grad(a), distributed.gather_with_grad(b)])
         total, offset = n * distributed.world_size(), n * distributed.rank()
     exclude = _pair_exclude(n, total, offset, a.device)
-    negatives = GramNegatives(anchors, keys, queue, exclude, block_size, backend)
+    unit = queue is None  # the queue's rows are the caller's, of any norm
+    negatives = GramNegatives(anchors, keys, queue, exclude, block_size, backend, unit)
     return torch.cat([pos_half, pos_half]), negatives
 
 
@@ -146,7 +147,7 @@ def cross_view_negatives(
     if gather_distributed and distributed.is_distributed():
         k, offset = distributed.gather_with_grad(k), q.shape[0] * distributed.rank()
     exclude = (torch.arange(q.shape[0], device=q.device) + offset)[:, None]
-    return pos, GramNegatives(q, k, None, exclude, block_size, backend)
+    return pos, GramNegatives(q, k, None, exclude, block_size, backend, unit=True)
 
 
 @float32_compute
@@ -252,7 +253,8 @@ def multiview_negatives(
         keys = torch.cat([distributed.gather_with_grad(view) for view in z])
         total, offset = n * distributed.world_size(), n * distributed.rank()
     exclude = _multiview_exclude(v, n, total, offset, z.device)
-    return pos_sim, GramNegatives(anchors, keys, queue, exclude, block_size, backend)
+    unit = queue is None
+    return pos_sim, GramNegatives(anchors, keys, queue, exclude, block_size, backend, unit)
 
 
 @functools.lru_cache(maxsize=32)
@@ -276,6 +278,19 @@ def check_labels(labels: object, n: int) -> Tensor:
     return labels
 
 
+def _class_ids(labels: Tensor) -> Tensor:
+    """``[N]`` class index of each sample in ``[0, N)``, numbered in sorted label order (as
+    ``torch.unique(..., return_inverse=True)`` numbers them). Class labels ``[N]`` go
+    through a sort and a running count, which never waits for the device; label rows
+    ``[N, C]`` through ``torch.unique(dim=0)``, which does (its output size is data)."""
+    if labels.dim() == 2:
+        return torch.unique(labels, dim=0, return_inverse=True)[1]
+    sorted_labels, order = torch.sort(labels)
+    starts = torch.ones_like(order)
+    starts[1:] = sorted_labels[1:] != sorted_labels[:-1]
+    return torch.empty_like(order).scatter_(0, order, starts.cumsum(0) - 1)
+
+
 def _label_weighted_keys(
     labels_all: Tensor,
     keys: Tensor,
@@ -293,12 +308,10 @@ def _label_weighted_keys(
     n, total = anchors.shape[0] // 2, labels_all.shape[0]
     local = torch.arange(n, device=anchors.device) + offset
     if similarity == "indicator":
-        _, cls = torch.unique(
-            labels_all, dim=0 if labels_all.dim() == 2 else None, return_inverse=True
-        )
+        cls = _class_ids(labels_all)
         cls2 = torch.cat([cls, cls])
-        class_sum = keys.new_zeros(int(cls.max()) + 1, keys.shape[1]).index_add_(0, cls2, keys)
-        count = torch.bincount(cls2).to(keys.dtype)
+        class_sum = keys.new_zeros(total, keys.shape[1]).index_add_(0, cls2, keys)
+        count = keys.new_zeros(total).index_add_(0, cls2, keys.new_ones(cls2.shape[0]))
         mine = torch.cat([cls[local], cls[local]])
         return class_sum[mine] - anchors, count[mine] - 1.0
     with torch.no_grad():  # the local rows are a contiguous slice: a view, not a copy
@@ -340,7 +353,9 @@ def supervised_terms(
         keys = torch.cat([distributed.gather_with_grad(a), distributed.gather_with_grad(b)])
         labels_all, offset = distributed.gather(labels), n * distributed.rank()
     exclude = _pair_exclude(n, labels_all.shape[0], offset, a.device)[:, :1]
-    lse = gram_logsumexp(anchors, 1.0 / temperature, keys, None, exclude, block_size, backend)
+    lse = gram_logsumexp(
+        anchors, 1.0 / temperature, keys, None, exclude, block_size, backend, unit=True
+    )
     weighted, mass = _label_weighted_keys(
         labels_all, anchors if keys is None else keys, anchors, offset, similarity, c
     )

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import functools
 import math
+import os
 from collections.abc import Callable
 from itertools import chain
 from typing import Any, TypeVar
@@ -49,6 +50,32 @@ from ._negatives import DenseNegatives, Negatives
 from ._precision import compute_dtype, no_autocast, upcast_tensor
 
 _REDUCTIONS = ("mean", "sum", "none")
+
+
+# The checks that read tensor values (a finite loss, finite labels, valid temperatures):
+# "auto" runs them on CPU tensors only, "on" everywhere, "off" nowhere.
+_VALUE_CHECKS = {
+    "mode": {"0": "off", "1": "on"}.get(os.environ.get("CONTRASTKIT_CHECK_FINITE", ""), "auto")
+}
+
+
+def reads_values(t: Tensor) -> bool:
+    """Whether the checks that read the values of ``t`` run: by default (``"auto"``) on CPU
+    tensors, where reading one costs nothing, and not on an accelerator, where it would make
+    the host wait for the device at every call (a synchronisation that stalls the step);
+    :func:`contrastkit.losses.set_check_finite` or ``CONTRASTKIT_CHECK_FINITE=1`` / ``0``
+    turn them on / off everywhere."""
+    mode = _VALUE_CHECKS["mode"]
+    return mode == "on" or (mode == "auto" and t.device.type == "cpu")
+
+
+def set_value_checks(mode: str) -> str:
+    """Set the mode of :func:`reads_values` (``"auto"``, ``"on"``, ``"off"``); returns
+    the previous one."""
+    if mode not in ("auto", "on", "off"):
+        raise ValueError(f"value checks must be 'auto', 'on' or 'off', got {mode!r}")
+    previous, _VALUE_CHECKS["mode"] = _VALUE_CHECKS["mode"], mode
+    return previous
 
 
 NORM_EPS = 1e-12  # rows with a smaller L2 norm count as zero rows

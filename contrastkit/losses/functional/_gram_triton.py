@@ -96,26 +96,27 @@ class _GramStatistic(torch.autograd.Function):
         meta = _meta(excl, tiles, a, WITH_V=v is not None)
         need_anchors, need_keys = ctx.needs_input_grad[0], ctx.needs_input_grad[1]
         grad_a = grad_k = None
+        if ctx.own_keys:  # the keys are the anchors: one kernel, s symmetric on them
+            if need_anchors:
+                grad_a = torch.zeros_like(a)
+                if m > 0:
+                    kernels.grad_own_kernel[(triton.cdiv(m, tiles[0]),)](
+                        *args, grad_a, m, k.shape[0], d, scale, **meta
+                    )
+            return grad_a, None, None, None, None, None, None
         if need_anchors:
             grad_a = torch.zeros_like(a)
             if m > 0:
                 kernels.grad_anchors_kernel[(triton.cdiv(m, tiles[0]),)](
                     *args, grad_a, m, k.shape[0], d, scale, **meta
                 )
-        if need_keys or (need_anchors and ctx.own_keys):
+        if need_keys:
             grad_k = k.new_zeros(ctx.n_own, d)
             if m > 0 and ctx.n_own > 0:
                 kernels.grad_keys_kernel[(triton.cdiv(ctx.n_own, tiles[1]),)](
                     *args, grad_k, m, ctx.n_own, d, scale, **meta
                 )
-        if ctx.own_keys:  # the keys are the anchors: both parts of the gradient are theirs
-            grad_a = _sum(grad_a, grad_k)
-            grad_k = None
         return grad_a, grad_k, None, None, None, None, None
-
-
-def _sum(x: Tensor | None, y: Tensor | None) -> Tensor | None:
-    return y if x is None else x if y is None else x + y
 
 
 def _meta(excl: Tensor | None, tiles: tuple[int, int], a: Tensor, **flags: bool) -> dict:

@@ -34,7 +34,13 @@ import math
 import torch
 from torch import Tensor
 
-from ._common import check_reduction, check_tensor, compute_dtype, float32_compute
+from ._common import (
+    check_reduction,
+    check_tensor,
+    compute_dtype,
+    float32_compute,
+    reads_values,
+)
 from .infonce import dcl, info_nce
 
 _NEGATIVES = ("topk", "softmax")
@@ -56,6 +62,8 @@ def _check_weight(value: object, name: str) -> float:
 
 
 def _check_temperature(tau: Tensor, name: str) -> None:
+    if not reads_values(tau):  # on a GPU: no host sync per call (see reads_values)
+        return
     if not bool((tau > 0).all()) or not bool(torch.isfinite(tau).all()):
         low = tau.min().item()
         raise ValueError(f"{name} must hold finite temperatures > 0, got min {low:.3g}")
@@ -188,7 +196,7 @@ def amcl_contrast(
         raise ValueError(f"kappa must be an int >= 1, got {kappa!r}")
     check_reduction(reduction)
     present = torch.isfinite(neg)
-    if not include_positive and not bool(present.any(dim=2).all()):
+    if not include_positive and reads_values(neg) and not bool(present.any(dim=2).all()):
         raise ValueError("neg_sim must hold at least one finite negative for every anchor")
 
     dtype = compute_dtype(pos, neg)

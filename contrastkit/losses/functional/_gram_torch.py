@@ -1,0 +1,277 @@
+"""The torch implementation of the fused Gram statistics of :mod:`._negatives`: matrix
+products and elementwise passes, with hand-written backward passes (issue #38's
+``backend="torch"``; :mod:`._gram_triton` is the Triton one).
+
+For anchors ``a [M, d]`` and keys ``k = cat(keys or anchors, extra) [K, d]``, over the
+columns not in ``exclude [M, r]``:
+
+* :func:`logsumexp`: ``lse_i = log Σ_j exp(σ·a_i·k_j)``;
+* :func:`softmax_mean`: ``E_i = Σ_j p_ij·s_ij``, ``p_i = softmax_j(σ·s_ij)``, ``s_ij = a_i·k_j``.
+
+One matrix product forward; backward forms the softmax gradient once and takes two
+products. Without ``block`` the ``[M, K]`` exponentials are kept for backward; with
+``block`` rows go ``block`` at a time and are recomputed in backward (O(block·K) memory).
+Neither synchronises the host with the device: no value decides a branch.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Callable
+
+import torch
+from torch import Tensor
+
+from ._precision import no_autocast
+
+
+def _shifted_logits(anchors: Tensor, keys: Tensor, scale: float, shift: Tensor) -> Tensor:
+    """``scale·a·kᵀ - shift``, the shift folded into the matrix product as its bias."""
+    return torch.addmm(-shift[:, None], anchors, keys.T, alpha=scale)
+
+
+def _keys_and_shift(
+    anchors: Tensor, keys: Tensor | None, extra: Tensor | None, scale: float
+) -> tuple[Tensor, Tensor]:
+    """The key matrix ``cat(keys or anchors, extra)`` and the per-row shift, initially the
+    bound ``scale·max‖a‖·max‖k‖`` on every logit (so ``exp`` never overflows)."""
+    own = anchors if keys is None else keys
+    k = own if extra is None else torch.cat([own, extra])
+    bound = scale * anchors.norm(dim=1).max() * k.norm(dim=1).max()
+    return k, bound.expand(anchors.shape[0]).clone()
+
+
+def _exp_block(
+    logits: Tensor,
+    shift: Tensor,
+    rows: slice,
+    exclude: Tensor | None,
+    guard: bool,
+    keep_logits: bool = False,
+) -> tuple[Tensor, Tensor]:
+    """``exp(logits)`` with excluded columns zeroed, and its row sums; in place unless
+    ``keep_logits`` (then the kept ``logits`` hold 0 at excluded columns).
+
+    With ``guard``, a row whose largest present logit ``m_i`` is so low that its sum
+    could underflow (``m_i < log(tiny/eps)``) is shifted by ``m_i`` (and ``shift`` with
+    it, in place); every other row is shifted by exactly 0, so its values are those of
+    the unguarded path. No host synchronisation either way: the test is a ``where``."""
+    if guard:
+        if exclude is not None:
+            logits.scatter_(1, exclude[rows], float("-inf"))
+        top = logits.amax(dim=1)
+        low = (top < math.log(_tiny_over_eps(logits.dtype))) & top.isfinite()
+        lift = torch.where(low, top, torch.zeros((), dtype=top.dtype, device=top.device))
+        logits.sub_(lift[:, None])
+        shift[rows] += lift
+        e = logits.exp() if keep_logits else logits.exp_()
+        if keep_logits and exclude is not None:
+            logits.scatter_(1, exclude[rows], 0.0)
+    else:
+        e = logits.exp() if keep_logits else logits.exp_()
+        if exclude is not None:
+            e.scatter_(1, exclude[rows], 0.0)
+    return e, e.sum(dim=1)
+
+
+def _tiny_over_eps(dtype: torch.dtype) -> float:
+    """The smallest row sum kept as is: ``tiny/eps`` of ``dtype`` (float32: 1e-31)."""
+    return torch.finfo(dtype).tiny / torch.finfo(dtype).eps
+
+
+def needs_guard(scale: float, unit: bool, dtype: torch.dtype) -> bool:
+    """Whether a row sum could underflow: always, unless the rows are unit vectors (all
+    logits then lie within ``2·scale`` of the shift) and ``2·scale`` stays below
+    ``log(eps/tiny)`` (71 in float32, e.g. every temperature above 0.028)."""
+    return not (unit and 2.0 * scale * (1.0 + 1e-3) < -math.log(_tiny_over_eps(dtype)))
+
+
+def _autocast_off(backward: Callable[..., tuple]) -> Callable[..., tuple]:
+    """``backward`` run with autocast off, as ``torch.amp.custom_bwd`` runs it for a forward
+    that ran with autocast off: a backward called inside an autocast region (``loss.backward()``
+    within ``torch.autocast``) would otherwise take its matrix products in half precision."""
+
+    @functools.wraps(backward)
+    def wrapped(ctx: torch.autograd.function.FunctionCtx, grad: Tensor) -> tuple:
+        with no_autocast(grad.device.type):
+            return backward(ctx, grad)
+
+    return wrapped
+
+
+class _GramLogSumExp(torch.autograd.Function):
+    """``lse_i = log Σ_{j ∉ exclude_i} exp(s·a_i·k_j)`` with ``k = cat(keys or anchors, extra)``.
+
+    A constant shift ``s·max‖a‖·max‖k‖`` bounds every logit, so ``exp`` never overflows;
+    with ``guard`` (:func:`needs_guard`) a row whose sum could underflow is shifted by its
+    own maximum. Without ``block`` the exponentials are kept for backward; with ``block``
+    rows are processed ``block`` at a time and recomputed in backward, so extra memory is
+    O(block·K).
+    """
+
+    @staticmethod
+    def forward(  # type: ignore[override]
+        ctx,
+        anchors: Tensor,
+        keys: Tensor | None,
+        extra: Tensor | None,
+        exclude: Tensor | None,
+        scale: float,
+        block: int | None,
+        guard: bool,
+    ) -> Tensor:
+        k, shift = _keys_and_shift(anchors, keys, extra, scale)
+        m = anchors.shape[0]
+        step = m if block is None else block
+        lse = anchors.new_empty(m)
+        kept = []
+        for r0 in range(0, m, step):
+            rows = slice(r0, min(m, r0 + step))
+            logits = _shifted_logits(anchors[rows], k, scale, shift[rows])
+            e, row_sum = _exp_block(logits, shift, rows, exclude, guard)
+            lse[rows] = shift[rows] + row_sum.log()
+            if block is None:
+                kept = [e, row_sum]
+        ctx.save_for_backward(anchors, keys, k, exclude, lse, *kept)
+        ctx.scale, ctx.block = scale, block
+        return lse
+
+    @staticmethod
+    @_autocast_off
+    def backward(ctx, grad_lse: Tensor) -> tuple:  # type: ignore[override]
+        anchors, keys, k, exclude, lse, *kept = ctx.saved_tensors
+        scale, m = ctx.scale, anchors.shape[0]
+        grads = _Grads(anchors, keys, k, ctx.needs_input_grad[1])
+        step = m if ctx.block is None else ctx.block
+        for r0 in range(0, m, step):
+            rows = slice(r0, min(m, r0 + step))
+            if ctx.block is None:  # ∂lse_i/∂sim_ij = s·e_ij / row_sum_i
+                e, row_sum = kept
+                grads.add(rows, e, grad_lse * scale / row_sum)
+            else:
+                e = _shifted_logits(anchors[rows], k, scale, lse[rows]).exp_()
+                if exclude is not None:
+                    e.scatter_(1, exclude[rows], 0.0)
+                grads.add(rows, e, grad_lse[rows] * scale)
+        return grads.anchors, grads.keys, None, None, None, None, None, None
+
+
+class _Grads:
+    """Gradients w.r.t. ``anchors`` and ``keys`` from ``∂L/∂sim = diag(r)·X``, block by block.
+
+    The row scaling goes on the ``[rows, d]`` products, never on the ``[rows, K]`` block
+    ``X`` (which stays unchanged): ``∂a = diag(r)·(X·k)``, ``∂own = X[:, :own]ᵀ·(diag(r)·a)``.
+    """
+
+    def __init__(self, anchors: Tensor, keys: Tensor | None, k: Tensor, need_keys: bool) -> None:
+        self.a, self.k = anchors, k
+        self.anchors = torch.zeros_like(anchors)
+        self.n_own = anchors.shape[0] if keys is None else keys.shape[0]
+        self.keys = torch.zeros_like(keys) if keys is not None and need_keys else None
+        self._own = self.anchors if keys is None else self.keys
+
+    def add(self, rows: slice, x: Tensor, r: Tensor) -> None:
+        self.anchors[rows] += r[:, None] * (x @ self.k)
+        if self._own is not None:
+            self._own += x[:, : self.n_own].T @ (r[:, None] * self.a[rows])
+
+
+class _GramSoftmaxMean(torch.autograd.Function):
+    """``E_i = Σ_j p_ij·s_ij``, ``p_i = softmax_j(β·s_ij)``, ``s_ij = a_i·k_j`` over the
+    columns not in ``exclude``; same layout, shift and underflow handling as
+    :class:`_GramLogSumExp`.
+
+    With ``L = β·s - shift`` (kept) and ``P = exp(L)`` (unnormalised),
+    ``β·E_i = Σ_j P_ij·L_ij / Z_i + shift_i``. The gradient is
+    ``∂E_i/∂s_ij = p_ij·(1 + β·(s_ij - E_i))`` (just ``p_ij`` with ``detach``), formed in
+    place in ``P∘L`` as ``(g_i/Z_i)·(P_ij·(1 + shift_i - β·E_i) + (P∘L)_ij)`` (so the
+    backward runs once, unless ``detach``), the row factor ``g_i/Z_i`` on the products.
+    """
+
+    @staticmethod
+    def forward(  # type: ignore[override]
+        ctx,
+        anchors: Tensor,
+        keys: Tensor | None,
+        extra: Tensor | None,
+        exclude: Tensor | None,
+        scale: float,
+        block: int | None,
+        detach: bool,
+        guard: bool,
+    ) -> Tensor:
+        k, shift = _keys_and_shift(anchors, keys, extra, scale)
+        m = anchors.shape[0]
+        step = m if block is None else block
+        mean, row_sum = anchors.new_empty(m), anchors.new_empty(m)
+        kept = []
+        for r0 in range(0, m, step):
+            rows = slice(r0, min(m, r0 + step))
+            logits = _shifted_logits(anchors[rows], k, scale, shift[rows])
+            e, row_sum[rows] = _exp_block(logits, shift, rows, exclude, guard, keep_logits=True)
+            weighted = logits.mul_(e)
+            mean[rows] = (weighted.sum(dim=1) / row_sum[rows] + shift[rows]) / scale
+            if block is None:
+                kept = [e, weighted]
+        ctx.save_for_backward(anchors, keys, k, exclude, shift, row_sum, mean, *kept)
+        ctx.scale, ctx.block, ctx.detach, ctx.used = scale, block, detach, False
+        return mean
+
+    @staticmethod
+    @_autocast_off
+    def backward(ctx, grad_mean: Tensor) -> tuple:  # type: ignore[override]
+        if ctx.used and ctx.block is None and not ctx.detach:
+            raise RuntimeError("the fused softmax mean supports one backward pass per graph")
+        ctx.used = True
+        anchors, keys, k, exclude, shift, row_sum, mean, *kept = ctx.saved_tensors
+        scale, m = ctx.scale, anchors.shape[0]
+        grads = _Grads(anchors, keys, k, ctx.needs_input_grad[1])
+        step = m if ctx.block is None else ctx.block
+        for r0 in range(0, m, step):
+            rows = slice(r0, min(m, r0 + step))
+            if ctx.block is None:
+                e, weighted = kept
+            else:
+                logits = _shifted_logits(anchors[rows], k, scale, shift[rows])
+                e = logits.exp()
+                if exclude is not None:
+                    e.scatter_(1, exclude[rows], 0.0)
+                weighted = logits.mul_(e)
+            if not ctx.detach:  # P∘(1 + shift - βE + L), formed in place in P∘L
+                own = 1.0 + shift[rows] - scale * mean[rows]
+                e = weighted.addcmul_(e, own[:, None])
+            grads.add(rows, e, grad_mean[rows] / row_sum[rows])
+        return grads.anchors, grads.keys, None, None, None, None, None, None
+
+
+def logsumexp(
+    anchors: Tensor,
+    scale: float,
+    keys: Tensor | None = None,
+    extra: Tensor | None = None,
+    exclude: Tensor | None = None,
+    block: int | None = None,
+    unit: bool = False,
+) -> Tensor:
+    """``lse [M]``; ``unit``: the rows of ``anchors`` and ``k`` have norm <= 1, which
+    lets small ``scale`` skip the underflow guard (:func:`needs_guard`)."""
+    guard = needs_guard(scale, unit, anchors.dtype)
+    return _GramLogSumExp.apply(anchors, keys, extra, exclude, scale, block, guard)
+
+
+def softmax_mean(
+    anchors: Tensor,
+    scale: float,
+    keys: Tensor | None = None,
+    extra: Tensor | None = None,
+    exclude: Tensor | None = None,
+    block: int | None = None,
+    detach_weights: bool = False,
+    unit: bool = False,
+) -> Tensor:
+    """``E [M]``, arguments as :func:`logsumexp`; ``detach_weights`` stops the gradient
+    through the softmax weights."""
+    guard = needs_guard(scale, unit, anchors.dtype)
+    args = (anchors, keys, extra, exclude, scale, block, detach_weights, guard)
+    return _GramSoftmaxMean.apply(*args)
