@@ -25,14 +25,19 @@ from torch import Tensor
 
 from ._precision import no_autocast
 
+Scale = float | Tensor  # σ: a number, or a detached 0-d tensor (MACL's adaptive 1/τ_a)
 
-def _shifted_logits(anchors: Tensor, keys: Tensor, scale: float, shift: Tensor) -> Tensor:
-    """``scale·a·kᵀ - shift``, the shift folded into the matrix product as its bias."""
+
+def _shifted_logits(anchors: Tensor, keys: Tensor, scale: Scale, shift: Tensor) -> Tensor:
+    """``scale·a·kᵀ - shift``, the shift folded into the matrix product as its bias (a
+    tensor ``scale`` multiplies the ``[rows, d]`` anchors: ``addmm`` takes numbers only)."""
+    if isinstance(scale, Tensor):
+        return torch.addmm(-shift[:, None], anchors * scale, keys.T)
     return torch.addmm(-shift[:, None], anchors, keys.T, alpha=scale)
 
 
 def _keys_and_shift(
-    anchors: Tensor, keys: Tensor | None, extra: Tensor | None, scale: float
+    anchors: Tensor, keys: Tensor | None, extra: Tensor | None, scale: Scale
 ) -> tuple[Tensor, Tensor]:
     """The key matrix ``cat(keys or anchors, extra)`` and the per-row shift, initially the
     bound ``scale·max‖a‖·max‖k‖`` on every logit (so ``exp`` never overflows)."""
@@ -80,10 +85,13 @@ def _tiny_over_eps(dtype: torch.dtype) -> float:
     return torch.finfo(dtype).tiny / torch.finfo(dtype).eps
 
 
-def needs_guard(scale: float, unit: bool, dtype: torch.dtype) -> bool:
+def needs_guard(scale: Scale, unit: bool, dtype: torch.dtype) -> bool:
     """Whether a row sum could underflow: always, unless the rows are unit vectors (all
     logits then lie within ``2·scale`` of the shift) and ``2·scale`` stays below
-    ``log(eps/tiny)`` (71 in float32, e.g. every temperature above 0.028)."""
+    ``log(eps/tiny)`` (71 in float32, e.g. every temperature above 0.028); a tensor
+    ``scale`` is not read (that would synchronise), so it is guarded."""
+    if isinstance(scale, Tensor):
+        return True
     return not (unit and 2.0 * scale * (1.0 + 1e-3) < -math.log(_tiny_over_eps(dtype)))
 
 
@@ -117,7 +125,7 @@ class _GramLogSumExp(torch.autograd.Function):
         keys: Tensor | None,
         extra: Tensor | None,
         exclude: Tensor | None,
-        scale: float,
+        scale: Scale,
         block: int | None,
         guard: bool,
     ) -> Tensor:
@@ -247,7 +255,7 @@ class _GramSoftmaxMean(torch.autograd.Function):
 
 def logsumexp(
     anchors: Tensor,
-    scale: float,
+    scale: Scale,
     keys: Tensor | None = None,
     extra: Tensor | None = None,
     exclude: Tensor | None = None,
@@ -255,7 +263,8 @@ def logsumexp(
     unit: bool = False,
 ) -> Tensor:
     """``lse [M]``; ``unit``: the rows of ``anchors`` and ``k`` have norm <= 1, which
-    lets small ``scale`` skip the underflow guard (:func:`needs_guard`)."""
+    lets small ``scale`` skip the underflow guard (:func:`needs_guard`). A tensor ``scale``
+    gets no gradient."""
     guard = needs_guard(scale, unit, anchors.dtype)
     return _GramLogSumExp.apply(anchors, keys, extra, exclude, scale, block, guard)
 

@@ -42,8 +42,9 @@ class Negatives(ABC):
         """``[M]`` number of negatives of each anchor."""
 
     @abstractmethod
-    def logsumexp(self, scale: float) -> Tensor:
-        """``[M]`` differentiable ``log Σ_j exp(scale·neg_ij)``; ``scale >= 0``."""
+    def logsumexp(self, scale: float | Tensor) -> Tensor:
+        """``[M]`` differentiable ``log Σ_j exp(scale·neg_ij)``; ``scale >= 0``, a number or
+        a 0-d tensor (not differentiated, never read on the host)."""
 
     @abstractmethod
     def softmax_mean(self, scale: float, detach_weights: bool = False) -> Tensor:
@@ -68,7 +69,9 @@ class DenseNegatives(Negatives):
     def count(self) -> Tensor:
         return torch.isfinite(self.neg).sum(dim=1).to(self.neg.dtype)
 
-    def logsumexp(self, scale: float) -> Tensor:
+    def logsumexp(self, scale: float | Tensor) -> Tensor:
+        if isinstance(scale, Tensor):
+            return torch.logsumexp(self.neg * scale.detach(), dim=1)
         if scale == 0:
             absent = ~torch.isfinite(self.neg)
             return torch.logsumexp(torch.zeros_like(self.neg).masked_fill(absent, float("-inf")), 1)
@@ -115,7 +118,7 @@ def gram_softmax_mean(
 
 def gram_logsumexp(
     anchors: Tensor,
-    scale: float,
+    scale: float | Tensor,
     keys: Tensor | None = None,
     extra: Tensor | None = None,
     exclude: Tensor | None = None,
@@ -132,15 +135,18 @@ def gram_logsumexp(
     dtype of the three (at least float32) with autocast off; ``lse`` is in that dtype.
     ``backend``: ``"torch"``, ``"triton"`` or ``"auto"`` (:mod:`._backend`). ``unit``
     promises rows of norm <= 1 (normalised embeddings), which spares the torch path its
-    underflow guard at moderate ``scale`` (:func:`._gram_torch.needs_guard`).
+    underflow guard at moderate ``scale`` (:func:`._gram_torch.needs_guard`). ``scale``
+    may be a 0-d tensor (MACL's adaptive ``1/τ_a``): the torch path uses it on the device,
+    the Triton path reads it on the host (one synchronisation); it gets no gradient.
     """
     if block_size is not None and block_size < 1:
         raise ValueError(f"block_size must be a positive integer or None, got {block_size}")
     anchors, keys, extra = _common_dtype(anchors, keys, extra)
     with no_autocast(anchors.device.type):
         if _backend.resolve(backend, anchors) == "triton":
-            return _backend.triton_gram().logsumexp(anchors, scale, keys, extra, exclude)
-        return _gram_torch.logsumexp(anchors, float(scale), keys, extra, exclude, block_size, unit)
+            return _backend.triton_gram().logsumexp(anchors, float(scale), keys, extra, exclude)
+        scale = scale.detach() if isinstance(scale, Tensor) else float(scale)
+        return _gram_torch.logsumexp(anchors, scale, keys, extra, exclude, block_size, unit)
 
 
 def _common_dtype(
@@ -195,7 +201,7 @@ class GramNegatives(Negatives):
             anchors, keys, extra, self.exclude, self.block_size, self.backend, self.unit
         )
 
-    def logsumexp(self, scale: float) -> Tensor:
+    def logsumexp(self, scale: float | Tensor) -> Tensor:
         return gram_logsumexp(
             self.anchors,
             scale,

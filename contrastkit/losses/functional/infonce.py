@@ -48,7 +48,8 @@ def info_nce_terms(
     """
     pos, neg = check_pos_neg(pos, neg)
     p = _scaled_pos(pos, temperature)
-    lse_neg = neg.logsumexp(1.0 / float(temperature))
+    inverse = 1.0 / (temperature.detach() if isinstance(temperature, Tensor) else temperature)
+    lse_neg = neg.logsumexp(inverse)  # a tensor τ stays on the device: no host read
     lse_all = torch.logaddexp(p, lse_neg)
     return lse_all - p, lse_neg - lse_all
 
