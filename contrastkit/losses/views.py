@@ -68,9 +68,9 @@ def ntxent_similarities(
     z1, z2 = check_views(z1, z2)
     n, dtype = z1.shape[0], compute_dtype(z1, z2)
     queue = _check_queue(queue, z1.shape[1], dtype)
-    a, b = normalize(z1.to(dtype)), normalize(z2.to(dtype))
+    z = normalize(torch.cat([z1, z2]).to(dtype))  # both views at once
+    a, b = z[:n], z[n:]
     pos_half = (a * b).sum(dim=1)
-    z = torch.cat([a, b])
     neg = (z @ z.T).masked_fill_(_pair_mask(n, z.device), float("-inf"))
     if queue is not None:
         neg = torch.cat([neg, z @ queue.T], dim=1)
@@ -108,9 +108,10 @@ def ntxent_negatives(
     z1, z2 = check_views(z1, z2)
     dtype = compute_dtype(z1, z2)
     queue = _check_queue(queue, z1.shape[1], dtype)
-    a, b = normalize(z1.to(dtype)), normalize(z2.to(dtype))
+    n = z1.shape[0]
+    anchors, keys = normalize(torch.cat([z1, z2]).to(dtype)), None  # both views at once
+    a, b = anchors[:n], anchors[n:]
     pos_half = (a * b).sum(dim=1)
-    n, anchors, keys = a.shape[0], torch.cat([a, b]), None
     total, offset = n, 0
     if gather_distributed and distributed.is_distributed():
         keys = torch.cat([distributed.gather_with_grad(a), distributed.gather_with_grad(b)])
@@ -347,8 +348,9 @@ def supervised_terms(
     z1, z2 = check_views(z1, z2, min_rows=1)
     labels = check_labels(labels, z1.shape[0])
     dtype = compute_dtype(z1, z2)
-    a, b = normalize(z1.to(dtype)), normalize(z2.to(dtype))
-    n, anchors, keys, labels_all, offset = a.shape[0], torch.cat([a, b]), None, labels, 0
+    n, keys, labels_all, offset = z1.shape[0], None, labels, 0
+    anchors = normalize(torch.cat([z1, z2]).to(dtype))  # both views at once
+    a, b = anchors[:n], anchors[n:]
     if gather_distributed and distributed.is_distributed():
         keys = torch.cat([distributed.gather_with_grad(a), distributed.gather_with_grad(b)])
         labels_all, offset = distributed.gather(labels), n * distributed.rank()
@@ -369,5 +371,5 @@ def two_view_similarity(z1: Tensor, z2: Tensor) -> Tensor:
     """``[2N, 2N]`` cosine similarities of ``cat(z1, z2)``, the SupCon/LASCon layout."""
     z1, z2 = check_views(z1, z2, min_rows=1)
     dtype = compute_dtype(z1, z2)
-    z = torch.cat([normalize(z1.to(dtype)), normalize(z2.to(dtype))])
+    z = normalize(torch.cat([z1, z2]).to(dtype))
     return z @ z.T

@@ -88,8 +88,7 @@ def unit_rows(z: Tensor) -> Tensor:
     ``torch.nn.functional.normalize``."""
     norm = torch.linalg.vector_norm(z, dim=-1, keepdim=True)
     unit = z / norm.clamp_min(NORM_EPS)
-    zero = torch.zeros((), dtype=z.dtype, device=z.device)
-    return torch.where(norm <= NORM_EPS, zero, unit)  # NaN rows stay NaN
+    return torch.where(norm <= NORM_EPS, 0.0, unit)  # NaN rows stay NaN
 
 
 def check_tensor(x: object, name: str, ndim: int, shape_text: str) -> Tensor:

@@ -43,7 +43,8 @@ def _keys_and_shift(
     bound ``scale·max‖a‖·max‖k‖`` on every logit (so ``exp`` never overflows)."""
     own = anchors if keys is None else keys
     k = own if extra is None else torch.cat([own, extra])
-    bound = scale * anchors.norm(dim=1).max() * k.norm(dim=1).max()
+    largest = anchors.norm(dim=1).max()
+    bound = scale * largest * (largest if k is anchors else k.norm(dim=1).max())
     return k, bound.expand(anchors.shape[0]).clone()
 
 
