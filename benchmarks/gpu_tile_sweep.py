@@ -10,9 +10,11 @@ Two parts, both on one device:
 2. **Tiles.** The fused log-sum-exp of the NT-Xent layout (``2N`` anchors, keys = anchors,
    each row's self and positive excluded) for each ``(BLOCK_M, BLOCK_N, warps, stages)``
    of ``--configs``: forward and forward + backward time, against the torch
-   implementation of the same statistic and the three-GEMM floor, with float32 operands
-   (IEEE products) and bfloat16 operands (tensor cores). A configuration that does not
-   compile (shared memory) prints its error.
+   implementation of the same statistic and the three-GEMM floor, and the relative error
+   of its value and gradient against float64, with float32 operands at each of
+   ``--precisions`` (``tl.dot``'s ``ieee``: exact, no tensor cores; ``tf32x3``: three TF32
+   products; ``tf32``) and bfloat16 operands. A configuration that does not compile
+   (shared memory) prints its error.
 
     python benchmarks/gpu_tile_sweep.py                       # cuda
     TRITON_INTERPRET=1 python benchmarks/gpu_tile_sweep.py --device cpu --check-n 40 \\
@@ -33,14 +35,14 @@ from contrastkit.losses.functional import _gram_triton
 from contrastkit.losses.functional._negatives import gram_logsumexp
 
 CHECKED = ("ntxent", "infonce_queue", "dcl", "macl", "supcon", "lascon", "cacr")
-CONFIGS = (
-    "64x64x4x2,64x64x8x2,64x64x4x3,128x64x8x2,128x64x4x2,64x128x8x2,128x128x8x2,"
-    "128x64x8x3,128x32x4x2,32x64x4x2"
+CONFIGS = (  # the H200 sweep of 2026-11-27: small tiles won at every size
+    "32x64x4x2,32x32x4x2,64x32x4x2,32x128x4x2,64x64x4x2,64x64x8x2,32x64x4x3,64x128x8x2"
 )
 
 
 def _rel(x: torch.Tensor, ref: torch.Tensor) -> float:
-    return float((x.double() - ref.double()).norm() / ref.double().norm().clamp(min=1e-300))
+    x, ref = x.detach().double(), ref.detach().double()
+    return float((x - ref).norm() / ref.norm().clamp(min=1e-300))
 
 
 def _loss_and_grads(case: str, backend: str, z1, z2, extra, dtype: torch.dtype):
@@ -149,23 +151,46 @@ def _statistic_step(
     return step
 
 
+def _error(a: torch.Tensor, excl: torch.Tensor, tiles: tuple[int, int]) -> float:
+    """Relative error of the Triton log-sum-exp's value and gradient (of ``Σ lse``) on
+    ``a`` against the torch path in float64 on the same (rounded) inputs."""
+    x = a.detach().clone().requires_grad_()
+    (grad,) = torch.autograd.grad(_gram_triton.logsumexp(x, 10.0, None, None, excl, tiles).sum(), x)
+    ref_x = a.detach().double().requires_grad_()
+    ref = gram_logsumexp(ref_x, 10.0, None, None, excl)
+    (ref_grad,) = torch.autograd.grad(ref.sum(), ref_x)
+    lse = _gram_triton.logsumexp(a.detach(), 10.0, None, None, excl, tiles)
+    return max(_rel(lse, ref), _rel(grad, ref_grad))
+
+
 def sweep(args: argparse.Namespace) -> None:
-    print("\n| operands | N pairs | config (BMxBNxwarpsxstages) | fwd ms | fwd+bwd ms | × floor |")
-    print("|---|---:|---|---:|---:|---:|")
+    """Each operand kind (float32 at each of ``--precisions``, bfloat16) × size × tile
+    configuration: time, ratio to the floor of the same operands, error against float64."""
+    print(
+        "\n| operands | N pairs | config (BMxBNxwarpsxstages) | fwd ms | fwd+bwd ms | × floor "
+        "| rel. error vs fp64 |"
+    )
+    print("|---|---:|---|---:|---:|---:|---:|")
     g = torch.Generator(device=args.device).manual_seed(2)
+    operands = [(f"fp32 {p}", torch.float32, p) for p in args.precisions.split(",")]
+    operands.append(("bf16", torch.bfloat16, None))
+    default_precision = _gram_triton._precision
     for n in (int(s) for s in args.sizes.split(",")):
         excl = _pair_exclude(n, args.device)
         z = torch.randn(2 * n, args.dim, generator=g, device=args.device)
         z = torch.nn.functional.normalize(z, dim=1)
-        for op_name, dtype in (("fp32", torch.float32), ("bf16", torch.bfloat16)):
+        for op_name, dtype, precision in operands:
             a = z.to(dtype).requires_grad_()
             grad_s = torch.randn(2 * n, 2 * n, generator=g, device=args.device).to(dtype)
             floor_ms = _time(_floor_step(a, grad_s), args.device, args.repeats)
             a32 = z.clone().requires_grad_()
             torch_ms = _time(_statistic_step(a32, excl, None, True), args.device, args.repeats)
-            print(f"| {op_name} | {n} | floor | | {floor_ms:.3f} | 1.00× |")
+            print(f"| {op_name} | {n} | floor | | {floor_ms:.3f} | 1.00× | |")
             ratio = torch_ms / floor_ms
-            print(f"| {op_name} | {n} | torch (fp32) | | {torch_ms:.3f} | {ratio:.2f}× |")
+            print(f"| {op_name} | {n} | torch (fp32) | | {torch_ms:.3f} | {ratio:.2f}× | |")
+            _gram_triton._precision = (  # the benchmark's override of torch's TF32 setting
+                default_precision if precision is None else lambda _dtype, p=precision: p
+            )
             for config in args.configs.split(","):
                 bm, bn, warps, stages = (int(x) for x in config.split("x"))
                 _gram_triton.NUM_WARPS, _gram_triton.NUM_STAGES = warps, stages
@@ -174,12 +199,14 @@ def sweep(args: argparse.Namespace) -> None:
                         _time(_statistic_step(a, excl, (bm, bn), bwd), args.device, args.repeats)
                         for bwd in (False, True)
                     )
+                    error = _error(a, excl, (bm, bn)) if n <= args.error_max_n else float("nan")
                 except Exception as err:  # a configuration that does not compile
-                    print(f"| {op_name} | {n} | {config} | error: {type(err).__name__} | | |")
+                    print(f"| {op_name} | {n} | {config} | error: {type(err).__name__} | | | |")
                     continue
                 ratio = both / floor_ms
-                row = f"| {op_name} | {n} | {config} | {fwd:.3f} | {both:.3f} | {ratio:.2f}× |"
-                print(row, flush=True)
+                row = f"| {op_name} | {n} | {config} | {fwd:.3f} | {both:.3f} | {ratio:.2f}× "
+                print(row + f"| {error:.1e} |", flush=True)
+            _gram_triton._precision = default_precision
 
 
 def main() -> None:
@@ -190,6 +217,14 @@ def main() -> None:
     parser.add_argument("--dim", type=int, default=128)
     parser.add_argument("--sizes", default="4096,16384", help="pairs N of the tile sweep")
     parser.add_argument("--configs", default=CONFIGS)
+    parser.add_argument(
+        "--precisions",
+        default="ieee,tf32x3",
+        help="tl.dot input precisions tried for float32 operands (ieee, tf32x3, tf32)",
+    )
+    parser.add_argument(
+        "--error-max-n", type=int, default=4096, help="float64 error column up to this N"
+    )
     parser.add_argument("--repeats", type=int, default=10)
     parser.add_argument("--parts", default="check,sweep")
     args = parser.parse_args()

@@ -46,6 +46,9 @@ def test_gpu_bench_sections_run_on_the_cpu(tmp_path: Path) -> None:
         rows = re.findall(rf"^\| {name} \| (fp32|bf16) \| ([0-9.e+-]+) \|", sweep, re.M)
         assert [dtype for dtype, _ in rows] == ["fp32", "bf16"]
         assert all(float(error) < 1e-5 for _, error in rows)
-    assert re.search(r"^\| fp32 \| 16 \| 16x16x4x2 \| [0-9.]+ \| [0-9.]+ \|", sweep, re.M)
+    for operands in ("fp32 ieee", "fp32 tf32x3", "bf16"):  # timed, and checked on float64
+        row = rf"^\| {operands} \| 16 \| 16x16x4x2 \| [0-9.]+ \| [0-9.]+ \| [0-9.]+× \| (\S+) \|"
+        found = re.search(row, sweep, re.M)
+        assert found and float(found.group(1)) < (1e-2 if operands == "bf16" else 1e-5)
     assert (tmp_path / "gpu_bench_losses.json").exists()
     assert "| fp32 | 16 | supcon | torch |" in done.stdout
