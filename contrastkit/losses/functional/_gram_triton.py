@@ -15,13 +15,13 @@ and the kernel layout). Extra memory is O(M + K·d) (the key matrix ``k``), what
 ``M`` and ``K``: the tiled mode's ``block_size`` of the torch implementation has nothing
 left to trade here and is accepted and ignored. The statistics are returned in float32,
 also for bfloat16/float16 inputs (the kernels accumulate in float32); gradients come back
-in the inputs' dtype. Tiles: ``BLOCK_M x BLOCK_N`` = 64 x 64 for float32 inputs and
-128 x 64 for half precision, 8 warps, 2 pipeline stages: a ``[64, d <= 256]`` float32 tile
-is at most 64 KiB, and compiled ahead of time for sm_90 (H100) the kernels take 64-80 KiB
-of shared memory at d = 128 and at most 144 KiB at d = 256 (3 stages would need up to
-208 KiB), so anchors, keys and the backward accumulator fit together; to be tuned on the
-GPU (issue #38). float32 products follow torch's own setting: exact IEEE float32 unless
-``torch.backends.cuda.matmul.allow_tf32`` asks for TF32 (half precision: tensor cores).
+in the inputs' dtype. Tiles: ``BLOCK_M x BLOCK_N`` = 32 x 64, 4 warps, 2 pipeline
+stages, the fastest of ten configurations timed on an H200 at N = 4,096 pairs, d = 128,
+with float32 and with bfloat16 operands (``benchmarks/gpu_tile_sweep.py``,
+``docs/results/gpu/h200-2026-11-27-sweep.txt``; larger tiles lost, most likely to register
+pressure with whole embeddings in a tile). float32 products follow torch's own setting:
+exact IEEE float32 unless ``torch.backends.cuda.matmul.allow_tf32`` asks for TF32 (half
+precision: tensor cores).
 """
 
 from __future__ import annotations
@@ -34,12 +34,8 @@ from torch.autograd.function import once_differentiable
 from . import _gram_kernels as kernels
 from ._backend import interpreted
 
-NUM_WARPS, NUM_STAGES = 8, 2
-
-
-def default_tiles(dtype: torch.dtype) -> tuple[int, int]:
-    """``(BLOCK_M, BLOCK_N)`` for inputs of ``dtype`` (see the module docstring)."""
-    return (64, 64) if dtype == torch.float32 else (128, 64)
+NUM_WARPS, NUM_STAGES = 4, 2
+TILES = (32, 64)  # (BLOCK_M, BLOCK_N) for every input dtype (see the module docstring)
 
 
 def _precision(dtype: torch.dtype) -> str:
@@ -134,9 +130,9 @@ def _meta(excl: Tensor | None, tiles: tuple[int, int], a: Tensor, **flags: bool)
     }
 
 
-def _tiles(anchors: Tensor, tiles: tuple[int, int] | None) -> tuple[int, int]:
+def _tiles(tiles: tuple[int, int] | None) -> tuple[int, int]:
     if tiles is None:
-        return default_tiles(anchors.dtype)
+        return TILES
     if min(tiles) < 16 or any(t & (t - 1) for t in tiles):
         raise ValueError(f"tiles must be powers of two >= 16, got {tiles}")
     return tiles
@@ -154,7 +150,7 @@ def logsumexp(
     constant. ``tiles`` overrides ``(BLOCK_M, BLOCK_N)`` (powers of two >= 16)."""
     extra = None if extra is None else extra.detach()
     return _GramStatistic.apply(
-        anchors, keys, extra, exclude, float(scale), "lse", _tiles(anchors, tiles)
+        anchors, keys, extra, exclude, float(scale), "lse", _tiles(tiles)
     )
 
 
@@ -171,5 +167,5 @@ def softmax_mean(
     extra = None if extra is None else extra.detach()
     mode = "mean_detached" if detach_weights else "mean"
     return _GramStatistic.apply(
-        anchors, keys, extra, exclude, float(scale), mode, _tiles(anchors, tiles)
+        anchors, keys, extra, exclude, float(scale), mode, _tiles(tiles)
     )
