@@ -141,6 +141,17 @@ README_HEADER = (
 )
 
 
+def _link(entry: dict[str, Any]) -> str:
+    """The row's link from ``docs/studies/``: its report beside the page (so the site finds
+    it too), or, with no report yet, its config in the repository."""
+    if entry["state"] == ABSENT:
+        return f"../../{entry['config']}"
+    try:
+        return Path(entry["report"]).relative_to("docs/studies").as_posix()
+    except ValueError:  # a report kept elsewhere in the repository
+        return f"../../{entry['report']}"
+
+
 def markdown(papers: dict[str, list[dict[str, Any]]]) -> str:
     """``docs/studies/CONFIRMATION.md``: each paper's family, corrected together."""
     lines = [
@@ -172,7 +183,7 @@ def markdown(papers: dict[str, list[dict[str, Any]]]) -> str:
         for e in entries:
             cells = _cells(e)
             lines.append(
-                f"| [{e['table']}](../../{e['config' if e['state'] == ABSENT else 'report']}) | "
+                f"| [{e['table']}]({_link(e)}) | "
                 f"`{e['config']}` | {e['comparison']} | " + " | ".join(cells) + " |"
             )
         lines.append("")
