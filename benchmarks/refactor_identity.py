@@ -8,8 +8,10 @@ CPU) on digits, digits with SupCon, mnist1d, diabetes, digits_rotation, the CIFA
 fixture (conv and ResNet-18), ``tu:RINGS``, davis, SST-5 and a SimCSE run, each into
 ``DIR/runs/NAME``. ``python benchmarks/refactor_identity.py compare BEFORE AFTER`` then
 compares every run's ``final.json``, ``metrics.jsonl`` (and SimCSE's history) key by key,
-exactly, leaving out only :data:`VOLATILE` (wall-clock times, throughput, the commit that
-trained the run); it prints each difference and exits 1 if there is one.
+exactly, leaving out only :data:`VOLATILE` and every ``*_time_s`` (wall-clock times,
+throughput, the process's peak memory, the commit that trained the run), and the trained
+weights of every ``checkpoint.pt`` (``torch.equal``); it prints each difference and exits 1
+if there is one.
 
 Record before a change and after it, into two directories outside the checkout; the
 fixtures are written at the same path each time (``/tmp/contrastkit-identity``), so that the
@@ -32,10 +34,11 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = Path("/tmp/contrastkit-identity")
-# wall-clock times, throughput and the code's identity: all that may differ between runs
+# wall-clock times (every key ending in _time_s too), throughput, the process's peak memory
+# and the code's identity: all that may differ between runs of the same computation
 VOLATILE = frozenset(
-    {"train_time_s", "final_eval_time_s", "epoch_time_s", "eval_time_s", "samples_per_s"}
-    | {"git_commit", "git_dirty", "contrastkit_version", "seconds", "time_s", "wall_s"}
+    {"epoch_time_s", "eval_time_s", "samples_per_s", "peak_device_memory_mb"}
+    | {"git_commit", "git_dirty", "contrastkit_version", "seconds", "wall_s"}
 )
 COMMON = ["--threads", "1", "--device", "cpu", "--no-progress"]
 
@@ -135,7 +138,9 @@ def record(out: Path, only: list[str]) -> int:
 def strip(value: object) -> object:
     """``value`` without the :data:`VOLATILE` keys, at any depth."""
     if isinstance(value, dict):
-        return {k: strip(v) for k, v in value.items() if k not in VOLATILE}
+        return {
+            k: strip(v) for k, v in value.items() if k not in VOLATILE and not k.endswith("_time_s")
+        }
     if isinstance(value, list):
         return [strip(v) for v in value]
     return value
@@ -163,6 +168,18 @@ def load(path: Path) -> object:
     return json.loads(path.read_text())
 
 
+def weights_differ(before: Path, after: Path) -> list[str]:
+    """The names of the model tensors that differ between two checkpoints."""
+    import torch
+
+    if not before.exists():
+        return []
+    a, b = (torch.load(p, weights_only=True)["model"] for p in (before, after))
+    if a.keys() != b.keys():
+        return [f"{before}: the models' parameter names differ"]
+    return [f"{before}: {k} differs" for k in a if not torch.equal(a[k], b[k])]
+
+
 def compare(before: Path, after: Path) -> int:
     problems = []
     for run in sorted((before / "runs").iterdir()):
@@ -174,9 +191,11 @@ def compare(before: Path, after: Path) -> int:
                 found.append(f"{run.name}/{name}: missing after")
                 continue
             found += diff(strip(load(run / name)), strip(load(other)), f"{run.name}/{name}")
-        print(f"{run.name}: {', '.join(files)} {'differ' if found else 'identical'}")
+        found += weights_differ(run / "checkpoint.pt", after / "runs" / run.name / "checkpoint.pt")
+        print(f"{run.name}: {', '.join(files)}, weights {'differ' if found else 'identical'}")
         problems += found
-    print("\n".join(problems) or f"all identical (ignored: {', '.join(sorted(VOLATILE))})")
+    ignored = ", ".join([*sorted(VOLATILE), "*_time_s"])
+    print("\n".join(problems) or f"all identical (ignored: {ignored})")
     return 1 if problems else 0
 
 

@@ -1,7 +1,7 @@
 """The ``contrastkit`` command line: one sub-command per module in :mod:`contrastkit.commands`.
 
 Each command module exposes ``NAME``, ``HELP``, ``add_arguments(parser)`` and
-``run(args) -> int``.
+``run(args) -> int``; :data:`contrastkit.commands.COMMANDS` lists them.
 
 Error boundary: a user error — :class:`UsageError`, ``ValueError`` (bad values, bad
 config or YAML, unreadable checkpoints, damaged data files, which every dataset loader turns
@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import importlib
 import os
 import signal
 import sys
@@ -35,19 +34,12 @@ import torch.distributed
 from . import distributed
 from ._optional import missing_extra
 from ._signals import Terminated, sigterm_unwinds
+from .commands import COMMANDS, UsageError
 from .rundir import TRUST_ENV
 
 USER_ERRORS = (ValueError, OSError, ArithmeticError)
 INTERRUPTED = 128 + signal.SIGINT  # the exit status of Ctrl-C, as shells report it
 TERMINATED = 128 + signal.SIGTERM  # and of SIGTERM
-
-COMMAND_MODULES = (
-    "demo", "sts_eval", "simcse", "figures", "train", "compare", "export", "senteval", "study"
-)
-
-
-class UsageError(Exception):
-    """A user-facing error: printed as ``contrastkit: error: <message>``, exit status 2."""
 
 
 def one_line(exc: BaseException) -> str:
@@ -112,8 +104,7 @@ def build_parser() -> argparse.ArgumentParser:
         f"(default {distributed.DEFAULT_TIMEOUT_S:g}; also {distributed.TIMEOUT_ENV})",
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for name in COMMAND_MODULES:
-        module = importlib.import_module(f"contrastkit.commands.{name}")
+    for module in COMMANDS:
         command = sub.add_parser(module.NAME, help=module.HELP, description=module.HELP)
         module.add_arguments(command)
         _add_global_flags(command, argparse.SUPPRESS)  # also after the command

@@ -19,9 +19,15 @@ from typing import Any
 
 from .._optional import require
 from ..rundir import atomic_write_text, prepare_run_dir, read_jsonl, removed_if_unused
-from ..training import ENVIRONMENT_KEYS, FINAL, TrainConfig, load_yaml
+from ..training import (
+    ENVIRONMENT_KEYS,
+    FINAL,
+    LabelAwareTrainer,
+    TrainConfig,
+    load_yaml,
+    trainer_class,
+)
 from ..training.checkpoint import METRICS
-from ..training.label_aware import LabelAwareTrainer, trainer_class
 from .train import add_train_arguments, check_config, merge, overrides_from_args
 
 NAME = "compare"

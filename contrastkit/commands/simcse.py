@@ -21,7 +21,7 @@ from ..text.simcse import (
 )
 from ..training import TrainConfig
 from ..training.config_io import parse_assignments
-from . import apply_threads
+from .common import apply_threads
 
 NAME = "simcse"
 HELP = (

@@ -18,9 +18,8 @@ from typing import Any, NamedTuple
 
 from ..frameworks import FRAMEWORK_OPTIONS, check_run
 from ..rundir import prepare_run_dir, removed_if_unused
-from ..training import TrainConfig, load_yaml, parse_assignments
+from ..training import TrainConfig, load_yaml, parse_assignments, trainer_class
 from ..training.defaults import describe
-from ..training.label_aware import trainer_class
 
 NAME = "train"
 HELP = "train a self-supervised encoder with any registered loss and evaluate it"

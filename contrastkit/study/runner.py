@@ -31,8 +31,17 @@ from pathlib import Path
 from typing import Any
 
 from ..rundir import append_line, load_checkpoint, read_jsonl, removed_if_unused
-from ..training import CHECKPOINT, FINAL, METRICS, TrainConfig, Trainer, extendable, length_note
-from ..training.label_aware import LabelAwareTrainer, trainer_class
+from ..training import (
+    CHECKPOINT,
+    FINAL,
+    METRICS,
+    LabelAwareTrainer,
+    TrainConfig,
+    Trainer,
+    extendable,
+    length_note,
+    trainer_class,
+)
 from .claims import claimed, holder
 from .config import Arm, Study
 from .records import IGNORED_KEYS, RunRecord, load_records

@@ -1,8 +1,17 @@
-"""Training loop, run configuration and run files."""
+"""Training loop, run configuration, run files and the modality registry."""
 
 from .checkpoint import CHECKPOINT, METRICS, TIMING_KEYS, extendable, length_note
 from .config import ENVIRONMENT_KEYS, TrainConfig
 from .config_io import load_yaml, parse_assignments, parse_value
+from .label_aware import LabelAwareTrainer
+from .modality import (
+    Modality,
+    ViewAugment,
+    available_modalities,
+    modality_of,
+    register_modality,
+)
+from .selection import trainer_class
 from .trainer import FINAL, TRACE_SUFFIX, Trainer, epoch_generator
 
 __all__ = [
@@ -12,12 +21,19 @@ __all__ = [
     "METRICS",
     "TIMING_KEYS",
     "TRACE_SUFFIX",
+    "LabelAwareTrainer",
+    "Modality",
     "TrainConfig",
     "Trainer",
+    "ViewAugment",
+    "available_modalities",
     "epoch_generator",
     "extendable",
     "length_note",
     "load_yaml",
+    "modality_of",
     "parse_assignments",
     "parse_value",
+    "register_modality",
+    "trainer_class",
 ]

@@ -42,20 +42,19 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from tqdm import tqdm
 
 from .. import distributed, losses, rundir
-from ..data import Split, build_augment, dataset_from_config
+from ..data import Split, dataset_from_config
 from ..data.sources import iter_batches, pretraining_set
 from ..engine import Engine, build_optimizer, build_schedule, eval_mode
 from ..engine.device import device_info
 from ..evaluation import alignment_uniformity, knn_accuracies, linear_probe
 from ..frameworks import build_framework, framework_class
-from ..models import build_encoder
 from ..provenance import code_info
 from . import checkpoint
 from .config import TrainConfig
 from .defaults import in_effect
+from .modality import Modality, ViewAugment, modality_of
 from .probe import OnlineProbe, TensorBoardLog, finite_numbers
 
 FINAL = "final.json"
@@ -193,18 +192,26 @@ class Trainer:
         """The dataset the loss trains on."""
         return dataset_from_config(self.config)
 
+    @property
+    def modality(self) -> Modality:
+        """The registered :class:`~.modality.Modality` of the run's dataset."""
+        return modality_of(self.config.dataset)
+
     def build_encoder(self) -> torch.nn.Module:
-        cfg = self.config
-        d = self.data
-        return build_encoder(
-            d.kind, d.input_shape, cfg.feature_dim, cfg.width, cfg.backbone, cfg.stem, d.mean, d.std
-        )
+        """The modality's encoder of :attr:`data` (:attr:`Modality.encoder`)."""
+        build = self.modality.encoder
+        if build is None:
+            raise ValueError(f"modality {self.modality.name!r} declares no encoder builder")
+        return build(self.data, self.config)
 
-    def build_augment(self) -> Any:
-        cfg = self.config
-        return build_augment(self.data, cfg.aug_types, cfg.crop_scale, cfg.jitter, cfg.p_jitter)
+    def build_augment(self) -> ViewAugment:
+        """The modality's view generator of :attr:`data` (:attr:`Modality.augment`)."""
+        build = self.modality.augment
+        if build is None:
+            raise ValueError(f"modality {self.modality.name!r} declares no augmentation")
+        return build(self.data, self.config)
 
-    def build_view_augments(self) -> list[Any]:
+    def build_view_augments(self) -> list[ViewAugment]:
         """The loop's view generators, one per view position (cycled over the views):
         :attr:`augment` for every view unless a modality offers ``aug_recipe``s."""
         if self.config.aug_recipe != "simclr":
@@ -238,6 +245,8 @@ class Trainer:
             self.rank * cfg.batch_size // self.world, (self.rank + 1) * cfg.batch_size // self.world
         )
         keep = local if self.world > 1 else None  # a rank reads / decodes its share only
+        from tqdm import tqdm  # the command line's: the library imports without it
+
         bar = tqdm(
             zip(rows, iter_batches(x, rows, cfg.workers, self.pin, keep), strict=True),
             total=steps,

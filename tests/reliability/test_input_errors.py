@@ -18,8 +18,8 @@ import pytest
 import torch
 
 from contrastkit.cli import main
-from contrastkit.evaluation.analyses import embed_2d
 from contrastkit.graphs.tu import _read_numbers
+from contrastkit.images.analyses import embed_2d
 from contrastkit.rundir import TRUST_ENV, atomic_torch_save, load_checkpoint, strict_json
 from contrastkit.training import CHECKPOINT, FINAL
 

@@ -305,8 +305,8 @@ def test_status_divides_the_time_left_among_the_processes_at_work(
 
 
 def test_only_label_aware_arms_make_a_study_label_aware(tmp_path: Path) -> None:
-    from contrastkit.training.image_trainer import ImageTrainer
-    from contrastkit.training.label_aware import trainer_class
+    from contrastkit.images import ImageTrainer
+    from contrastkit.training import trainer_class
 
     ntxent = {"label": "ntxent", "loss": "ntxent"}
     images = load_study(_study(tmp_path / "a", [ntxent], [0], base={**TINY, "dataset": "cifar10"}))
