@@ -11,7 +11,7 @@ as one line ``contrastkit: error: <message>`` naming the file or field, with exi
 and no traceback. Anything else is a bug and keeps its traceback; ``--debug``, before or
 after the command (``contrastkit --debug train ...``, ``contrastkit train ... --debug``),
 shows the traceback of user errors too. ``--trust-checkpoint`` (also anywhere) loads
-checkpoints that carry no SHA-256 digest, which :func:`contrastkit.rundir.load_checkpoint`
+checkpoints that carry no SHA-256 digest, which :func:`contrastkit.checkpoint_file.load_checkpoint`
 refuses otherwise. Ctrl-C is one line ``contrastkit: interrupted`` with exit status 130
 (128 + SIGINT, the shell's convention); SIGTERM (``kill``, ``timeout``, a job scheduler's
 preemption) unwinds the same way — open files, study claims and child processes are
@@ -34,8 +34,8 @@ import torch.distributed
 from . import distributed
 from ._optional import missing_extra
 from ._signals import Terminated, sigterm_unwinds
+from .checkpoint_file import TRUST_ENV
 from .commands import COMMANDS, UsageError
-from .rundir import TRUST_ENV
 
 USER_ERRORS = (ValueError, OSError, ArithmeticError)
 INTERRUPTED = 128 + signal.SIGINT  # the exit status of Ctrl-C, as shells report it
@@ -79,7 +79,7 @@ def _add_global_flags(parser: argparse.ArgumentParser, default: object) -> None:
 
 @contextlib.contextmanager
 def _trusting(trust: bool) -> Iterator[None]:
-    """With ``trust``, set :data:`~contrastkit.rundir.TRUST_ENV` for the command (and the
+    """With ``trust``, set :data:`~contrastkit.checkpoint_file.TRUST_ENV` for the command (and the
     processes it starts, a study's ``--jobs``), then put it back."""
     old = os.environ.get(TRUST_ENV)
     if trust:

@@ -28,7 +28,8 @@ from ..training import (
     trainer_class,
 )
 from ..training.checkpoint import METRICS
-from .train import add_train_arguments, check_config, merge, overrides_from_args
+from .train import check_config, merge
+from .train_flags import add_train_arguments, overrides_from_args
 
 NAME = "compare"
 HELP = "train several losses over several seeds and compare their metrics"

@@ -30,7 +30,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..rundir import append_line, load_checkpoint, read_jsonl, removed_if_unused
+from ..checkpoint_file import load_checkpoint
+from ..rundir import append_line, read_jsonl, removed_if_unused
 from ..training import (
     CHECKPOINT,
     FINAL,

@@ -1,6 +1,6 @@
 """Training loop, run configuration, run files and the modality registry."""
 
-from .checkpoint import CHECKPOINT, METRICS, TIMING_KEYS, extendable, length_note
+from .checkpoint import CHECKPOINT, FINAL, METRICS, TIMING_KEYS, extendable, length_note
 from .config import ENVIRONMENT_KEYS, TrainConfig
 from .config_io import load_yaml, parse_assignments, parse_value
 from .label_aware import LabelAwareTrainer
@@ -12,7 +12,7 @@ from .modality import (
     register_modality,
 )
 from .selection import trainer_class
-from .trainer import FINAL, TRACE_SUFFIX, Trainer, epoch_generator
+from .trainer import TRACE_SUFFIX, Trainer, epoch_generator
 
 __all__ = [
     "CHECKPOINT",

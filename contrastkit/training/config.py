@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,7 +20,6 @@ from ..data import check_modality, dataset_info
 from ..engine import LR_SCALINGS, OPTIMIZERS, PRECISIONS, SCHEDULES, scale_lr
 from ..models import BACKBONES
 from . import defaults
-from .modality import check_modalities
 
 # where a run's data is and how it executes: set per machine (``contrastkit study --set``),
 # never part of a protocol, and free to change when a run resumes; every other field is
@@ -28,6 +27,16 @@ ENVIRONMENT_KEYS = (
     *("data_root", "cache_dir", "sts_dev", "senteval", "senteval_jobs"),
     *("device", "threads", "workers", "compile", "channels_last"),
 )
+
+
+# the modalities' checks of their own settings (Modality.check), run by every config
+_CHECKS: list[Callable[[TrainConfig], None]] = []
+
+
+def add_check(check: Callable[[TrainConfig], None]) -> None:
+    """Run ``check(config)`` in every config's :meth:`TrainConfig.validate` (after the
+    engine's own checks, in the order added); ``register_modality`` adds a modality's."""
+    _CHECKS.append(check)
 
 
 @dataclass
@@ -201,7 +210,8 @@ class TrainConfig:
             raise ValueError(f"seed must be an integer in [0, 2**32), got {self.seed!r}")
         if self.lr <= 0:
             raise ValueError(f"lr must be > 0, got {self.lr}")
-        check_modalities(self)  # each modality's settings (images, text, graphs...)
+        for check in _CHECKS:  # each modality's settings (images, text, graphs...)
+            check(self)
         self.final_eval_epochs()
         thr = self.binarize_threshold
         if thr is not None and (

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 import torch
 from torch import nn
@@ -26,9 +26,7 @@ from torch import nn
 from ..data import Split, dataset_info, register_kind
 from ..models import register_architecture
 from ..models.export import Architecture
-
-if TYPE_CHECKING:
-    from .config import TrainConfig
+from .config import TrainConfig, add_check
 
 
 class ViewAugment(Protocol):
@@ -39,11 +37,11 @@ class ViewAugment(Protocol):
     def __call__(self, batch: Any, generator: torch.Generator) -> Any: ...
 
 
-EncoderBuilder = Callable[[Split, "TrainConfig"], nn.Module]
-AugmentBuilder = Callable[[Split, "TrainConfig"], ViewAugment]
+EncoderBuilder = Callable[[Split, TrainConfig], nn.Module]
+AugmentBuilder = Callable[[Split, TrainConfig], ViewAugment]
 # (config, label_aware) -> the trainer class; label_aware: the run is compared with
 # label-aware runs (contrastkit compare / study), so it is evaluated like them
-TrainerChoice = Callable[["TrainConfig", bool], type]
+TrainerChoice = Callable[[TrainConfig, bool], type]
 
 
 @dataclass(frozen=True)
@@ -76,14 +74,27 @@ class Modality:
     architectures: tuple[Architecture, ...] = field(default=())
     description: str = ""
 
+    def build_encoder(self, split: Split, config: TrainConfig) -> nn.Module:
+        """:attr:`encoder` of ``split`` (``ValueError`` if the modality declares none)."""
+        if self.encoder is None:
+            raise ValueError(f"modality {self.name!r} declares no encoder: its trainer builds it")
+        return self.encoder(split, config)
+
+    def build_augment(self, split: Split, config: TrainConfig) -> ViewAugment:
+        """:attr:`augment` of ``split`` (``ValueError`` if the modality declares none)."""
+        if self.augment is None:
+            raise ValueError(f"modality {self.name!r} declares no views: its trainer builds them")
+        return self.augment(split, config)
+
 
 _MODALITIES: dict[str, Modality] = {}
 
 
 def register_modality(modality: Modality) -> Modality:
-    """Record ``modality``, declare its kinds to the dataset registry and register its
-    export architectures; returns it. A second modality of the same name, or a kind that
-    another modality declared, raises ``ValueError``."""
+    """Record ``modality``, declare its kinds to the dataset registry, register its export
+    architectures and add its config check (:func:`~.config.add_check`); returns it. A
+    second modality of the same name, or a kind that another modality declared, raises
+    ``ValueError``."""
     if modality.name in _MODALITIES:
         raise ValueError(f"a modality named {modality.name!r} is registered already")
     if not modality.kinds:
@@ -92,6 +103,8 @@ def register_modality(modality: Modality) -> Modality:
         register_kind(kind, modality.name)
     for arch in modality.architectures:
         register_architecture(arch.name, arch.target, arch.describe, arch.build)
+    if modality.check is not None:
+        add_check(modality.check)
     _MODALITIES[modality.name] = modality
     return modality
 
@@ -104,11 +117,3 @@ def available_modalities() -> list[str]:
 def modality_of(dataset: str) -> Modality:
     """The modality of dataset ``dataset`` (``ValueError`` for an unknown dataset)."""
     return _MODALITIES[dataset_info(dataset).modality]
-
-
-def check_modalities(config: TrainConfig) -> None:
-    """Every registered modality's :attr:`Modality.check` of ``config``, in registration
-    order (``ValueError`` naming the first refused setting)."""
-    for modality in _MODALITIES.values():
-        if modality.check is not None:
-            modality.check(config)

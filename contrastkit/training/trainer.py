@@ -43,7 +43,7 @@ from typing import Any
 
 import torch
 
-from .. import distributed, losses, rundir
+from .. import distributed, losses
 from ..data import Split, dataset_from_config
 from ..data.sources import iter_batches, pretraining_set
 from ..engine import Engine, build_optimizer, build_schedule, eval_mode
@@ -53,11 +53,9 @@ from ..frameworks import build_framework, framework_class
 from ..provenance import code_info
 from . import checkpoint
 from .config import TrainConfig
-from .defaults import in_effect
 from .modality import Modality, ViewAugment, modality_of
 from .probe import OnlineProbe, TensorBoardLog, finite_numbers
 
-FINAL = "final.json"
 # per-step values kept in full (as ``<name>_steps``), not only averaged
 TRACED = ("temperature", "alignment_A", "tau_pos_mean", "tau_neg_mean")
 TRACE_SUFFIX = "_steps"
@@ -198,18 +196,12 @@ class Trainer:
         return modality_of(self.config.dataset)
 
     def build_encoder(self) -> torch.nn.Module:
-        """The modality's encoder of :attr:`data` (:attr:`Modality.encoder`)."""
-        build = self.modality.encoder
-        if build is None:
-            raise ValueError(f"modality {self.modality.name!r} declares no encoder builder")
-        return build(self.data, self.config)
+        """The modality's encoder of :attr:`data` (:meth:`Modality.build_encoder`)."""
+        return self.modality.build_encoder(self.data, self.config)
 
     def build_augment(self) -> ViewAugment:
-        """The modality's view generator of :attr:`data` (:attr:`Modality.augment`)."""
-        build = self.modality.augment
-        if build is None:
-            raise ValueError(f"modality {self.modality.name!r} declares no augmentation")
-        return build(self.data, self.config)
+        """The modality's view generator of :attr:`data` (:meth:`Modality.build_augment`)."""
+        return self.modality.build_augment(self.data, self.config)
 
     def build_view_augments(self) -> list[ViewAugment]:
         """The loop's view generators, one per view position (cycled over the views):
@@ -399,23 +391,7 @@ class Trainer:
         }
 
     def write_final(self, metrics: dict[str, Any]) -> dict[str, Any]:
-        """``metrics`` completed with what describes the run (epochs, training time, the
-        final evaluation's time, seed, world size, :meth:`run_info`, config) and, with a
-        run directory, written atomically to ``final.json``; returned. Every trainer's
-        ``finish`` ends here."""
-        cfg = self.config
-        final: dict[str, Any] = {
-            **metrics,
-            "epochs": self.epoch,
-            "train_time_s": self.train_time,
-            "final_eval_time_s": time.perf_counter() - self.epoch_end,
-            "seed": cfg.seed,
-            "world_size": self.world,
-            **self.run_info(),
-            "defaults_applied": in_effect(cfg.to_dict()),  # .defaults: values and sources
-            "config": cfg.to_dict(),
-        }
-        if self.out is not None:
-            self.out.mkdir(parents=True, exist_ok=True)
-            rundir.atomic_write_text(self.out / FINAL, rundir.strict_json(final))  # no NaN
-        return final
+        """``metrics`` completed with what describes the run and, with a run directory,
+        written to ``final.json`` (:func:`.checkpoint.write_final`); returned. Every
+        trainer's ``finish`` ends here."""
+        return checkpoint.write_final(self, metrics, time.perf_counter() - self.epoch_end)

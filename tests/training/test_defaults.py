@@ -13,7 +13,8 @@ import pytest
 import torch
 
 from contrastkit.cli import build_parser, main
-from contrastkit.commands.train import merge, overrides_from_args
+from contrastkit.commands.train import merge
+from contrastkit.commands.train_flags import overrides_from_args
 from contrastkit.engine import OPTIMIZERS, build_optimizer, build_schedule
 from contrastkit.models import BACKBONES, load_encoder, save_encoder
 from contrastkit.study import load_study
