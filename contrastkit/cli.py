@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib
 import os
 import signal
 import sys
@@ -103,6 +104,15 @@ def build_parser() -> argparse.ArgumentParser:
         help="under torchrun: a rank waiting longer than this for the others fails the job "
         f"(default {distributed.DEFAULT_TIMEOUT_S:g}; also {distributed.TIMEOUT_ENV})",
     )
+    parser.add_argument(
+        "--import",
+        dest="imports",
+        action="append",
+        default=[],
+        metavar="MODULE",
+        help="import MODULE before the command runs (repeatable): a modality, dataset or "
+        "loss defined outside contrastkit that registers itself",
+    )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for module in COMMANDS:
         command = sub.add_parser(module.NAME, help=module.HELP, description=module.HELP)
@@ -112,10 +122,24 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def import_plugins(names: Sequence[str]) -> None:
+    """Import each module of ``names`` (``--import``), which registers what it defines; a
+    module that is not found is a :class:`UsageError` naming it."""
+    for name in names:
+        try:
+            importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            missing = exc.name or ""
+            if name != missing and not name.startswith(missing + "."):
+                raise  # the plug-in itself imports something missing
+            raise UsageError(f"--import {name}: no module {missing!r} on the Python path") from None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
+        import_plugins(args.imports)
         if args.ddp_timeout is not None:
             os.environ[distributed.TIMEOUT_ENV] = repr(args.ddp_timeout)
             distributed.timeout_seconds()  # validates it
