@@ -25,7 +25,7 @@ from .encoder import (
 )
 from .evaluate import cosine_scores, spearman, sts_spearman
 from .modality import TEXT
-from .simcse import (
+from .simcse_trainer import (
     SimCSEHistory,
     SimCSETrainer,
     loss_hyperparameters,

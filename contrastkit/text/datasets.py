@@ -17,7 +17,7 @@ split is read (the reader checks the folder whole) but not used: nothing is sele
 
 ``sentences`` reads one sentence per line from the file ``data_root`` (SimCSE's Wikipedia
 sample); its labels are zeros and its test split is empty: the ``simcse`` framework's runs
-are scored on STS pairs (:mod:`contrastkit.text.simcse`).
+are scored on STS pairs (:mod:`contrastkit.text.simcse_trainer`).
 
 >>> x = Sentences(["a b", "c", "d e f"])
 >>> x[1:], x[torch.tensor([2, 0])]

@@ -14,7 +14,7 @@ import dataclasses
 
 from ..data import dataset_info
 from ..training import Modality, TrainConfig, Trainer
-from .simcse import SimCSETrainer
+from .simcse_trainer import SimCSETrainer
 from .trainer import SentenceTrainer
 
 

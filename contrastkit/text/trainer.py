@@ -1,7 +1,7 @@
 """The text modality on the shared training loop: sentences, a pretrained transformer and
 EDA views (LASCon's text task, §4.1 and App. D.2).
 
-:class:`SentenceTrainer` is the :class:`~contrastkit.training.label_aware.LabelAwareTrainer`
+:class:`SentenceTrainer` is the :class:`~contrastkit.training.LabelAwareTrainer`
 (continuous labels: the downstream MLP head's MAE / Pearson / Spearman, LASCon §4.2's
 label-aware alignment and uniformity; SupCon sees ``1[y >= binarize_threshold]``) whose
 

@@ -1,6 +1,17 @@
 """Training loop, run configuration, run files and the modality registry."""
 
-from .checkpoint import CHECKPOINT, FINAL, METRICS, TIMING_KEYS, extendable, length_note
+from .checkpoint import (
+    CHECKPOINT,
+    FINAL,
+    METRICS,
+    RUN_IGNORED,
+    TIMING_KEYS,
+    extendable,
+    length_note,
+    read_final,
+    resumes,
+    run_state,
+)
 from .config import ENVIRONMENT_KEYS, TrainConfig
 from .config_io import load_yaml, parse_assignments, parse_value
 from .label_aware import LabelAwareTrainer
@@ -19,6 +30,7 @@ __all__ = [
     "ENVIRONMENT_KEYS",
     "FINAL",
     "METRICS",
+    "RUN_IGNORED",
     "TIMING_KEYS",
     "TRACE_SUFFIX",
     "LabelAwareTrainer",
@@ -34,6 +46,9 @@ __all__ = [
     "modality_of",
     "parse_assignments",
     "parse_value",
+    "read_final",
     "register_modality",
+    "resumes",
+    "run_state",
     "trainer_class",
 ]

@@ -42,6 +42,9 @@ from .defaults import in_effect
 CHECKPOINT = "checkpoint.pt"
 METRICS = "metrics.jsonl"
 FINAL = "final.json"
+# config keys whose differences do not make another run: where the data is and how the run
+# executes, and the ``modality`` check (it changes nothing a run computes)
+RUN_IGNORED = ("modality", *ENVIRONMENT_KEYS)
 
 
 class RunState(Protocol):
@@ -243,4 +246,57 @@ def write_final(
     if trainer.out is not None:
         trainer.out.mkdir(parents=True, exist_ok=True)
         rundir.atomic_write_text(trainer.out / FINAL, rundir.strict_json(final))  # no NaN
+    return final
+
+
+def run_state(directory: Path, config: TrainConfig) -> str:
+    """Where the run of ``config`` in ``directory`` stands, by the one rule that ``compare
+    --resume`` and ``study`` follow: ``finished`` (its ``final.json`` is of this config),
+    ``partial`` (a checkpoint, or a finished run of fewer epochs, to continue) or ``new``.
+
+    Configs are compared without :data:`RUN_IGNORED` (where the data is, how it executes,
+    the ``modality`` check) and, when the run can be extended (:func:`extendable`),
+    without ``epochs``. A directory that holds a run of another config, or a finished run
+    of more epochs, raises ``ValueError`` naming the keys that differ."""
+    ignore = (*RUN_IGNORED, "epochs") if extendable(config) else RUN_IGNORED
+    saved: dict[str, Any] | None = None
+    if (directory / FINAL).exists():
+        final = read_final(directory / FINAL)
+        saved = final.get("config")
+        if not config.differences(saved, ignore):
+            if int(final["epochs"]) == config.epochs:
+                return "finished"
+            if int(final["epochs"]) > config.epochs:
+                raise ValueError(
+                    f"{directory} holds a finished run of {final['epochs']} epochs, not "
+                    f"{config.epochs}; use another directory"
+                )
+    if (directory / CHECKPOINT).exists():  # verified: a damaged one is one line naming it
+        saved = load_checkpoint(directory / CHECKPOINT, required=("config",))["config"]
+        if not config.differences(saved, ignore):
+            return "partial"
+    if saved is not None:
+        diff = config.differences(saved, ignore)
+        raise ValueError(
+            f"{directory} holds a run of a different config (differs in: {', '.join(diff)})"
+            f"{length_note(config, diff)}; use another directory"
+        )
+    return "new"
+
+
+def resumes(directory: Path, state: str) -> bool:
+    """Whether training the run in ``directory`` (in :func:`run_state` ``state``) resumes:
+    a ``partial`` run continues, and a ``new`` one with files was killed before its first
+    checkpoint, so resuming restarts it at epoch 1 and drops the records it logged."""
+    return state == "partial" or (directory.is_dir() and any(directory.iterdir()))
+
+
+def read_final(path: Path) -> dict[str, Any]:
+    """The ``final.json`` mapping at ``path`` (``ValueError`` naming it if it is not one)."""
+    try:
+        final = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"{path} is not a JSON results file ({exc})") from None
+    if not isinstance(final, dict):
+        raise ValueError(f"{path} is not a JSON results file")
     return final

@@ -54,7 +54,7 @@ from ..provenance import code_info
 from . import checkpoint
 from .config import TrainConfig
 from .modality import Modality, ViewAugment, modality_of
-from .probe import OnlineProbe, TensorBoardLog, finite_numbers
+from .monitors import OnlineProbe, TensorBoardLog, finite_numbers
 
 # per-step values kept in full (as ``<name>_steps``), not only averaged
 TRACED = ("temperature", "alignment_A", "tau_pos_mean", "tau_neg_mean")
