@@ -25,6 +25,7 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(VENV)/bin/ruff check contrastkit tests benchmarks
+	$(VENV)/bin/lint-imports
 	$(PY) -m pytest
 
 # The documentation site (mkdocs.yml), built offline into site/ in strict mode: a warning,

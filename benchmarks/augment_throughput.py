@@ -1,6 +1,6 @@
 """Images/s of the batched SimCLR augmentation against a per-image Pillow pipeline.
 
-* batched: :class:`contrastkit.data.ImageAugment` on uint8 batches, ``--threads`` torch
+* batched: :class:`contrastkit.images.ImageAugment` on uint8 batches, ``--threads`` torch
   threads, in the main process (what the trainer does);
 * Pillow: the same recipe written per image with Pillow (random resized crop via
   ``Image.resize(box=...)``, flip, brightness/contrast/saturation/hue jitter in random
@@ -28,7 +28,8 @@ import torch
 from PIL import Image, ImageEnhance, ImageFilter
 from torch.utils.data import DataLoader, Dataset
 
-from contrastkit.data import ImageAugment, load_dataset
+from contrastkit.data import load_dataset
+from contrastkit.images import ImageAugment
 
 
 class PillowViews(Dataset):

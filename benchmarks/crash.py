@@ -28,7 +28,8 @@ from pathlib import Path
 
 import torch
 
-from contrastkit.rundir import FAULT_ENV, load_checkpoint, read_jsonl
+from contrastkit.checkpoint_file import load_checkpoint
+from contrastkit.rundir import FAULT_ENV, read_jsonl
 from contrastkit.training import TIMING_KEYS  # measurements of the machine, not of the run
 
 TRAIN = ["--dataset=digits", "--epochs=3", "--batch-size=256", "--feature-dim=8", "--width=2"]

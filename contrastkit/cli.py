@@ -1,7 +1,7 @@
 """The ``contrastkit`` command line: one sub-command per module in :mod:`contrastkit.commands`.
 
 Each command module exposes ``NAME``, ``HELP``, ``add_arguments(parser)`` and
-``run(args) -> int``.
+``run(args) -> int``; :data:`contrastkit.commands.COMMANDS` lists them.
 
 Error boundary: a user error — :class:`UsageError`, ``ValueError`` (bad values, bad
 config or YAML, unreadable checkpoints, damaged data files, which every dataset loader turns
@@ -11,7 +11,7 @@ as one line ``contrastkit: error: <message>`` naming the file or field, with exi
 and no traceback. Anything else is a bug and keeps its traceback; ``--debug``, before or
 after the command (``contrastkit --debug train ...``, ``contrastkit train ... --debug``),
 shows the traceback of user errors too. ``--trust-checkpoint`` (also anywhere) loads
-checkpoints that carry no SHA-256 digest, which :func:`contrastkit.rundir.load_checkpoint`
+checkpoints that carry no SHA-256 digest, which :func:`contrastkit.checkpoint_file.load_checkpoint`
 refuses otherwise. Ctrl-C is one line ``contrastkit: interrupted`` with exit status 130
 (128 + SIGINT, the shell's convention); SIGTERM (``kill``, ``timeout``, a job scheduler's
 preemption) unwinds the same way — open files, study claims and child processes are
@@ -35,19 +35,12 @@ import torch.distributed
 from . import distributed
 from ._optional import missing_extra
 from ._signals import Terminated, sigterm_unwinds
-from .rundir import TRUST_ENV
+from .checkpoint_file import TRUST_ENV
+from .commands import COMMANDS, UsageError
 
 USER_ERRORS = (ValueError, OSError, ArithmeticError)
 INTERRUPTED = 128 + signal.SIGINT  # the exit status of Ctrl-C, as shells report it
 TERMINATED = 128 + signal.SIGTERM  # and of SIGTERM
-
-COMMAND_MODULES = (
-    "demo", "sts_eval", "simcse", "figures", "train", "compare", "export", "senteval", "study"
-)
-
-
-class UsageError(Exception):
-    """A user-facing error: printed as ``contrastkit: error: <message>``, exit status 2."""
 
 
 def one_line(exc: BaseException) -> str:
@@ -87,7 +80,7 @@ def _add_global_flags(parser: argparse.ArgumentParser, default: object) -> None:
 
 @contextlib.contextmanager
 def _trusting(trust: bool) -> Iterator[None]:
-    """With ``trust``, set :data:`~contrastkit.rundir.TRUST_ENV` for the command (and the
+    """With ``trust``, set :data:`~contrastkit.checkpoint_file.TRUST_ENV` for the command (and the
     processes it starts, a study's ``--jobs``), then put it back."""
     old = os.environ.get(TRUST_ENV)
     if trust:
@@ -111,9 +104,17 @@ def build_parser() -> argparse.ArgumentParser:
         help="under torchrun: a rank waiting longer than this for the others fails the job "
         f"(default {distributed.DEFAULT_TIMEOUT_S:g}; also {distributed.TIMEOUT_ENV})",
     )
+    parser.add_argument(
+        "--import",
+        dest="imports",
+        action="append",
+        default=[],
+        metavar="MODULE",
+        help="import MODULE before the command runs (repeatable): a modality, dataset or "
+        "loss defined outside contrastkit that registers itself",
+    )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for name in COMMAND_MODULES:
-        module = importlib.import_module(f"contrastkit.commands.{name}")
+    for module in COMMANDS:
         command = sub.add_parser(module.NAME, help=module.HELP, description=module.HELP)
         module.add_arguments(command)
         _add_global_flags(command, argparse.SUPPRESS)  # also after the command
@@ -121,10 +122,24 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def import_plugins(names: Sequence[str]) -> None:
+    """Import each module of ``names`` (``--import``), which registers what it defines; a
+    module that is not found is a :class:`UsageError` naming it."""
+    for name in names:
+        try:
+            importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            missing = exc.name or ""
+            if name != missing and not name.startswith(missing + "."):
+                raise  # the plug-in itself imports something missing
+            raise UsageError(f"--import {name}: no module {missing!r} on the Python path") from None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
+        import_plugins(args.imports)
         if args.ddp_timeout is not None:
             os.environ[distributed.TIMEOUT_ENV] = repr(args.ddp_timeout)
             distributed.timeout_seconds()  # validates it

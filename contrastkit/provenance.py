@@ -12,7 +12,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from . import __version__
+from ._version import __version__
 
 PACKAGE = Path(__file__).resolve().parent
 

@@ -1,15 +1,13 @@
-"""Sub-commands of the ``contrastkit`` CLI (see :mod:`contrastkit.cli`)."""
+"""Sub-commands of the ``contrastkit`` CLI (see :mod:`contrastkit.cli`).
 
-from __future__ import annotations
+Each command module exposes ``NAME``, ``HELP``, ``add_arguments(parser)`` and
+``run(args) -> int``; :data:`COMMANDS` lists them in the order ``contrastkit --help``
+shows them.
+"""
 
+from . import compare, demo, export, figures, senteval, simcse, sts_eval, study, train
+from .common import UsageError, apply_threads
 
-def apply_threads(threads: int | None) -> None:
-    """``torch.set_num_threads(threads)`` for a command's ``--threads`` (``None``: torch's
-    default); a value below 1 is a ``ValueError`` naming the flag."""
-    if threads is None:
-        return
-    if threads < 1:
-        raise ValueError(f"--threads must be a positive integer, got {threads}")
-    import torch
+COMMANDS = (demo, sts_eval, simcse, figures, train, compare, export, senteval, study)
 
-    torch.set_num_threads(threads)
+__all__ = ["COMMANDS", "UsageError", "apply_threads"]

@@ -19,15 +19,24 @@ from typing import Any
 
 from .._optional import require
 from ..rundir import atomic_write_text, prepare_run_dir, read_jsonl, removed_if_unused
-from ..training import ENVIRONMENT_KEYS, FINAL, TrainConfig, load_yaml
+from ..training import (
+    FINAL,
+    LabelAwareTrainer,
+    TrainConfig,
+    load_yaml,
+    read_final,
+    resumes,
+    run_state,
+    trainer_class,
+)
 from ..training.checkpoint import METRICS
-from ..training.label_aware import LabelAwareTrainer, trainer_class
-from .train import add_train_arguments, check_config, merge, overrides_from_args
+from .train import check_config, merge
+from .train_flags import add_train_arguments, overrides_from_args
 
 NAME = "compare"
 HELP = "train several losses over several seeds and compare their metrics"
 METRIC_COLUMNS = ("knn_accuracy", "linear_accuracy", "alignment", "uniformity", "train_time_s")
-# label-aware runs (training/label_aware.py): downstream head and LASCon §4.2 geometry
+# label-aware runs (training.LabelAwareTrainer): downstream head and LASCon §4.2 geometry
 LABEL_COLUMNS = (
     "head_mae",
     "head_pearson",
@@ -39,7 +48,7 @@ LABEL_COLUMNS = (
     "svm_accuracy",
     "dta_mse",
     "dta_ci",
-    # SimCSE runs (text/simcse.py): STS dev Spearman before training and of the best model
+    # SimCSE runs (text/simcse_trainer.py): STS dev Spearman before training and of the best model
     "sts_dev_spearman_before",
     "sts_dev_spearman_best",
 )
@@ -138,35 +147,15 @@ def run_one(
     """Train (or, with ``resume``, reuse / continue) one run; returns its final metrics.
     ``label_aware`` evaluates it like the label-aware runs it is compared with.
 
-    With ``resume``, a finished run (``final.json``) is reused only if its saved config
-    equals ``config`` (where its data was and how it executed,
-    :data:`~contrastkit.training.ENVIRONMENT_KEYS`, aside); one that differs only by fewer
-    ``epochs`` continues from its checkpoint (the trainer refuses that under a schedule
-    that depends on the run's length); any other difference raises ``ValueError``."""
-    if resume and (directory / FINAL).exists():
-        final = _read_final(directory / FINAL)
-        diff = config.differences(final.get("config"), ENVIRONMENT_KEYS)
-        if not diff:
-            return final
-        saved_epochs = (final.get("config") or {}).get("epochs")
-        if diff != ["epochs"] or not isinstance(saved_epochs, int) or saved_epochs > config.epochs:
-            raise ValueError(
-                f"--resume: {directory / FINAL} was produced by a different config (differs "
-                f"in: {', '.join(diff)}); use another --out, or --overwrite to retrain"
-            )
-    continuing = resume and directory.exists() and any(directory.iterdir())
+    With ``resume``, the run follows the rule a study's runs follow
+    (:func:`~contrastkit.training.run_state`): a finished run of this config is reused, a
+    partial one (or a finished one of fewer epochs, when its schedule allows) continues,
+    and a run of another config raises ``ValueError``."""
+    state = run_state(directory, config) if resume else "new"
+    if state == "finished":
+        return read_final(directory / FINAL)
     trainer = trainer_class(config, label_aware)(config, directory, progress=progress)
-    return trainer.fit(resume=continuing)
-
-
-def _read_final(path: Path) -> dict[str, Any]:
-    try:
-        final = json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ValueError(f"{path} is not a JSON results file ({exc})") from None
-    if not isinstance(final, dict):
-        raise ValueError(f"{path} is not a JSON results file")
-    return final
+    return trainer.fit(resume=resume and resumes(directory, state))
 
 
 def markdown_table(summary: dict[str, dict[str, Any]], seeds: list[int]) -> str:
@@ -278,7 +267,7 @@ def _compare(
             directory = out / _slug(label) / f"seed{seed}"
             if args.summarize_only:
                 if (directory / FINAL).exists():
-                    finals.append(_read_final(directory / FINAL))
+                    finals.append(read_final(directory / FINAL))
                     dirs[label].append(directory)
                 continue
             seeded = TrainConfig.from_dict({**config.to_dict(), "seed": seed})

@@ -24,8 +24,7 @@ from torch import nn
 from ..data import dataset_info
 from ..models.export import read_spec, save_encoder
 from ..rundir import atomic_dir
-from ..training import CHECKPOINT, TrainConfig
-from ..training.label_aware import trainer_class
+from ..training import CHECKPOINT, TrainConfig, trainer_class
 
 NAME = "export"
 HELP = "write the encoder of a run as safetensors + JSON (load it with models.load_encoder)"

@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from contrastkit._optional import require
-from contrastkit.analysis import simulation as sim
-from contrastkit.cli import UsageError
+from .._optional import require
+from ..analysis import simulation as sim
+from .common import UsageError
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes

@@ -75,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
     from ..text.senteval.embed import default_cache_dir
     from ..text.senteval.run import check_task_files
     from ..text.senteval.transfer import Fitting
-    from . import apply_threads
+    from .common import apply_threads
 
     data = Path(args.data)
     if not data.is_dir():

@@ -13,7 +13,7 @@ from ..text.data import STS_FORMATS
 from ..text.diagnostics import plot_diagnostics
 from ..text.encoder import POOLINGS
 from ..text.presets import BUILTIN, PRESETS, resolve_options
-from ..text.simcse import (
+from ..text.simcse_trainer import (
     BEST,
     HISTORY,
     SimCSETrainer,
@@ -21,7 +21,7 @@ from ..text.simcse import (
 )
 from ..training import TrainConfig
 from ..training.config_io import parse_assignments
-from . import apply_threads
+from .common import apply_threads
 
 NAME = "simcse"
 HELP = (
@@ -143,7 +143,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def config_from_args(args: argparse.Namespace, loss_args: dict[str, object]) -> TrainConfig:
-    """SimCSE's unsupervised recipe (module docstring of :mod:`contrastkit.text.simcse`)
+    """SimCSE's unsupervised recipe (module docstring of :mod:`contrastkit.text.simcse_trainer`)
     as a run of the shared loop, with the command's options."""
     return TrainConfig(
         framework="simcse",

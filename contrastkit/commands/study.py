@@ -20,11 +20,11 @@ from typing import Any
 from ..study import Study, Suite, load_config, run_study, status, write_report, write_suite_report
 from ..study.jobs import run_jobs
 from ..study.probe import run_probe
-from ..study.records import ENVIRONMENT_KEYS
 from ..study.remaining import duration, remaining
 from ..study.report import collect, finished_runs, readme_rows
 from ..study.runner import survey
 from ..study.trial import run_trial
+from ..training import ENVIRONMENT_KEYS
 from ..training.config_io import parse_assignments
 
 NAME = "study"

@@ -23,8 +23,8 @@ import dataclasses
 
 import torch
 
-from .registry import Split
 from .sources import take
+from .split import Split
 
 RULES = ("linear", "exponential")
 DEFAULT_RATIO = {"exponential": 100.0}

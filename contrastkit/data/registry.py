@@ -5,13 +5,14 @@ a *prefix* loader (``prefix=True``) serves a family of names ``"prefix:REST"`` (
 ``tu:PROTEINS``) and is called as ``loader(REST, num_samples=..., data_root=..., **options)``.
 The registry records what each dataset is (``kind``: ``"2d"``, ``"1d"``, ``"image"``,
 ``"tabular"``, ``"graph"``...; ``regression``: continuous labels; ``modality``: which
-encoder and augmentation family it takes, one of :data:`MODALITIES`, declared for each
-kind by :data:`KIND_MODALITY`) so trainers ask it instead of keeping name lists.
+encoder and augmentation family it takes) so trainers ask it instead of keeping name lists.
+Data kinds are not listed here: each modality package declares its kinds
+(:func:`register_kind`, called by :func:`contrastkit.training.register_modality`) and then
+registers its datasets, so this module names no modality and imports none.
 Every loader call runs inside :func:`~.reading.dataset_boundary`: a damaged data file
 gives one ``ValueError`` naming it (or the dataset's ``data_root``), whatever the loader.
-``datasets.py``, ``regression.py`` and ``images.py`` only import this module, which imports
-none of them: the former datasets ↔ regression import cycle is gone.
 
+>>> import contrastkit.modalities  # the built-in modalities and their datasets
 >>> from contrastkit.data import registry
 >>> registry.dataset_info("digits").kind
 '2d'
@@ -27,58 +28,29 @@ import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from torch import Tensor
-
+from .imbalance import imbalance_split
 from .reading import dataset_boundary
-
-
-@dataclass(frozen=True)
-class Split:
-    """A labelled dataset with a fixed train/test partition.
-
-    ``x_train [N, C, *spatial]`` (or ``[N, F]`` for tabular data), ``y_train [N]`` (int64
-    classes or float32 regression targets), likewise for test. ``kind`` names the data
-    kind (``"2d"`` float images, ``"1d"`` signals, ``"image"`` uint8 images ``[N, C, H, W]``
-    that stay uint8 until the augmentation or the encoder's input layer converts them,
-    ``"tabular"``). Image datasets also carry the training split's per-channel ``mean`` and
-    ``std`` (of pixel values scaled to [0, 1]) and may carry ``x_unlabeled`` (STL-10's
-    100,000 unlabelled images, memory-mapped, an extra pre-training set). Image sets too
-    large to hold (streamed image folders) are :class:`~contrastkit.data.sources.LazyImages`
-    instead of tensors: same ``len``, ``shape``, ``x[idx]`` and ``x[a:b]``.
-    """
-
-    name: str
-    kind: str
-    x_train: Tensor
-    y_train: Tensor
-    x_test: Tensor
-    y_test: Tensor
-    mean: tuple[float, ...] | None = None
-    std: tuple[float, ...] | None = None
-    x_unlabeled: Tensor | None = None
-
-    @property
-    def num_classes(self) -> int:
-        return int(max(self.y_train.max(), self.y_test.max())) + 1
-
-    @property
-    def input_shape(self) -> tuple[int, ...]:
-        return tuple(self.x_train.shape[1:])
-
+from .split import Split
 
 Loader = Callable[..., Split]
 
-# the modality of each data kind: what ``--modality`` / the config key ``modality`` names
-KIND_MODALITY = {
-    "2d": "image",  # float images [N, 1, H, W] (digits)
-    "image": "image",  # uint8 images [N, C, H, W]
-    "1d": "signal",  # 1-D signals [N, 1, L] (mnist1d)
-    "tabular": "tabular",  # feature vectors [N, F]
-    "graph": "graph",  # TU graph sets (GraphSet)
-    "dta": "graph",  # drug graph + protein sequence pairs (Davis)
-    "text": "text",  # sentences (data.sentences.Sentences), a pretrained transformer
-}
-MODALITIES = tuple(sorted(set(KIND_MODALITY.values())))
+# the modality of each registered data kind: what ``--modality`` / the config key names
+_KIND_MODALITY: dict[str, str] = {}
+
+
+def register_kind(kind: str, modality: str) -> None:
+    """Declare data kind ``kind`` (what a :class:`Split` names in ``kind``) as data of
+    ``modality``; a kind declared for another modality raises ``ValueError``."""
+    if not kind or not modality:
+        raise ValueError(f"kind and modality must be non-empty, got {kind!r}, {modality!r}")
+    old = _KIND_MODALITY.setdefault(kind, modality)
+    if old != modality:
+        raise ValueError(f"data kind {kind!r} belongs to modality {old!r} already")
+
+
+def modalities() -> tuple[str, ...]:
+    """The modalities of the registered data kinds, sorted."""
+    return tuple(sorted(set(_KIND_MODALITY.values())))
 
 
 @dataclass(frozen=True)
@@ -94,8 +66,9 @@ class DatasetInfo:
 
     @property
     def modality(self) -> str:
-        """``image``, ``signal``, ``tabular``, ``graph`` or ``text`` (:data:`KIND_MODALITY`)."""
-        return KIND_MODALITY[self.kind]
+        """The modality of the dataset's kind (:func:`register_kind`): the built-ins are
+        ``image``, ``signal``, ``tabular``, ``graph`` and ``text``."""
+        return _KIND_MODALITY[self.kind]
 
     def accepts(self, option: str) -> bool:
         """Whether the loader takes keyword ``option``."""
@@ -116,12 +89,13 @@ def register_dataset(
 ) -> None:
     """Register ``loader`` as dataset ``name`` (or as the prefix ``name:`` if ``prefix``).
 
-    Re-registering a name with a different loader, or a ``kind`` without a modality in
-    :data:`KIND_MODALITY`, raises ``ValueError``."""
+    Re-registering a name with a different loader, or a ``kind`` that no modality declared
+    (:func:`register_kind`), raises ``ValueError``."""
     if not name or ":" in name:
         raise ValueError(f"dataset name must be non-empty without ':', got {name!r}")
-    if kind not in KIND_MODALITY:
-        raise ValueError(f"dataset kind must be one of {', '.join(KIND_MODALITY)}, got {kind!r}")
+    if kind not in _KIND_MODALITY:
+        known = ", ".join(_KIND_MODALITY)
+        raise ValueError(f"dataset kind must be one of {known}, got {kind!r}")
     old = _REGISTRY.get(name)
     if old is not None and old.loader is not loader:
         raise ValueError(f"dataset {name!r} is already registered")
@@ -146,12 +120,12 @@ def dataset_info(name: str) -> DatasetInfo:
 
 def check_modality(name: str, modality: str | None) -> str:
     """The modality of dataset ``name``; ``ValueError`` if ``modality`` is given and differs
-    (or is not one of :data:`MODALITIES`)."""
+    (or is not one of :func:`modalities`)."""
     actual = dataset_info(name).modality
     if modality is None or modality == actual:
         return actual
-    if modality not in MODALITIES:
-        raise ValueError(f"modality must be one of {', '.join(MODALITIES)}, got {modality!r}")
+    if modality not in modalities():
+        raise ValueError(f"modality must be one of {', '.join(modalities())}, got {modality!r}")
     raise ValueError(
         f"modality {modality!r} does not match dataset {name!r}, which is {actual!r} data"
     )
@@ -188,8 +162,6 @@ def load_dataset(
     if imbalance is not None:
         if info.regression:
             raise ValueError(f"imbalance needs class labels; {name!r} is a regression dataset")
-        from .imbalance import imbalance_split
-
         base = load_dataset(name, num_samples, data_root, **options)
         return imbalance_split(base, imbalance, imbalance_ratio, imbalance_seed)
     given = {"num_samples": num_samples, "data_root": data_root, **options}
@@ -211,7 +183,7 @@ def dataset_from_config(config: object) -> Split:
     ``data_root``, ``cache_dir``, ``image_size``, ``stream``, ``imbalance`` and
     ``imbalance_ratio`` attributes (options left unset are not passed)."""
     cfg = config
-    split = load_dataset(
+    return load_dataset(
         cfg.dataset,  # type: ignore[attr-defined]
         cfg.num_samples,  # type: ignore[attr-defined]
         cfg.data_root,  # type: ignore[attr-defined]
@@ -221,24 +193,3 @@ def dataset_from_config(config: object) -> Split:
         image_size=cfg.image_size,  # type: ignore[attr-defined]
         stream=cfg.stream,  # type: ignore[attr-defined]
     )
-    check_image_size(split, cfg.backbone, cfg.data_root)  # type: ignore[attr-defined]
-    return split
-
-
-def check_image_size(split: Split, backbone: str, data_root: str | None) -> None:
-    """``ValueError`` naming the dataset and ``data_root`` when ``split``'s images are
-    smaller than the smallest side ``backbone`` takes
-    (:data:`~contrastkit.models.backbones.MIN_SIDE`), before any model is built."""
-    from ..models.backbones import MIN_SIDE
-
-    if split.kind not in ("image", "2d") or backbone not in MIN_SIDE:
-        return
-    sides = tuple(split.input_shape[1:])
-    if min(sides) < MIN_SIDE[backbone]:
-        where = f" in {str(data_root)!r}" if data_root is not None else ""
-        need = MIN_SIDE[backbone]
-        raise ValueError(
-            f"dataset {split.name!r}: the images{where} are {'x'.join(map(str, sides))} px, "
-            f"smaller than the {need}x{need} px backbone {backbone!r} needs; resize them "
-            "(image_size) or choose a resnet backbone"
-        )

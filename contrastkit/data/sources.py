@@ -11,7 +11,7 @@ changes and the loop does not:
   5,000 labelled training images followed by its 100,000 unlabelled ones, which stay
   memory-mapped (100,000 × 3 × 96 × 96 uint8 ≈ 2.8 GB): each batch gathers its rows from
   the parts, so only the pages of the rows drawn are read and nothing is copied whole;
-* :class:`~contrastkit.data.imagestream.StreamedImages`: an image folder or ``.tar``
+* :class:`~contrastkit.images.imagestream.StreamedImages`: an image folder or ``.tar``
   decoded per image with Pillow in ``DataLoader`` worker processes.
 
 Every batch is uint8 ``[B, C, H, W]`` on the CPU; the trainer moves it to the device and

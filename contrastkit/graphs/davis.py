@@ -29,9 +29,11 @@ import torch
 from torch import Tensor
 
 from .._optional import require
+from ..data import Split
 from ..data.reading import reading
-from ..data.registry import Split
 from .data import GraphSet
+
+DAVIS = "davis"  # the dataset name
 
 SYMBOLS = [
     "C",

@@ -26,15 +26,13 @@ from torch import Tensor
 
 from ..data import Split
 from ..evaluation import alignment_uniformity
-from ..training.config import TrainConfig
-from ..training.trainer import Trainer
-from . import DAVIS, is_graph_dataset
+from ..training import TrainConfig, Trainer
 from .augment import TYPES, GraphAugment
-from .davis import DTAAugment, load_davis
+from .davis import DAVIS, DTAAugment, load_davis
 from .dta import GraphDTAEncoder, dta_finetune, dta_head
 from .evaluate import svm_cross_validation
 from .gin import GINEncoder
-from .tu import load_tu
+from .tu import PREFIX, load_tu
 
 DAVIS_TYPES = ("mask_attributes", "drop_nodes", "mask_subgraph")  # NM, ND, SM (App. D.4)
 
@@ -45,7 +43,7 @@ class GraphTrainer(Trainer):
     def __init__(
         self, config: TrainConfig, out: str | Path | None = None, progress: bool = True
     ) -> None:
-        if not is_graph_dataset(config.dataset) or config.dataset == DAVIS:
+        if config.dataset.partition(":")[0] != PREFIX:
             raise ValueError(f"GraphTrainer needs a dataset tu:NAME, got {config.dataset!r}")
         if config.feature_dim % config.width:
             raise ValueError(

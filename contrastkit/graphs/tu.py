@@ -45,9 +45,11 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from ..data import Split
 from ..data.reading import reading
-from ..data.registry import Split
 from .data import GraphSet, ptr_from_counts
+
+PREFIX = "tu"  # datasets tu:NAME
 
 FEATURES = ("auto", "degree", "constant")
 DEFAULT_MAX_DEGREE = 64  # one-hot degree bins 0..64 (IMDB-BINARY's largest degree is 135)

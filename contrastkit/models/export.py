@@ -9,9 +9,11 @@ An exported encoder is a directory with two files:
 
 Architectures are a registry ``name -> (class, describe)``: ``describe(module)`` returns
 the constructor arguments that rebuild ``module``; the class is named by its import path
-so that it is imported only when an encoder of that architecture is loaded. A new encoder
-family registers itself with one :func:`register_architecture` line here (ConvEncoder, the
-label-aware MLP, ResNet, the image input layer, GIN and the Davis drug-target encoder).
+so that it is imported only when an encoder of that architecture is loaded. The backbones
+of this package register here (ConvEncoder, ResNet, the image input layer); a modality
+declares its own (:attr:`contrastkit.training.Modality.architectures`: the tabular MLP,
+GIN and the Davis drug-target encoder), registered with :func:`register_architecture`
+when the modality is.
 
 Example:
     >>> import tempfile, torch
@@ -125,14 +127,6 @@ def _conv_args(module: nn.Module) -> dict[str, Any]:
     }
 
 
-def _mlp_args(module: nn.Module) -> dict[str, Any]:
-    return {
-        "in_dim": module.in_dim,
-        "feature_dim": module.feature_dim,
-        "width": module.net[0].out_features,
-    }
-
-
 def _resnet_args(module: nn.Module) -> dict[str, Any]:
     return {
         "depth": module.depth,
@@ -162,32 +156,11 @@ def _build_image(args: dict[str, Any]) -> nn.Module:
     return ImageEncoder(backbone, args["mean"], args["std"])
 
 
-def _gin_args(module: nn.Module) -> dict[str, Any]:
-    return {"in_dim": module.in_dim, "width": module.width, "layers": module.layers}
-
-
-def _graph_dta_args(module: nn.Module) -> dict[str, Any]:
-    """A :class:`~contrastkit.graphs.dta.GraphDTAEncoder`: its GIN's and CNN's sizes."""
-    first = module.cnn[0]
-    return {
-        "atom_features": module.gin.in_dim,
-        "feature_dim": module.feature_dim,
-        "width": module.gin.width,
-        "layers": module.gin.layers,
-        "embed_dim": module.embed.embedding_dim,
-        "filters": first.out_channels,
-        "kernel": first.kernel_size[0],
-    }
-
-
 register_architecture("conv", "contrastkit.models.encoders:ConvEncoder", _conv_args)
-register_architecture("mlp", "contrastkit.training.label_aware:MLPEncoder", _mlp_args)
 register_architecture("resnet", "contrastkit.models.resnet:ResNet", _resnet_args)
 register_architecture(
     "image", "contrastkit.models.backbones:ImageEncoder", _image_args, build=_build_image
 )
-register_architecture("gin", "contrastkit.graphs.gin:GINEncoder", _gin_args)
-register_architecture("graph_dta", "contrastkit.graphs.dta:GraphDTAEncoder", _graph_dta_args)
 
 
 def save_encoder(

@@ -38,8 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..training import TrainConfig, load_yaml
-from .records import ENVIRONMENT_KEYS
+from ..training import ENVIRONMENT_KEYS, TrainConfig, load_yaml
 from .stats import ABSOLUTE, RANGE
 
 # evaluations the convergence window must hold, by curve: SimCSE's STS-B dev curve is
@@ -158,8 +157,9 @@ class Study:
 
 _REGRESSION = ("mse", "mae", "pearson", "spearman", "ci")
 # every number a run's final.json can hold (the trainers' final evaluations: training.trainer,
-# image_trainer, label_aware, graphs.trainer, text.simcse); a study's metric and also_report
-# keys are checked against these before anything trains. A new final.json number goes here.
+# images.trainer, training.label_aware, graphs.trainer, text.simcse_trainer); a study's
+# metric and also_report keys are checked against these before anything trains. A new
+# final.json number goes here.
 FINAL_KEYS = frozenset(
     {
         "knn_accuracy", "linear_accuracy", "linear_top1", "linear_top5", "head_accuracy",

@@ -24,16 +24,10 @@ from pathlib import Path
 from typing import Any
 
 from ..rundir import atomic_write_text, read_jsonl
-from ..training import METRICS, TrainConfig, extendable
+from ..training import METRICS, TrainConfig, extendable, run_state
+from .claims import claimed
 from .config import Arm, Study
-from .runner import (
-    DeadlineError,
-    claimed,
-    label_aware_study,
-    run_state,
-    seeded,
-    train,
-)
+from .runner import DeadlineError, label_aware_study, seeded, train
 from .stats import convergence
 
 

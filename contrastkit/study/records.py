@@ -27,10 +27,9 @@ from pathlib import Path
 from typing import Any
 
 from ..rundir import atomic_write_text
-from ..training import ENVIRONMENT_KEYS, FINAL, METRICS, TRACE_SUFFIX, TrainConfig
+from ..training import FINAL, METRICS, RUN_IGNORED, TRACE_SUFFIX, TrainConfig
 
 RECORDS = "runs.jsonl"
-IGNORED_KEYS = ("modality", *ENVIRONMENT_KEYS)  # differences that do not change the protocol
 
 
 @dataclass(frozen=True)
@@ -61,7 +60,7 @@ class RunRecord:
     def matches(self, config: TrainConfig) -> bool:
         """Whether this run is ``config``'s run: same config and epochs."""
         return int(self.final["epochs"]) == config.epochs and not config.differences(
-            self.final["config"], IGNORED_KEYS
+            self.final["config"], RUN_IGNORED
         )
 
 

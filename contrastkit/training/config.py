@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..data import AUG_RECIPES, check_jitter, check_modality, dataset_info
+from ..data import check_modality, dataset_info
 from ..engine import LR_SCALINGS, OPTIMIZERS, PRECISIONS, SCHEDULES, scale_lr
 from ..models import BACKBONES
 from . import defaults
@@ -29,6 +29,16 @@ ENVIRONMENT_KEYS = (
 )
 
 
+# the modalities' checks of their own settings (Modality.check), run by every config
+_CHECKS: list[Callable[[TrainConfig], None]] = []
+
+
+def add_check(check: Callable[[TrainConfig], None]) -> None:
+    """Run ``check(config)`` in every config's :meth:`TrainConfig.validate` (after the
+    engine's own checks, in the order added); ``register_modality`` adds a modality's."""
+    _CHECKS.append(check)
+
+
 @dataclass
 class TrainConfig:
     """Everything that determines a training run (saved into checkpoints and final.json)."""
@@ -38,14 +48,14 @@ class TrainConfig:
     loss_args: dict[str, Any] = field(default_factory=dict)
     dataset: str = "digits"
     # image, signal, tabular, graph or text: checked against the dataset's (the registry's
-    # KIND_MODALITY); None = the dataset's. A check only: it changes nothing a run computes
+    # register_kind); None = the dataset's. A check only: it changes nothing a run computes
     modality: str | None = None
     num_samples: int | None = None  # mnist1d: samples generated; image sets: train subset
     data_root: str | None = None  # datasets read by path (images, tu:NAME, davis)
     cache_dir: str | None = None  # imagefolder decode cache (default ~/.cache/contrastkit)
     image_size: int | None = None  # imagefolder: short side resized to S, centre S×S crop
     # imagefolder: decode per batch in DataLoader workers instead of into the cache;
-    # None: when the decoded set would exceed 4 GiB (contrastkit.data.imagestream)
+    # None: when the decoded set would exceed 4 GiB (contrastkit.images.imagestream)
     stream: bool | None = None
     workers: int = 2  # DataLoader worker processes of streamed image sets (0: in-process)
     # pre-train on train + the dataset's unlabelled images (STL-10's 100,000); None: yes
@@ -167,20 +177,6 @@ class TrainConfig:
             raise ValueError(f"unknown backbone {self.backbone!r}; available: {known}")
         if self.stem not in (None, "cifar", "imagenet"):
             raise ValueError(f"stem must be cifar, imagenet or null, got {self.stem!r}")
-        if self.crop_scale is not None and not (
-            isinstance(self.crop_scale, int | float) and 0 < self.crop_scale <= 1
-        ):
-            raise ValueError(f"crop_scale must be in (0, 1] or null, got {self.crop_scale!r}")
-        if self.jitter is not None:
-            check_jitter(self.jitter)
-        if self.p_jitter is not None and not (
-            isinstance(self.p_jitter, int | float) and 0 <= self.p_jitter <= 1
-        ):
-            raise ValueError(f"p_jitter must be in [0, 1] or null, got {self.p_jitter!r}")
-        if self.aug_recipe not in AUG_RECIPES:
-            raise ValueError(
-                f"aug_recipe must be one of {', '.join(AUG_RECIPES)}, got {self.aug_recipe!r}"
-            )
         if not isinstance(self.workers, int) or isinstance(self.workers, bool) or self.workers < 0:
             raise ValueError(f"workers must be an integer >= 0, got {self.workers!r}")
         for name in ("stream", "unlabeled"):
@@ -214,16 +210,8 @@ class TrainConfig:
             raise ValueError(f"seed must be an integer in [0, 2**32), got {self.seed!r}")
         if self.lr <= 0:
             raise ValueError(f"lr must be > 0, got {self.lr}")
-        ft = self.finetune_epochs
-        if ft is not None:
-            if not isinstance(ft, int) or isinstance(ft, bool) or ft < 1:
-                raise ValueError(f"finetune_epochs must be a positive integer or null, got {ft!r}")
-            if dataset_info(self.dataset).kind != "dta":
-                raise ValueError(
-                    f"finetune_epochs applies to drug-target data (davis), not {self.dataset!r}"
-                )
-        self._validate_linear_eval()
-        self._validate_text()
+        for check in _CHECKS:  # each modality's settings (images, text, graphs...)
+            check(self)
         self.final_eval_epochs()
         thr = self.binarize_threshold
         if thr is not None and (
@@ -354,53 +342,6 @@ class TrainConfig:
         except (TypeError, ValueError):
             return sorted(k for k in current if k not in skip)
         return sorted(k for k in current if k not in skip and filled[k] != current[k])
-
-    def _validate_text(self) -> None:
-        text = dataset_info(self.dataset).modality == "text"
-        for name in ("text_model", "pooling", "mlp_head", "dropout", "sts_dev", "eval_steps"):
-            if getattr(self, name) not in (None, False) and not text:
-                raise ValueError(
-                    f"{name} applies to text datasets (sst5, sentences), not {self.dataset!r}"
-                )
-        for name in ("sts_dev", "eval_steps", "senteval", "senteval_tasks"):
-            if getattr(self, name) is not None and self.framework != "simcse":
-                raise ValueError(f"{name} applies to framework simcse, not {self.framework!r}")
-        if self.senteval_classifier not in ("sklearn", "pytorch"):
-            raise ValueError(
-                f"senteval_classifier must be sklearn or pytorch, got {self.senteval_classifier!r}"
-            )
-        defaults = {f.name: f.default for f in dataclasses.fields(self)}
-        for name in ("senteval_tasks", "senteval_classifier", "senteval_jobs"):
-            if getattr(self, name) != defaults[name] and self.senteval is None:
-                raise ValueError(f"{name} needs senteval (SentEval's downstream/ folder)")
-        if self.pooling not in (None, "cls", "mean"):
-            raise ValueError(f"pooling must be cls, mean or null, got {self.pooling!r}")
-        if self.dropout is not None and not (
-            isinstance(self.dropout, int | float) and 0 <= self.dropout < 1
-        ):
-            raise ValueError(f"dropout must be a number in [0, 1) or null, got {self.dropout!r}")
-        if self.sts_format not in ("stsb", "tsv"):
-            raise ValueError(f"sts_format must be stsb or tsv, got {self.sts_format!r}")
-        if self.eval_steps is not None and self.sts_dev is None:
-            raise ValueError("eval_steps needs sts_dev (the STS pairs to evaluate)")
-
-    def _validate_linear_eval(self) -> None:
-        keys = ("linear_epochs", "linear_lr", "linear_optimizer")
-        given = [k for k in keys if getattr(self, k) is not None]
-        if not given:
-            return
-        if dataset_info(self.dataset).kind != "image":
-            raise ValueError(
-                f"{given[0]} applies to image datasets (the linear evaluation protocol), "
-                f"not {self.dataset!r}"
-            )
-        lr, opt = self.linear_lr, self.linear_optimizer
-        if lr is not None and (
-            not isinstance(lr, int | float) or isinstance(lr, bool) or not 0 < lr < math.inf
-        ):
-            raise ValueError(f"linear_lr must be a finite number > 0 or null, got {lr!r}")
-        if opt is not None and opt not in ("sgd", "lbfgs"):
-            raise ValueError(f"linear_optimizer must be sgd, lbfgs or null, got {opt!r}")
 
     @classmethod
     def from_dict(cls, values: dict[str, Any]) -> TrainConfig:

@@ -1,5 +1,8 @@
 """Reading run settings: YAML files and ``key=value`` overrides from the command line,
-each failure one ``ValueError`` / ``FileNotFoundError`` line naming the file or item."""
+each failure one ``ValueError`` / ``FileNotFoundError`` line naming the file or item.
+
+PyYAML is the command line's dependency: it is imported when a setting is read, so the
+library imports without it."""
 
 from __future__ import annotations
 
@@ -7,11 +10,11 @@ import re
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 
 def load_yaml(path: str | Path) -> dict[str, Any]:
     """A YAML mapping from ``path`` (``FileNotFoundError``/``ValueError`` with the path)."""
+    import yaml
+
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"config file {str(path)!r} does not exist")
@@ -34,6 +37,8 @@ def load_yaml(path: str | Path) -> dict[str, Any]:
 def parse_value(text: str) -> Any:
     """A ``key=value`` value as YAML scalar: ``0.1`` → float, ``true`` → bool, ``x`` → str;
     ``1e-3`` (a string to YAML 1.1) → float."""
+    import yaml
+
     value = yaml.safe_load(text) if text.strip() else text
     if isinstance(value, str) and re.fullmatch(r"[+-]?(\d+\.?\d*|\.\d+)[eE][+-]?\d+", value):
         return float(value)
@@ -42,6 +47,8 @@ def parse_value(text: str) -> Any:
 
 def parse_assignments(items: list[str] | None, what: str = "--loss-arg") -> dict[str, Any]:
     """``["temperature=0.2", "adaptive=false"]`` → ``{"temperature": 0.2, "adaptive": False}``."""
+    import yaml
+
     out: dict[str, Any] = {}
     for item in items or []:
         key, sep, value = item.partition("=")

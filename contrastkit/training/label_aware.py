@@ -2,8 +2,9 @@
 
 :class:`LabelAwareTrainer` extends :class:`~contrastkit.training.Trainer` for
 
-* continuous-label datasets (:mod:`contrastkit.data.regression`): an MLP encoder for
-  tabular data, label-preserving augmentations, no kNN accuracy (labels are not classes);
+* continuous-label datasets (``regression=True`` in the dataset registry: ``diabetes``,
+  ``digits_rotation``, ``sst5``): no kNN accuracy (labels are not classes), ``aug_types``
+  refused (their modalities' views keep the label);
 * SupCon on a regression task with ``binarize_threshold``: the loss sees
   ``1[y >= threshold]`` (LASCon Table 1's protocol); evaluation uses the continuous labels;
 * every run it handles, ``final.json`` gains the downstream MLP head's metrics
@@ -19,68 +20,52 @@ labels (LASCon Table 3 uses linear similarity), the class indicator for classes.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
 import torch
-from torch import Tensor, nn
+from torch import Tensor
 
-from ..data import Augment, Split, dataset_from_config, dataset_info
-from ..data.regression import AUGMENT_TYPES, TabularAugment, binarize, is_regression
+from ..data import Split, dataset_from_config, is_regression
 from ..evaluation import alignment_uniformity, linear_probe
 from ..evaluation.downstream import prediction_head
 from ..evaluation.label_geometry import circular_plot, two_view_label_geometry
-from ..graphs import is_graph_dataset, trainer_for
 from ..losses.views import normalize
 from .config import TrainConfig
-from .image_trainer import ImageTrainer
+from .modality import ViewAugment
 from .trainer import Trainer
 
 CIRCULAR_PNG = "circular.png"
 
 
-class MLPEncoder(nn.Module):
-    """Encoder of tabular rows ``[B, F]``: (Linear-BN-ReLU) ×2 at ``width``, then
-    Linear-BN-ReLU to ``feature_dim``, the same output block as the conv encoders."""
-
-    def __init__(self, in_dim: int, feature_dim: int = 128, width: int = 64) -> None:
-        super().__init__()
-        self.feature_dim = feature_dim
-        self.in_dim = in_dim
-        layers: list[nn.Module] = []
-        for a, b in ((in_dim, width), (width, width), (width, feature_dim)):
-            layers += [nn.Linear(a, b, bias=False), nn.BatchNorm1d(b), nn.ReLU(inplace=True)]
-        self.net = nn.Sequential(*layers)
-
-    def forward(self, x: Tensor) -> Tensor:
-        if x.dim() != 2 or x.shape[1] != self.in_dim:
-            raise ValueError(f"x must have shape [B, {self.in_dim}], got {tuple(x.shape)}")
-        return self.net(x)
+def binarize(labels: Tensor, threshold: float) -> Tensor:
+    """Class ``1[y >= threshold]`` (int64, ``[N]``) of continuous ``labels [N]``: the
+    binarised labels SupCon trains with on a regression task (LASCon Table 1)."""
+    if not isinstance(labels, Tensor) or labels.dim() != 1:
+        got = tuple(labels.shape) if isinstance(labels, Tensor) else type(labels).__name__
+        raise ValueError(f"labels must be a tensor of shape [N], got {got}")
+    if not isinstance(threshold, int | float) or not math.isfinite(threshold):
+        raise ValueError(f"threshold must be a finite number, got {threshold!r}")
+    return (labels >= threshold).long()
 
 
-def trainer_class(config: TrainConfig, label_aware: bool = False) -> type[Trainer]:
-    """:class:`LabelAwareTrainer` for label-aware runs, regression data or when
-    ``label_aware`` is set (a SimCLR baseline compared with SupCon), the graph trainers for
-    graph datasets (``tu:NAME``, ``davis``), the sentence trainers for text datasets
-    (:class:`~contrastkit.text.simcse.SimCSETrainer` for the simcse framework), else
-    :class:`~contrastkit.training.image_trainer.ImageTrainer` for datasets of kind
-    ``"image"`` and :class:`Trainer` for the rest."""
-    if is_graph_dataset(config.dataset):
-        return trainer_for(config.dataset)
-    if dataset_info(config.dataset).modality == "text":
-        from ..text.simcse import SimCSETrainer  # transformers: the text extra
-        from ..text.trainer import SentenceTrainer
-
-        return SimCSETrainer if config.framework == "simcse" else SentenceTrainer
-    label_aware = (
+def labels_matter(config: TrainConfig, label_aware: bool = False) -> bool:
+    """Whether a run is label-aware: ``label_aware`` is set (a SimCLR baseline compared
+    with SupCon), the framework is ``supervised``, the labels are continuous, or the loss
+    sees binarised labels (``binarize_threshold``)."""
+    return (
         label_aware
         or config.framework == "supervised"
         or is_regression(config.dataset)
         or config.binarize_threshold is not None
     )
-    if label_aware:
-        return LabelAwareTrainer
-    return ImageTrainer if dataset_info(config.dataset).kind == "image" else Trainer
+
+
+def shared_trainer(config: TrainConfig, label_aware: bool = False) -> type[Trainer]:
+    """The shared rule: :class:`LabelAwareTrainer` for label-aware runs
+    (:func:`labels_matter`), else :class:`Trainer`."""
+    return LabelAwareTrainer if labels_matter(config, label_aware) else Trainer
 
 
 class LabelAwareTrainer(Trainer):
@@ -126,23 +111,15 @@ class LabelAwareTrainer(Trainer):
             binarize(self.task.y_test, config.binarize_threshold),
         )
 
-    def build_encoder(self) -> nn.Module:
-        if self.task.kind == "tabular":
-            return MLPEncoder(self.task.input_shape[0], self.config.feature_dim, self.config.width)
-        return super().build_encoder()
-
-    def build_augment(self) -> Any:
-        """A regression set's fixed, label-keeping views (``aug_types`` refused), else the
-        data kind's."""
+    def build_augment(self) -> ViewAugment:
+        """The modality's views; ``aug_types`` is refused on regression data, whose
+        views are fixed so that they keep the label."""
         if self.regression and self.config.aug_types is not None:
             raise ValueError(
                 f"aug_types does not apply to the regression dataset {self.config.dataset!r} "
                 "(its augmentations are fixed so that they keep the label)"
             )
-        if self.task.kind == "tabular":
-            return TabularAugment()
-        types = AUGMENT_TYPES.get(self.config.dataset)
-        return Augment(self.task.kind, types=types) if types else super().build_augment()
+        return super().build_augment()
 
     def knn(self, train_feats: Tensor, test_feats: Tensor) -> dict[str, float]:
         """kNN accuracy for class labels; nothing for continuous labels."""

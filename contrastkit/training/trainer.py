@@ -42,23 +42,20 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from tqdm import tqdm
 
-from .. import distributed, losses, rundir
-from ..data import Split, build_augment, dataset_from_config
+from .. import distributed, losses
+from ..data import Split, dataset_from_config
 from ..data.sources import iter_batches, pretraining_set
 from ..engine import Engine, build_optimizer, build_schedule, eval_mode
 from ..engine.device import device_info
 from ..evaluation import alignment_uniformity, knn_accuracies, linear_probe
 from ..frameworks import build_framework, framework_class
-from ..models import build_encoder
 from ..provenance import code_info
 from . import checkpoint
 from .config import TrainConfig
-from .defaults import in_effect
-from .probe import OnlineProbe, TensorBoardLog, finite_numbers
+from .modality import Modality, ViewAugment, modality_of
+from .monitors import OnlineProbe, TensorBoardLog, finite_numbers
 
-FINAL = "final.json"
 # per-step values kept in full (as ``<name>_steps``), not only averaged
 TRACED = ("temperature", "alignment_A", "tau_pos_mean", "tau_neg_mean")
 TRACE_SUFFIX = "_steps"
@@ -193,18 +190,20 @@ class Trainer:
         """The dataset the loss trains on."""
         return dataset_from_config(self.config)
 
+    @property
+    def modality(self) -> Modality:
+        """The registered :class:`~.modality.Modality` of the run's dataset."""
+        return modality_of(self.config.dataset)
+
     def build_encoder(self) -> torch.nn.Module:
-        cfg = self.config
-        d = self.data
-        return build_encoder(
-            d.kind, d.input_shape, cfg.feature_dim, cfg.width, cfg.backbone, cfg.stem, d.mean, d.std
-        )
+        """The modality's encoder of :attr:`data` (:meth:`Modality.build_encoder`)."""
+        return self.modality.build_encoder(self.data, self.config)
 
-    def build_augment(self) -> Any:
-        cfg = self.config
-        return build_augment(self.data, cfg.aug_types, cfg.crop_scale, cfg.jitter, cfg.p_jitter)
+    def build_augment(self) -> ViewAugment:
+        """The modality's view generator of :attr:`data` (:meth:`Modality.build_augment`)."""
+        return self.modality.build_augment(self.data, self.config)
 
-    def build_view_augments(self) -> list[Any]:
+    def build_view_augments(self) -> list[ViewAugment]:
         """The loop's view generators, one per view position (cycled over the views):
         :attr:`augment` for every view unless a modality offers ``aug_recipe``s."""
         if self.config.aug_recipe != "simclr":
@@ -238,6 +237,8 @@ class Trainer:
             self.rank * cfg.batch_size // self.world, (self.rank + 1) * cfg.batch_size // self.world
         )
         keep = local if self.world > 1 else None  # a rank reads / decodes its share only
+        from tqdm import tqdm  # the command line's: the library imports without it
+
         bar = tqdm(
             zip(rows, iter_batches(x, rows, cfg.workers, self.pin, keep), strict=True),
             total=steps,
@@ -390,23 +391,7 @@ class Trainer:
         }
 
     def write_final(self, metrics: dict[str, Any]) -> dict[str, Any]:
-        """``metrics`` completed with what describes the run (epochs, training time, the
-        final evaluation's time, seed, world size, :meth:`run_info`, config) and, with a
-        run directory, written atomically to ``final.json``; returned. Every trainer's
-        ``finish`` ends here."""
-        cfg = self.config
-        final: dict[str, Any] = {
-            **metrics,
-            "epochs": self.epoch,
-            "train_time_s": self.train_time,
-            "final_eval_time_s": time.perf_counter() - self.epoch_end,
-            "seed": cfg.seed,
-            "world_size": self.world,
-            **self.run_info(),
-            "defaults_applied": in_effect(cfg.to_dict()),  # .defaults: values and sources
-            "config": cfg.to_dict(),
-        }
-        if self.out is not None:
-            self.out.mkdir(parents=True, exist_ok=True)
-            rundir.atomic_write_text(self.out / FINAL, rundir.strict_json(final))  # no NaN
-        return final
+        """``metrics`` completed with what describes the run and, with a run directory,
+        written to ``final.json`` (:func:`.checkpoint.write_final`); returned. Every
+        trainer's ``finish`` ends here."""
+        return checkpoint.write_final(self, metrics, time.perf_counter() - self.epoch_end)

@@ -9,7 +9,7 @@ import argparse
 import pytest
 
 from contrastkit.cli import build_parser
-from contrastkit.commands.train import BOOLEAN_FLAGS, FLAGS, GROUPS
+from contrastkit.commands.train_flags import BOOLEAN_FLAGS, FLAGS, GROUPS
 
 # Shown under "options": help, the config file every group's values can come from, and
 # the flags every command accepts (contrastkit.cli._add_global_flags).

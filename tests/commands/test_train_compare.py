@@ -9,7 +9,7 @@ import pytest
 
 from contrastkit.cli import build_parser, main
 from contrastkit.commands.compare import plan
-from contrastkit.commands.train import overrides_from_args
+from contrastkit.commands.train_flags import overrides_from_args
 from contrastkit.training import load_yaml
 
 TINY = [

@@ -10,8 +10,7 @@ import torch
 
 from contrastkit.data import load_dataset
 from contrastkit.data.sources import ConcatImages, iter_batches, pretraining_set, take
-from contrastkit.training import TrainConfig
-from contrastkit.training.label_aware import trainer_class
+from contrastkit.training import TrainConfig, trainer_class
 
 
 def _parts() -> tuple[torch.Tensor, torch.Tensor]:

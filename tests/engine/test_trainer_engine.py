@@ -12,11 +12,12 @@ from pathlib import Path
 import pytest
 import torch
 
-from contrastkit.commands.train import add_arguments, overrides_from_args
+from contrastkit.checkpoint_file import CHECKSUM_KEY, TRUST_ENV
+from contrastkit.commands.train import add_arguments
+from contrastkit.commands.train_flags import overrides_from_args
 from contrastkit.provenance import code_info
-from contrastkit.rundir import CHECKSUM_KEY, TRUST_ENV
 from contrastkit.training import CHECKPOINT, FINAL, METRICS, TrainConfig
-from contrastkit.training.probe import OnlineProbe
+from contrastkit.training.monitors import OnlineProbe
 
 # framework/loss pairs to cover: every framework, and AMCL (heads inside the loss)
 PAIRS = [

@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from contrastkit import losses
-from contrastkit.data import Augment, load_digits
 from contrastkit.frameworks import FRAMEWORKS, MoCo, build_framework, compatible_losses
+from contrastkit.images import Augment, load_digits
 from contrastkit.losses.views import cross_view_similarities, normalize
 from contrastkit.models import build_encoder
 

@@ -14,8 +14,8 @@ from amcl_reference import contrast_ref
 
 from contrastkit import losses
 from contrastkit.cli import main
-from contrastkit.data import load_digits
 from contrastkit.frameworks import MoCo, build_framework, compatible_losses
+from contrastkit.images import load_digits
 from contrastkit.losses import AMCL
 from contrastkit.losses import functional as F
 from contrastkit.losses.registry import LossInfo

@@ -18,8 +18,7 @@ from contrastkit.graphs.evaluate import (
 from contrastkit.graphs.gin import GINEncoder
 from contrastkit.graphs.trainer import GraphTrainer
 from contrastkit.graphs.tu import read_tu
-from contrastkit.training import TrainConfig
-from contrastkit.training.label_aware import trainer_class
+from contrastkit.training import TrainConfig, trainer_class
 
 CONFIGS = Path(__file__).parents[2] / "configs" / "graphs"
 

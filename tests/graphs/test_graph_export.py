@@ -15,8 +15,7 @@ from contrastkit.graphs.dta import GraphDTAEncoder
 from contrastkit.graphs.gin import GINEncoder
 from contrastkit.models import load_encoder, save_encoder
 from contrastkit.models.export import SPEC
-from contrastkit.training import TrainConfig
-from contrastkit.training.label_aware import trainer_class
+from contrastkit.training import TrainConfig, trainer_class
 
 
 def test_a_tu_run_exports_its_gin(two_class_tu: Path, tmp_path: Path) -> None:

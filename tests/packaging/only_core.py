@@ -10,14 +10,28 @@ from __future__ import annotations
 
 import contextlib
 import importlib.abc
+import importlib.util
 import io
 import json
 import sys
+from pathlib import Path
 
-from contrastkit._optional import EXTRAS  # imports nothing optional
+
+def extras() -> tuple[str, ...]:
+    """The packages of the extras, read from ``contrastkit/_optional.py`` without importing
+    contrastkit: importing it (and torch with it) must happen under the blocker."""
+    package = importlib.util.find_spec("contrastkit")
+    assert package is not None and package.submodule_search_locations
+    path = Path(next(iter(package.submodule_search_locations))) / "_optional.py"
+    spec = importlib.util.spec_from_file_location("optional_table", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return tuple(module.EXTRAS)
+
 
 # every package of an extra (the table of contrastkit._optional), plus the command line's own
-BLOCKED = (*EXTRAS, "yaml", "tqdm")
+BLOCKED = (*extras(), "yaml", "tqdm")
 
 
 class Blocker(importlib.abc.MetaPathFinder):

@@ -13,8 +13,8 @@ import torch
 from contrastkit.cli import main
 from contrastkit.models import ConvEncoder, load_encoder, save_encoder
 from contrastkit.models.export import SPEC, WEIGHTS, architectures
+from contrastkit.tabular import MLPEncoder
 from contrastkit.training import TrainConfig, Trainer
-from contrastkit.training.label_aware import MLPEncoder
 
 
 @pytest.fixture(scope="module")

@@ -19,7 +19,8 @@ import pytest
 import torch
 
 from contrastkit._signals import Terminated, sigterm_unwinds
-from contrastkit.rundir import FAULT_ENV, load_checkpoint, read_jsonl
+from contrastkit.checkpoint_file import load_checkpoint
+from contrastkit.rundir import FAULT_ENV, read_jsonl
 from contrastkit.training import CHECKPOINT, FINAL, METRICS, TIMING_KEYS, TrainConfig, Trainer
 
 CONFIG = dict(dataset="digits", epochs=3, batch_size=256, feature_dim=8, width=2, proj_dim=8,

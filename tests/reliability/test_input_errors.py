@@ -17,10 +17,11 @@ import numpy as np
 import pytest
 import torch
 
+from contrastkit.checkpoint_file import TRUST_ENV, atomic_torch_save, load_checkpoint
 from contrastkit.cli import main
-from contrastkit.evaluation.analyses import embed_2d
 from contrastkit.graphs.tu import _read_numbers
-from contrastkit.rundir import TRUST_ENV, atomic_torch_save, load_checkpoint, strict_json
+from contrastkit.images.analyses import embed_2d
+from contrastkit.rundir import strict_json
 from contrastkit.training import CHECKPOINT, FINAL
 
 TINY = ["--dataset=digits", "--batch-size=256", "--feature-dim=8", "--width=2", "--proj-dim=8"]

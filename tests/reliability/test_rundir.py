@@ -11,14 +11,12 @@ from pathlib import Path
 import pytest
 import torch
 
+from contrastkit.checkpoint_file import CheckpointError, atomic_torch_save, load_checkpoint
 from contrastkit.cli import main
 from contrastkit.rundir import (
     FAULT_ENV,
-    CheckpointError,
-    atomic_torch_save,
     atomic_write_text,
     check_output_file,
-    load_checkpoint,
     prepare_run_dir,
     read_jsonl,
     removed_if_unused,

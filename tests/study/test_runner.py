@@ -16,6 +16,7 @@ from contrastkit.study import runner as runner_module
 from contrastkit.study.claims import claim_path
 from contrastkit.study.remaining import duration, remaining
 from contrastkit.study.report_text import _evaluation_time
+from contrastkit.training import run_state
 
 from .tiny import TINY, held_claim, write_study
 
@@ -85,7 +86,7 @@ def test_more_epochs_extend_finished_runs_and_other_configs_are_refused(tmp_path
     run_study(study, log=False)
     longer = load_study(_study(tmp_path, arms, [0], base={**TINY, "epochs": 3}))
     assert (
-        runner_module.run_state(
+        run_state(
             longer.runs_dir / "ntxent" / "seed0", runner_module.seeded(longer.arms[0], 0)
         )
         == "partial"
@@ -305,8 +306,8 @@ def test_status_divides_the_time_left_among_the_processes_at_work(
 
 
 def test_only_label_aware_arms_make_a_study_label_aware(tmp_path: Path) -> None:
-    from contrastkit.training.image_trainer import ImageTrainer
-    from contrastkit.training.label_aware import trainer_class
+    from contrastkit.images import ImageTrainer
+    from contrastkit.training import trainer_class
 
     ntxent = {"label": "ntxent", "loss": "ntxent"}
     images = load_study(_study(tmp_path / "a", [ntxent], [0], base={**TINY, "dataset": "cifar10"}))

@@ -10,7 +10,7 @@ import pytest
 from contrastkit.cli import main
 from contrastkit.frameworks import SimCSE
 from contrastkit.text.presets import BUILTIN, PRESETS, get_preset, resolve_options
-from contrastkit.text.simcse import loss_hyperparameters
+from contrastkit.text.simcse_trainer import loss_hyperparameters
 
 
 @pytest.mark.parametrize("name", sorted(PRESETS))

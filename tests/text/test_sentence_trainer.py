@@ -13,12 +13,11 @@ import yaml
 
 from contrastkit.cli import main
 from contrastkit.data import load_dataset
-from contrastkit.data.sentences import Sentences
 from contrastkit.study import load_study, run_study
+from contrastkit.text.datasets import Sentences
 from contrastkit.text.encoder import SentenceEncoder
 from contrastkit.text.trainer import SentenceFeatures, SentenceTrainer
-from contrastkit.training import TrainConfig
-from contrastkit.training.label_aware import trainer_class
+from contrastkit.training import TrainConfig, trainer_class
 
 from .conftest import SENTENCES
 

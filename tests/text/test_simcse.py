@@ -25,8 +25,7 @@ from contrastkit.text import (
     two_view_loss,
 )
 from contrastkit.text.encoder import SentenceEncoder
-from contrastkit.training import TrainConfig
-from contrastkit.training.label_aware import trainer_class
+from contrastkit.training import TrainConfig, trainer_class
 
 
 def unit_views(n: int = 6, d: int = 5, seed: int = 0) -> tuple[Tensor, Tensor]:

@@ -13,13 +13,14 @@ import pytest
 import torch
 
 from contrastkit.cli import build_parser, main
-from contrastkit.commands.train import merge, overrides_from_args
+from contrastkit.commands.train import merge
+from contrastkit.commands.train_flags import overrides_from_args
 from contrastkit.engine import OPTIMIZERS, build_optimizer, build_schedule
 from contrastkit.models import BACKBONES, load_encoder, save_encoder
 from contrastkit.study import load_study
 from contrastkit.study.records import RECORDS, RunRecord
 from contrastkit.study.runner import seeded
-from contrastkit.training import TrainConfig, Trainer, load_yaml
+from contrastkit.training import TrainConfig, load_yaml, modality_of
 from contrastkit.training.defaults import OPTIMIZER, RESOLVED, WIDTH, describe, in_effect
 
 from .test_shipped_configs import CONFIGS, ROOT, _configs
@@ -135,7 +136,7 @@ def test_resnet18_by_default_is_he_et_al_width_64_over_10m_parameters(tmp_path: 
     config = _cli_config("--dataset", "cifar10", "--backbone", "resnet18")
     assert config.width == 64 and _cli_config("--dataset", "cifar10").width == 32
     data = SimpleNamespace(kind="image", input_shape=(3, 32, 32), mean=[0.5] * 3, std=[0.25] * 3)
-    encoder = Trainer.build_encoder(SimpleNamespace(config=config, data=data))  # type: ignore[arg-type]
+    encoder = modality_of(config.dataset).encoder(data, config)  # type: ignore[arg-type,misc]
     assert encoder.feature_dim == 512
     save_encoder(encoder, tmp_path / "enc", {"config": config.to_dict()})  # what export writes
     exported = load_encoder(tmp_path / "enc")

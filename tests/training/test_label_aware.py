@@ -10,8 +10,8 @@ import pytest
 import torch
 
 from contrastkit.cli import main
-from contrastkit.training import TrainConfig, Trainer
-from contrastkit.training.label_aware import LabelAwareTrainer, MLPEncoder, trainer_class
+from contrastkit.tabular import MLPEncoder
+from contrastkit.training import LabelAwareTrainer, TrainConfig, Trainer, trainer_class
 
 TINY = ["--epochs", "1", "--batch-size", "64", "--feature-dim", "8", "--width", "8"]
 TINY += ["--proj-dim", "8", "--threads", "1", "--no-progress"]

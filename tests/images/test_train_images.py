@@ -64,7 +64,7 @@ def test_image_views_replay_exactly_on_resume(tmp_path: Path) -> None:
 
 def test_byol_recipe_gives_each_view_its_own_augmentation(tmp_path: Path) -> None:
     _cifar_fixture(tmp_path)
-    from contrastkit.training.label_aware import trainer_class
+    from contrastkit.training import trainer_class
 
     cfg = TrainConfig(dataset="cifar10", data_root=str(tmp_path), backbone="resnet18", width=2,
                       epochs=1, batch_size=16, aug_recipe="byol", device="cpu")  # fmt: skip
@@ -96,7 +96,7 @@ def test_every_framework_trains_a_resnet_on_real_format_images(
     """One epoch of each framework on uint8 CIFAR-format images with a ResNet-18: the
     loss is finite and the encoder's weights move."""
     _cifar_fixture(tmp_path)
-    from contrastkit.training.label_aware import trainer_class
+    from contrastkit.training import trainer_class
 
     cfg = TrainConfig(dataset="cifar10", data_root=str(tmp_path), backbone="resnet18", width=2,
                       epochs=1, batch_size=16, framework=framework, loss=loss, queue_size=32,
@@ -111,7 +111,7 @@ def test_every_framework_trains_a_resnet_on_real_format_images(
 def test_linear_evaluation_settings_come_from_the_config(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from contrastkit.training import image_trainer
+    from contrastkit.images import trainer as image_trainer
 
     seen: list[dict] = []
     real = image_trainer.linear_eval
@@ -151,7 +151,7 @@ def test_bad_linear_evaluation_settings_are_refused(values: dict, message: str) 
 
 
 def test_jitter_flag_reaches_every_view(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from contrastkit.training.image_trainer import ImageTrainer
+    from contrastkit.images import ImageTrainer
 
     _cifar_fixture(tmp_path)
     for recipe in ("simclr", "byol"):

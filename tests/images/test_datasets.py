@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 import torch
 
-from contrastkit.data import load_dataset, load_digits, load_mnist1d
+from contrastkit.data import load_dataset
+from contrastkit.images import load_digits, load_mnist1d
 
 
 def test_digits_split_is_fixed_stratified_and_scaled() -> None:

@@ -17,7 +17,7 @@ split is read (the reader checks the folder whole) but not used: nothing is sele
 
 ``sentences`` reads one sentence per line from the file ``data_root`` (SimCSE's Wikipedia
 sample); its labels are zeros and its test split is empty: the ``simcse`` framework's runs
-are scored on STS pairs (:mod:`contrastkit.text.simcse`).
+are scored on STS pairs (:mod:`contrastkit.text.simcse_trainer`).
 
 >>> x = Sentences(["a b", "c", "d e f"])
 >>> x[1:], x[torch.tensor([2, 0])]
@@ -31,7 +31,7 @@ from pathlib import Path
 
 import torch
 
-from .registry import Split, register_dataset
+from ..data import Split
 
 SUBSET_SEED = 0
 SST5_FILES = ("sentiment-train", "sentiment-dev", "sentiment-test")
@@ -73,7 +73,7 @@ def subset(n: int, num_samples: int | None, name: str) -> torch.Tensor:
 
 def load_sst5(num_samples: int | None = None, data_root: str | None = None) -> Split:
     """SST-5 train and test as sentences with float labels 0–4 (module docstring)."""
-    from ..text.senteval.readers import MissingTaskFilesError, read_sst_fine
+    from .senteval.readers import MissingTaskFilesError, read_sst_fine
 
     if data_root is None:
         raise ValueError(
@@ -101,16 +101,11 @@ def load_sst5(num_samples: int | None = None, data_root: str | None = None) -> S
     )
 
 
-register_dataset(
-    "sst5", load_sst5, kind="text", regression=True, description="SST-5 sentences, labels 0-4"
-)
-
-
 def load_sentences(num_samples: int | None = None, data_root: str | None = None) -> Split:
     """Unlabelled sentences, one per line of the file ``data_root`` (SimCSE's Wikipedia
     sample); labels are zeros and the test split is empty: the ``simcse`` framework's
     runs are evaluated on STS pairs (``sts_dev``)."""
-    from ..text.data import read_sentences
+    from .data import read_sentences
 
     if data_root is None:
         raise ValueError(
@@ -126,8 +121,3 @@ def load_sentences(num_samples: int | None = None, data_root: str | None = None)
         Sentences([]),
         torch.zeros(0),
     )
-
-
-register_dataset(
-    "sentences", load_sentences, kind="text", description="unlabelled sentences, one per line"
-)

@@ -6,14 +6,13 @@ from __future__ import annotations
 import pytest
 import torch
 
-from contrastkit.data import load_dataset, load_digits
-from contrastkit.data.regression import (
-    REGRESSION_DATASETS,
-    TabularAugment,
-    binarize,
-    is_regression,
-    rotate,
-)
+from contrastkit.data import is_regression, load_dataset
+from contrastkit.images import load_digits
+from contrastkit.images.rotation import rotate
+from contrastkit.tabular import TabularAugment
+from contrastkit.training.label_aware import binarize
+
+REGRESSION_DATASETS = ("digits_rotation", "diabetes")
 
 
 def test_rotate_matches_exact_quarter_turns_and_identity() -> None:

@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from contrastkit.data import load_dataset
-from contrastkit.data.images import RestrictedUnpickler, channel_stats, restricted_loads
+from contrastkit.images.readers import RestrictedUnpickler, channel_stats, restricted_loads
 
 
 def _cifar_batch(n: int, seed: int, classes: int, key: str) -> dict:

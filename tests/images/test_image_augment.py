@@ -9,8 +9,9 @@ import pytest
 import torch
 from PIL import Image, ImageOps
 
-from contrastkit.data import Split, build_augment
-from contrastkit.data.image_augment import (
+from contrastkit.data import Split
+from contrastkit.images import build_augment
+from contrastkit.images.image_augment import (
     ImageAugment,
     adjust,
     check_jitter,

@@ -76,7 +76,7 @@ def test_two_runs_filling_one_cache_at_once_both_load(
 ) -> None:
     """A second run decodes and writes the whole cache while the first is between writing
     its first file and renaming it: both must load the same set."""
-    import contrastkit.data.imagefolder as imagefolder
+    import contrastkit.images.imagefolder as imagefolder
 
     _tree(tmp_path / "data", ("train", "test"), per_class=2)
     kw = {"data_root": str(tmp_path / "data"), "cache_dir": str(tmp_path / "c")}

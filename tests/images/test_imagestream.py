@@ -10,11 +10,11 @@ import pytest
 import torch
 from PIL import Image
 
-from contrastkit.data import imagestream, load_dataset
-from contrastkit.data.imagestream import StreamedImages
+from contrastkit.data import load_dataset
 from contrastkit.data.sources import LazyImages, iter_batches
-from contrastkit.training import TrainConfig
-from contrastkit.training.label_aware import trainer_class
+from contrastkit.images import imagestream
+from contrastkit.images.imagestream import StreamedImages
+from contrastkit.training import TrainConfig, trainer_class
 
 
 def _tree(root: Path, per_class: int = 6, size: int = 10) -> None:

@@ -20,7 +20,7 @@ import torch
 from torch import Tensor
 
 from .._optional import require
-from .registry import Split, register_dataset
+from ..data import Split
 
 DIGITS_TEST_FRACTION = 0.2
 DIGITS_SPLIT_SEED = 0
@@ -69,7 +69,3 @@ def _tensors(
         torch.as_tensor(np.ascontiguousarray(x_te), dtype=torch.float32),
         torch.as_tensor(y_te, dtype=torch.int64),
     )
-
-
-register_dataset("digits", load_digits, "2d", description="scikit-learn 8x8 digits")
-register_dataset("mnist1d", load_mnist1d, "1d", description="MNIST-1D generated locally")

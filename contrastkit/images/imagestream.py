@@ -2,10 +2,10 @@
 
 An ImageNet-100 training set (≈126,700 images) is ≈19 GB as uint8 at 224 px: too much to
 decode into memory or a cache in one go. Streamed, the set is a list of files; each batch's
-images are read and decoded with Pillow (the cache's :func:`~.imagefolder.decode`: RGB, the
+images are read and decoded with Pillow (the cache's :func:`~.folder_files.decode`: RGB, the
 short side resized to ``image_size`` and centre-cropped) in ``DataLoader`` worker processes,
 collated into one uint8 ``[B, 3, S, S]`` tensor, and then augmented on the device by the
-same batched :class:`~contrastkit.data.ImageAugment` as cached data. The trainer's loop is
+same batched :class:`~contrastkit.images.ImageAugment` as cached data. The trainer's loop is
 unchanged: it asks :func:`~contrastkit.data.sources.iter_batches` for the batches of its
 index rows, whatever the source.
 
@@ -37,10 +37,10 @@ import torch
 from torch import Tensor
 from torch.utils.data import DataLoader, Dataset
 
-from .imagefolder import _members, decode, labels_and_split
-from .images import image_split
-from .registry import Split
-from .sources import LazyImages, Rows, _as_index
+from ..data import Split
+from ..data.sources import LazyImages, Rows, _as_index
+from .folder_files import decode, image_members, labels_and_split
+from .readers import image_split
 
 STREAM_BYTES = 4 * 2**30
 STATS_SAMPLES = 2048
@@ -60,7 +60,7 @@ def streamable(root: Path) -> bool:
 def estimated_bytes(root: Path, image_size: int | None) -> int:
     """The uint8 size of the decoded set: image count × 3 × S² (``S = image_size``, else
     the first image's height × width)."""
-    members = list(_members(root))
+    members = list(image_members(root))
     if not members:
         return 0
     if image_size is not None:
@@ -165,7 +165,7 @@ def load_streamed(
             "extract it to a folder or an uncompressed .tar to stream it, or set stream "
             "false to decode it into the cache"
         )
-    members = list(_members(root))
+    members = list(image_members(root))
     y, test, classes = labels_and_split([rel for rel, _ in members], test_fraction, split_seed)
     reader = _Reader(root, members)
     first = decode(reader.read(0), reader.names[0], image_size)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from contrastkit.data import TYPES_1D, TYPES_2D, Augment
+from contrastkit.images import TYPES_1D, TYPES_2D, Augment
 
 
 def gen(seed: int = 0) -> torch.Generator:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from contrastkit.evaluation.analyses import (
+from contrastkit.images.analyses import (
     embed_2d,
     epoch_repulsion_entropy,
     pair_similarities,
@@ -76,7 +76,7 @@ def test_2d_map_keeps_clusters_apart(tmp_path: Path) -> None:
 
 
 def test_query_weights_match_softmax_of_costs(tmp_path: Path) -> None:
-    from contrastkit.evaluation.analyses import plot_query_weights, query_weights
+    from contrastkit.images.analyses import plot_query_weights, query_weights
 
     g = torch.Generator().manual_seed(0)
     a, p, n = (

@@ -7,7 +7,7 @@ expected; a file that cannot be decoded (truncated, not gzip, a refused pickle g
 raises :class:`~.reading.DataFileError` naming it (:func:`~.reading.reading`). Images are
 returned as **uint8** ``[N, C, H, W]`` tensors (kind ``"image"``):
 CIFAR-10's 50,000 training images are 150 MB as uint8 and would be 600 MB as float32; the
-augmentation (:mod:`contrastkit.data.image_augment`) or the encoder's input layer converts
+augmentation (:mod:`contrastkit.images.image_augment`) or the encoder's input layer converts
 them. ``mean``/``std`` are the training split's per-channel statistics of ``x / 255``.
 
 * ``cifar10`` / ``cifar100``: ``cifar-10-batches-py/`` (``data_batch_1..5``, ``test_batch``)
@@ -38,9 +38,9 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from .reading import reading
-from .registry import Split, register_dataset
-from .sources import LazyImages, take
+from ..data import Split
+from ..data.reading import reading
+from ..data.sources import LazyImages, take
 
 SUBSET_SEED = 0
 STL_SIDE = 96
@@ -340,10 +340,3 @@ def load_fashion_mnist(data_root: str | None = None, num_samples: int | None = N
     """Fashion-MNIST: 60,000 train / 10,000 test, 1×28×28, 10 classes."""
     folders = ["", "fashion-mnist", "fashion_mnist", "FashionMNIST/raw"]
     return load_idx_dataset("fashion_mnist", folders, data_root, num_samples)
-
-
-register_dataset("cifar10", load_cifar10, "image", description="CIFAR-10 python pickles")
-register_dataset("cifar100", load_cifar100, "image", description="CIFAR-100 python pickles")
-register_dataset("stl10", load_stl10, "image", description="STL-10 binary release")
-register_dataset("mnist", load_mnist, "image", description="MNIST idx files")
-register_dataset("fashion_mnist", load_fashion_mnist, "image", description="Fashion-MNIST idx")

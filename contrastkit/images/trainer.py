@@ -1,13 +1,13 @@
 """The trainer's image hooks: the papers' evaluation protocol and analyses per run.
 
 :class:`ImageTrainer` is the :class:`~contrastkit.training.Trainer` of datasets of kind
-``"image"`` (chosen by :func:`~contrastkit.training.label_aware.trainer_class`); the loop is
+``"image"`` (chosen by the image modality, :mod:`contrastkit.images.modality`); the loop is
 the Trainer's. It adds
 
 * at every evaluation epoch (``knn`` hook): CACR's conditional entropy ``H(X⁻|X)`` of the
   repulsion weights over mini-batches of augmented training views embedded as the loss
   sees them (projection head when the framework has one), with its maximum ``log(M-1)``
-  (CACR Fig. 3/5; :func:`~contrastkit.evaluation.analyses.epoch_repulsion_entropy`);
+  (CACR Fig. 3/5; :func:`~contrastkit.images.analyses.epoch_repulsion_entropy`);
 * at the end (``finish`` hook): linear evaluation with top-1 / top-5
   (:func:`~contrastkit.evaluation.linear_eval`, MACL App. B.3's SGD protocol, with
   ``ImageTrainer.linear_epochs`` epochs), and with a run directory
@@ -28,9 +28,9 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from ..data import view_augments
 from ..evaluation import label_fraction_probe, linear_eval
-from ..evaluation.analyses import (
+from ..training import Trainer, ViewAugment
+from .analyses import (
     embed_2d,
     epoch_repulsion_entropy,
     pair_similarities,
@@ -40,7 +40,7 @@ from ..evaluation.analyses import (
     query_weights,
     similarity_histograms,
 )
-from .trainer import Trainer
+from .image_augment import view_augments
 
 SIMILARITIES_PNG = "similarities.png"
 MAP_PNG = "map2d.png"
@@ -57,8 +57,8 @@ class ImageTrainer(Trainer):
     # t-SNE: umap-learn's numba compilation alone took ~1 min on this CPU; "auto" = UMAP
     map_method: str = "tsne"
 
-    def build_view_augments(self) -> list[Any]:
-        """The ``aug_recipe``'s view generators (:func:`~contrastkit.data.view_augments`);
+    def build_view_augments(self) -> list[ViewAugment]:
+        """The ``aug_recipe``'s view generators (:func:`~.image_augment.view_augments`);
         the analyses keep :attr:`augment`, the SimCLR recipe."""
         cfg = self.config
         side = min(self.data.input_shape[1:])

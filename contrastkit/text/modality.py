@@ -1,0 +1,66 @@
+"""The text modality: sentence datasets on the shared loop, encoded by a pretrained
+transformer.
+
+Its trainers build their encoder (:func:`~.trainer.text_encoder`) and views themselves:
+:class:`~.simcse.SimCSETrainer` for the ``simcse`` framework (dropout views, STS dev
+selection, SentEval), :class:`~.trainer.SentenceTrainer` (EDA views, LASCon's downstream
+head) for the rest. :func:`check` refuses the sentence settings on other data and checks
+their values.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from ..data import dataset_info
+from ..training import Modality, TrainConfig, Trainer
+from .simcse_trainer import SimCSETrainer
+from .trainer import SentenceTrainer
+
+
+def text_trainer(config: TrainConfig, label_aware: bool = False) -> type[Trainer]:
+    """:class:`SimCSETrainer` for the simcse framework, else :class:`SentenceTrainer`
+    (label-aware in any case)."""
+    return SimCSETrainer if config.framework == "simcse" else SentenceTrainer
+
+
+def check(config: TrainConfig) -> None:
+    """The sentence settings: text data only, the simcse framework's only with it, and
+    their values (``ValueError`` naming the first bad one)."""
+    cfg = config
+    text = dataset_info(cfg.dataset).modality == "text"
+    for name in ("text_model", "pooling", "mlp_head", "dropout", "sts_dev", "eval_steps"):
+        if getattr(cfg, name) not in (None, False) and not text:
+            raise ValueError(
+                f"{name} applies to text datasets (sst5, sentences), not {cfg.dataset!r}"
+            )
+    for name in ("sts_dev", "eval_steps", "senteval", "senteval_tasks"):
+        if getattr(cfg, name) is not None and cfg.framework != "simcse":
+            raise ValueError(f"{name} applies to framework simcse, not {cfg.framework!r}")
+    if cfg.senteval_classifier not in ("sklearn", "pytorch"):
+        raise ValueError(
+            f"senteval_classifier must be sklearn or pytorch, got {cfg.senteval_classifier!r}"
+        )
+    defaults = {f.name: f.default for f in dataclasses.fields(cfg)}
+    for name in ("senteval_tasks", "senteval_classifier", "senteval_jobs"):
+        if getattr(cfg, name) != defaults[name] and cfg.senteval is None:
+            raise ValueError(f"{name} needs senteval (SentEval's downstream/ folder)")
+    if cfg.pooling not in (None, "cls", "mean"):
+        raise ValueError(f"pooling must be cls, mean or null, got {cfg.pooling!r}")
+    if cfg.dropout is not None and not (
+        isinstance(cfg.dropout, int | float) and 0 <= cfg.dropout < 1
+    ):
+        raise ValueError(f"dropout must be a number in [0, 1) or null, got {cfg.dropout!r}")
+    if cfg.sts_format not in ("stsb", "tsv"):
+        raise ValueError(f"sts_format must be stsb or tsv, got {cfg.sts_format!r}")
+    if cfg.eval_steps is not None and cfg.sts_dev is None:
+        raise ValueError("eval_steps needs sts_dev (the STS pairs to evaluate)")
+
+
+TEXT = Modality(
+    "text",
+    kinds=("text",),  # sentences (.datasets.Sentences), a pretrained transformer
+    trainer=text_trainer,
+    check=check,
+    description="sentences: a pretrained transformer, EDA or dropout views",
+)

@@ -1,0 +1,119 @@
+"""Modalities as plug-ins: what a kind of data brings to the shared training loop.
+
+A :class:`Modality` declares, once, everything the loop needs to know about one kind of
+data: the data kinds its datasets name (:class:`~contrastkit.data.Split` ``kind``), how to
+build its encoder and its views (a :class:`ViewAugment`), which trainer runs it (its
+evaluation protocol and analyses are that trainer's hooks), its config checks, and the
+encoder architectures that ``contrastkit export`` writes. :func:`register_modality` records
+it and declares its kinds to the dataset registry; the modality's package then registers
+its datasets with :func:`contrastkit.data.register_dataset`.
+
+The built-in modalities are packages above this layer (:mod:`contrastkit.images`: images
+and signals, :mod:`contrastkit.tabular`, :mod:`contrastkit.text`, :mod:`contrastkit.graphs`)
+that register themselves when imported; :mod:`contrastkit.modalities` imports them. A
+modality defined anywhere else registers the same way (``docs/guides/adding-a-modality.md``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import torch
+from torch import nn
+
+from ..data import Split, dataset_info, register_kind
+from ..models import register_architecture
+from ..models.export import Architecture
+from .config import TrainConfig, add_check
+
+
+class ViewAugment(Protocol):
+    """A random view generator: ``augment(batch, generator)`` returns a new view of every
+    sample of ``batch`` (the same container type: a tensor, a list of sentences, a graph
+    batch), drawing its randomness from ``generator`` only, so that a run replays."""
+
+    def __call__(self, batch: Any, generator: torch.Generator) -> Any: ...
+
+
+EncoderBuilder = Callable[[Split, TrainConfig], nn.Module]
+AugmentBuilder = Callable[[Split, TrainConfig], ViewAugment]
+# (config, label_aware) -> the trainer class; label_aware: the run is compared with
+# label-aware runs (contrastkit compare / study), so it is evaluated like them
+TrainerChoice = Callable[[TrainConfig, bool], type]
+
+
+@dataclass(frozen=True)
+class Modality:
+    """One kind of data the loop trains on (see the module docstring).
+
+    Attributes:
+        name: what ``--modality`` names (``image``, ``text``...).
+        kinds: the :class:`~contrastkit.data.Split` kinds of its datasets.
+        encoder: ``(split, config) -> encoder`` of the base trainer's
+            :meth:`~contrastkit.training.Trainer.build_encoder`; ``None`` when the
+            modality's trainer builds its own.
+        augment: ``(split, config) -> view generator`` of the base trainer's
+            :meth:`~contrastkit.training.Trainer.build_augment`; ``None`` likewise.
+        trainer: ``(config, label_aware) -> Trainer subclass``; ``None``: the shared rule
+            (:func:`contrastkit.training.trainer_class`).
+        check: ``config -> None``, raising ``ValueError`` for a setting that this
+            modality refuses; run by every config, whatever its dataset, so a modality
+            also refuses its own settings on other data.
+        architectures: the encoder classes it exports (``contrastkit export``).
+        description: one line for listings.
+    """
+
+    name: str
+    kinds: tuple[str, ...]
+    encoder: EncoderBuilder | None = None
+    augment: AugmentBuilder | None = None
+    trainer: TrainerChoice | None = None
+    check: Callable[[TrainConfig], None] | None = None
+    architectures: tuple[Architecture, ...] = field(default=())
+    description: str = ""
+
+    def build_encoder(self, split: Split, config: TrainConfig) -> nn.Module:
+        """:attr:`encoder` of ``split`` (``ValueError`` if the modality declares none)."""
+        if self.encoder is None:
+            raise ValueError(f"modality {self.name!r} declares no encoder: its trainer builds it")
+        return self.encoder(split, config)
+
+    def build_augment(self, split: Split, config: TrainConfig) -> ViewAugment:
+        """:attr:`augment` of ``split`` (``ValueError`` if the modality declares none)."""
+        if self.augment is None:
+            raise ValueError(f"modality {self.name!r} declares no views: its trainer builds them")
+        return self.augment(split, config)
+
+
+_MODALITIES: dict[str, Modality] = {}
+
+
+def register_modality(modality: Modality) -> Modality:
+    """Record ``modality``, declare its kinds to the dataset registry, register its export
+    architectures and add its config check (:func:`~.config.add_check`); returns it. A
+    second modality of the same name, or a kind that another modality declared, raises
+    ``ValueError``."""
+    if modality.name in _MODALITIES:
+        raise ValueError(f"a modality named {modality.name!r} is registered already")
+    if not modality.kinds:
+        raise ValueError(f"modality {modality.name!r} declares no data kind")
+    for kind in modality.kinds:
+        register_kind(kind, modality.name)
+    for arch in modality.architectures:
+        register_architecture(arch.name, arch.target, arch.describe, arch.build)
+    if modality.check is not None:
+        add_check(modality.check)
+    _MODALITIES[modality.name] = modality
+    return modality
+
+
+def available_modalities() -> list[str]:
+    """Sorted names of the registered modalities."""
+    return sorted(_MODALITIES)
+
+
+def modality_of(dataset: str) -> Modality:
+    """The modality of dataset ``dataset`` (``ValueError`` for an unknown dataset)."""
+    return _MODALITIES[dataset_info(dataset).modality]

@@ -1,0 +1,164 @@
+"""Proof by extension: a modality defined in this file, outside the package (its dataset,
+encoder and views), registers itself and trains with ``contrastkit train``.
+
+:func:`register` declares the ``points`` modality and its dataset ``rings``, as a user's
+module would when imported. The tests register it into copies of the registries (the
+``points`` fixture), so no other test sees it; the command line learns it from a module
+that ``--import`` names (``contrastkit --import points_plugin train --dataset rings``).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from torch import Tensor, nn
+
+from contrastkit.cli import main
+from contrastkit.data import Split, dataset_info, register_dataset
+from contrastkit.data import registry as data_registry
+from contrastkit.training import Modality, TrainConfig, register_modality, trainer_class
+from contrastkit.training import config as config_module
+from contrastkit.training import modality as modality_module
+from contrastkit.training.trainer import Trainer
+
+
+def load_rings(num_samples: int | None = None) -> Split:
+    """Points ``[N, 2]`` on three concentric rings (radius 1, 2, 3; class = ring), noisy,
+    with a fixed 80/20 split."""
+    n = 300 if num_samples is None else num_samples
+    g = torch.Generator().manual_seed(0)
+    labels = torch.arange(n) % 3
+    angle = torch.rand(n, generator=g) * 2 * math.pi
+    radius = (labels + 1).float() + 0.1 * torch.randn(n, generator=g)
+    x = torch.stack([radius * torch.cos(angle), radius * torch.sin(angle)], 1)
+    cut = n * 4 // 5
+    return Split("rings", "points", x[:cut], labels[:cut], x[cut:], labels[cut:])
+
+
+class PointEncoder(nn.Module):
+    """A two-layer MLP of 2-D points; ``feature_dim`` is what the heads read."""
+
+    def __init__(self, feature_dim: int, width: int) -> None:
+        super().__init__()
+        self.feature_dim = feature_dim
+        self.net = nn.Sequential(nn.Linear(2, width), nn.ReLU(), nn.Linear(width, feature_dim))
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.net(x)
+
+
+class Jitter:
+    """Views of points: a random rotation of up to ``degrees`` and Gaussian noise."""
+
+    def __init__(self, degrees: float = 20.0, noise: float = 0.05) -> None:
+        self.degrees, self.noise = degrees, noise
+
+    def __call__(self, batch: Tensor, generator: torch.Generator) -> Tensor:
+        turn = (torch.rand(len(batch), generator=generator) * 2 - 1) * math.radians(self.degrees)
+        cos, sin = torch.cos(turn), torch.sin(turn)
+        rotated = torch.stack(
+            [cos * batch[:, 0] - sin * batch[:, 1], sin * batch[:, 0] + cos * batch[:, 1]], 1
+        )
+        return rotated + self.noise * torch.randn(batch.shape, generator=generator)
+
+
+def check(config: TrainConfig) -> None:
+    """The modality's own setting: ``aug_types`` has no meaning for points."""
+    if dataset_info(config.dataset).modality == "points" and config.aug_types is not None:
+        raise ValueError("aug_types does not apply to points")
+
+
+def register() -> None:
+    """Register the ``points`` modality and its dataset ``rings``."""
+    register_modality(
+        Modality(
+            "points",
+            kinds=("points",),
+            encoder=lambda split, config: PointEncoder(config.feature_dim, config.width),
+            augment=lambda split, config: Jitter(),
+            check=check,
+            description="2-D points: an MLP encoder, rotation and noise views",
+        )
+    )
+    register_dataset("rings", load_rings, "points", description="points on three rings")
+
+
+REGISTRIES = (
+    (data_registry, "_REGISTRY"),
+    (data_registry, "_KIND_MODALITY"),
+    (modality_module, "_MODALITIES"),
+    (config_module, "_CHECKS"),
+)
+
+
+@pytest.fixture
+def points(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``points`` registered into copies of the registries, which the test leaves behind."""
+    for module, name in REGISTRIES:
+        monkeypatch.setattr(module, name, copy.copy(getattr(module, name)))
+    register()
+
+
+ARGS = ["train", "--dataset", "rings", "--epochs", "2", "--batch-size", "32", "--width", "16",
+        "--feature-dim", "8", "--proj-dim", "8", "--knn-k", "5", "--knn-small-k", "3",
+        "--no-progress"]  # fmt: skip
+
+
+@pytest.mark.usefixtures("points")
+def test_a_modality_outside_the_package_trains_with_contrastkit_train(tmp_path: Path) -> None:
+    assert trainer_class(TrainConfig(dataset="rings")) is Trainer  # the shared rule
+    assert main([*ARGS, "--out", str(tmp_path / "run")]) == 0
+    final = json.loads((tmp_path / "run" / "final.json").read_text())
+    metrics = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").open()]
+    assert [m["epoch"] for m in metrics] == [1, 2]
+    assert all(math.isfinite(m["loss"]) for m in metrics)
+    assert 0.0 <= final["knn_accuracy"] <= 1.0 and 0.0 <= final["linear_accuracy"] <= 1.0
+    assert math.isfinite(final["alignment"]) and math.isfinite(final["uniformity"])
+    assert final["config"]["dataset"] == "rings" and final["epochs"] == 2
+
+
+@pytest.mark.usefixtures("points")
+def test_its_config_check_and_modality_are_the_registry_s() -> None:
+    with pytest.raises(ValueError, match="aug_types does not apply to points"):
+        TrainConfig(dataset="rings", aug_types=2)
+    with pytest.raises(ValueError, match="modality 'image' does not match dataset 'rings'"):
+        TrainConfig(dataset="rings", modality="image")
+    assert TrainConfig(dataset="rings", modality="points").modality == "points"
+
+
+def test_the_command_line_imports_the_modality_s_module(tmp_path: Path) -> None:
+    """``contrastkit --import MODULE``: a fresh process learns the modality from a module
+    that registers it when imported."""
+    (tmp_path / "points_plugin.py").write_text(
+        f"from {Path(__file__).stem} import register\n\nregister()\n"
+    )
+    path = [str(tmp_path), str(Path(__file__).parent), *sys.path]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(path)}
+    argv = [sys.executable, "-m", "contrastkit", "--import", "points_plugin", *ARGS]
+    done = subprocess.run(
+        [*argv, "--epochs", "1", "--out", str(tmp_path / "run")],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    final = json.loads((tmp_path / "run" / "final.json").read_text())
+    assert final["epochs"] == 1 and 0.0 <= final["knn_accuracy"] <= 1.0
+
+
+def test_import_of_a_missing_module_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--import", "no_such_points_module", *ARGS]) == 2
+    err = capsys.readouterr().err
+    assert err == (
+        "contrastkit: error: --import no_such_points_module: no module "
+        "'no_such_points_module' on the Python path\n"
+    )
