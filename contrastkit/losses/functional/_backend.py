@@ -17,12 +17,9 @@ from __future__ import annotations
 
 import importlib.util
 import os
-from types import ModuleType
 
 import torch
 from torch import Tensor
-
-from ..._optional import require
 
 BACKENDS = ("auto", "torch", "triton")
 DEFAULT_BACKEND = "torch"  # "auto" once the GPU measurements of issue #38 justify it
@@ -62,12 +59,3 @@ def _unfit(anchors: Tensor) -> str:
     if anchors.shape[-1] > MAX_DIM:
         return f"takes embeddings of d <= {MAX_DIM} features, got d = {anchors.shape[-1]}"
     return ""
-
-
-def triton_gram() -> ModuleType:
-    """The Triton implementation, imported on first use; a missing ``triton`` raises
-    :class:`~contrastkit._optional.MissingExtraError` naming the ``gpu`` extra."""
-    require("triton", "gpu", "backend='triton'")
-    from . import _gram_triton
-
-    return _gram_triton

@@ -1,6 +1,6 @@
 """The Triton backend of :func:`~._negatives.gram_logsumexp` and
 :func:`~._negatives.gram_softmax_mean` (imports ``triton``; reached through
-:func:`._backend.triton_gram` only).
+:func:`._negatives._triton_gram` only).
 
 Same arguments and values as the torch implementation: over the key matrix
 ``k = cat(keys or anchors, extra)`` ``[K, d]`` and each row's columns not in

@@ -21,10 +21,12 @@ no ``device_type`` for them).
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from types import ModuleType
 
 import torch
 from torch import Tensor
 
+from ..._optional import require
 from . import _backend, _gram_torch
 from ._precision import compute_dtype, no_autocast, upcast_tensor
 
@@ -88,6 +90,16 @@ class DenseNegatives(Negatives):
         return DenseNegatives(self.neg, compute_dtype(self.neg))
 
 
+def _triton_gram() -> ModuleType:
+    """The Triton implementation (:mod:`._gram_triton`), imported on first use; a missing
+    ``triton`` raises :class:`~contrastkit._optional.MissingExtraError` naming the ``gpu``
+    extra."""
+    require("triton", "gpu", "backend='triton'")
+    from . import _gram_triton
+
+    return _gram_triton
+
+
 def gram_softmax_mean(
     anchors: Tensor,
     scale: float,
@@ -108,7 +120,7 @@ def gram_softmax_mean(
     anchors, keys, extra = _common_dtype(anchors, keys, extra)
     with no_autocast(anchors.device.type):
         if _backend.resolve(backend, anchors) == "triton":
-            return _backend.triton_gram().softmax_mean(
+            return _triton_gram().softmax_mean(
                 anchors, scale, keys, extra, exclude, detach_weights
             )
         return _gram_torch.softmax_mean(
@@ -144,7 +156,7 @@ def gram_logsumexp(
     anchors, keys, extra = _common_dtype(anchors, keys, extra)
     with no_autocast(anchors.device.type):
         if _backend.resolve(backend, anchors) == "triton":
-            return _backend.triton_gram().logsumexp(anchors, float(scale), keys, extra, exclude)
+            return _triton_gram().logsumexp(anchors, float(scale), keys, extra, exclude)
         scale = scale.detach() if isinstance(scale, Tensor) else float(scale)
         return _gram_torch.logsumexp(anchors, scale, keys, extra, exclude, block_size, unit)
 
