@@ -146,13 +146,21 @@ def grad_anchors_kernel(
     scale,
     R: tl.constexpr,
     WITH_V: tl.constexpr,
+    OWN: tl.constexpr,
     BLOCK_M: tl.constexpr,
     BLOCK_N: tl.constexpr,
     BLOCK_D: tl.constexpr,
     PRECISION: tl.constexpr,
     UPCAST: tl.constexpr,
 ):
-    """``∂a_i = Σ_j c_ij k_j`` for ``BLOCK_M`` rows, over all ``n_cols`` keys."""
+    """``∂a_i = Σ_j c_ij k_j`` for ``BLOCK_M`` rows, over all ``n_cols`` keys.
+
+    With ``OWN`` the first ``m`` keys are the anchors, and the kernel also adds their
+    part as keys, ``Σ_{j<m} c_ji a_j``: ``s`` is symmetric on those columns
+    (``s_ji = s_ij``), so the same tile gives the transposed coefficients ``c_ji`` (from
+    column ``j``'s ``lse_j, u_j, v_j`` and exclusions) and ``k_j = a_j``. One recomputed
+    product and one gradient product per tile, instead of two of each with
+    :func:`grad_keys_kernel`; still one program per output row block, no atomics."""
     rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_d = tl.arange(0, BLOCK_D)
     a = _load_rows(a_ptr, rows, m, offs_d, d)
@@ -165,6 +173,21 @@ def grad_anchors_kernel(
         k = _load_rows(k_ptr, cols, n_cols, offs_d, d)
         s, present = _tile(a, k, excl_ptr, rows, cols, m, n_cols, R, PRECISION, UPCAST)
         c = _coefficients(s, present, lse, u, v, scale, WITH_V)
+        if OWN:  # noqa: SIM102 - a compile-time branch around a run-time one
+            if c0 < m:  # the transposed part: columns that are anchors too
+                mine = cols < m
+                lse_c = tl.load(lse_ptr + cols, mask=mine, other=0.0)
+                u_c = tl.load(u_ptr + cols, mask=mine, other=0.0)
+                present_t = mine[None, :] & (rows[:, None] < m)
+                for t in tl.static_range(R):
+                    excluded = tl.load(excl_ptr + cols * R + t, mask=mine, other=-1)
+                    present_t &= rows[:, None] != excluded[None, :]
+                p_t = tl.where(present_t, tl.exp(s * scale - lse_c[None, :]), 0.0)
+                if WITH_V:
+                    v_c = tl.load(v_ptr + cols, mask=mine, other=0.0)
+                    c += p_t * (u_c[None, :] + v_c[None, :] * s)
+                else:
+                    c += p_t * u_c[None, :]
         acc += _dot(c.to(k.dtype), k, PRECISION, UPCAST)
     mask = (rows[:, None] < m) & (offs_d[None, :] < d)
     out = da_ptr + rows[:, None] * d + offs_d[None, :]
@@ -209,66 +232,6 @@ def grad_keys_kernel(
     mask = (cols[:, None] < n_own) & (offs_d[None, :] < d)
     out = dk_ptr + cols[:, None] * d + offs_d[None, :]
     tl.store(out, acc.to(dk_ptr.dtype.element_ty), mask=mask)
-
-
-@triton.jit
-def grad_own_kernel(
-    a_ptr,
-    k_ptr,
-    excl_ptr,
-    lse_ptr,
-    u_ptr,
-    v_ptr,
-    da_ptr,
-    m,
-    n_cols,
-    d,
-    scale,
-    R: tl.constexpr,
-    WITH_V: tl.constexpr,
-    BLOCK_M: tl.constexpr,
-    BLOCK_N: tl.constexpr,
-    BLOCK_D: tl.constexpr,
-    PRECISION: tl.constexpr,
-    UPCAST: tl.constexpr,
-):
-    """``∂a_i = Σ_j c_ij k_j + Σ_{j<m} c_ji a_j`` when the first ``m`` keys are the anchors.
-
-    ``s`` is then symmetric on those columns (``s_ji = s_ij``), so one tile of ``s`` gives
-    both the row's coefficients ``c_ij`` and the transposed ``c_ji`` (from column ``j``'s
-    ``lse_j, u_j, v_j`` and exclusions), and ``k_j = a_j``: one recomputed product and one
-    gradient product per tile, instead of two of each in :func:`grad_anchors_kernel` +
-    :func:`grad_keys_kernel`; still one program per output row block, no atomics."""
-    rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
-    offs_d = tl.arange(0, BLOCK_D)
-    a = _load_rows(a_ptr, rows, m, offs_d, d)
-    lse = tl.load(lse_ptr + rows, mask=rows < m, other=0.0)
-    u = tl.load(u_ptr + rows, mask=rows < m, other=0.0)
-    v = tl.load(v_ptr + rows, mask=rows < m, other=0.0) if WITH_V else u
-    acc = tl.zeros([BLOCK_M, BLOCK_D], tl.float32)
-    for c0 in range(0, n_cols, BLOCK_N):
-        cols = c0 + tl.arange(0, BLOCK_N)
-        k = _load_rows(k_ptr, cols, n_cols, offs_d, d)
-        s, present = _tile(a, k, excl_ptr, rows, cols, m, n_cols, R, PRECISION, UPCAST)
-        c = _coefficients(s, present, lse, u, v, scale, WITH_V)
-        if c0 < m:  # the transposed part: columns that are anchors too
-            mine = cols < m
-            lse_c = tl.load(lse_ptr + cols, mask=mine, other=0.0)
-            u_c = tl.load(u_ptr + cols, mask=mine, other=0.0)
-            present_t = mine[None, :] & (rows[:, None] < m)
-            for t in tl.static_range(R):
-                excluded = tl.load(excl_ptr + cols * R + t, mask=mine, other=-1)
-                present_t &= rows[:, None] != excluded[None, :]
-            p_t = tl.where(present_t, tl.exp(s * scale - lse_c[None, :]), 0.0)
-            if WITH_V:
-                v_c = tl.load(v_ptr + cols, mask=mine, other=0.0)
-                c += p_t * (u_c[None, :] + v_c[None, :] * s)
-            else:
-                c += p_t * u_c[None, :]
-        acc += _dot(c.to(k.dtype), k, PRECISION, UPCAST)
-    mask = (rows[:, None] < m) & (offs_d[None, :] < d)
-    out = da_ptr + rows[:, None] * d + offs_d[None, :]
-    tl.store(out, acc.to(da_ptr.dtype.element_ty), mask=mask)
 
 
 def block_d(d: int) -> int:

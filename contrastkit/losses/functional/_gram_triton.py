@@ -92,19 +92,11 @@ class _GramStatistic(torch.autograd.Function):
         meta = _meta(excl, tiles, a, WITH_V=v is not None)
         need_anchors, need_keys = ctx.needs_input_grad[0], ctx.needs_input_grad[1]
         grad_a = grad_k = None
-        if ctx.own_keys:  # the keys are the anchors: one kernel, s symmetric on them
-            if need_anchors:
-                grad_a = torch.zeros_like(a)
-                if m > 0:
-                    kernels.grad_own_kernel[(triton.cdiv(m, tiles[0]),)](
-                        *args, grad_a, m, k.shape[0], d, scale, **meta
-                    )
-            return grad_a, None, None, None, None, None, None
-        if need_anchors:
+        if need_anchors:  # own keys: their part as keys too, in the same kernel
             grad_a = torch.zeros_like(a)
             if m > 0:
                 kernels.grad_anchors_kernel[(triton.cdiv(m, tiles[0]),)](
-                    *args, grad_a, m, k.shape[0], d, scale, **meta
+                    *args, grad_a, m, k.shape[0], d, scale, OWN=ctx.own_keys, **meta
                 )
         if need_keys:
             grad_k = k.new_zeros(ctx.n_own, d)
