@@ -24,11 +24,10 @@ Two parts, both on one device:
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
 from collections.abc import Callable
 
 import torch
+from gpu_loss_bench import measure  # beside this script: the loss table's timing
 
 from contrastkit import losses
 from contrastkit.losses.functional import _gram_triton
@@ -95,25 +94,13 @@ def check(args: argparse.Namespace) -> None:
             )
 
 
-def _time(step: Callable[[], object], device: str, repeats: int) -> float:
-    """Median milliseconds of ``step`` after two untimed calls."""
-    cuda = device.startswith("cuda")
-    for _ in range(2):
-        step()
-    times = []
-    for _ in range(repeats):
-        if cuda:
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            step()
-            end.record()
-            end.synchronize()
-            times.append(start.elapsed_time(end))
-        else:
-            t0 = time.perf_counter()
-            step()
-            times.append(1000 * (time.perf_counter() - t0))
-    return statistics.median(times)
+def _time(step: Callable[[], None], device: str, repeats: int) -> float:
+    """Median milliseconds of ``step`` after two untimed calls, timed as the loss table
+    times its cells (:func:`gpu_loss_bench.measure`)."""
+    result = measure(step, device, 2, repeats)
+    if isinstance(result, str):
+        raise RuntimeError(f"{result}: out of device memory")
+    return result["ms"]
 
 
 def _pair_exclude(n: int, device: str) -> torch.Tensor:

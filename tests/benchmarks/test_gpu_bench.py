@@ -18,26 +18,29 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_tiny_cpu_mode_measures_every_case(tmp_path: Path) -> None:
+def _gpu_bench(timeout: float | None = 600, **settings: str) -> subprocess.CompletedProcess:
+    """``benchmarks/gpu_bench.sh`` on the CPU with ``settings`` as its environment."""
     env = {
         **os.environ,
         "DEVICE": "cpu",
-        "SIZES": "16",
-        "DTYPES": "fp32",
-        "LOSSES": "ntxent,infonce_queue,supcon,cacr",
-        "REPEATS": "1",
-        "TILED": "32",
-        "OUT": str(tmp_path),
         "PYTHON": sys.executable,
         "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
         "OMP_NUM_THREADS": "1",
+        **settings,
     }
-    proc = subprocess.run(
-        ["bash", str(ROOT / "benchmarks" / "gpu_bench.sh")],
-        capture_output=True,
-        text=True,
-        env=env,
+    script = ["bash", str(ROOT / "benchmarks" / "gpu_bench.sh")]
+    return subprocess.run(script, capture_output=True, text=True, env=env, timeout=timeout)
+
+
+def test_tiny_cpu_mode_measures_every_case(tmp_path: Path) -> None:
+    proc = _gpu_bench(
         timeout=120,
+        SIZES="16",
+        DTYPES="fp32",
+        LOSSES="ntxent,infonce_queue,supcon,cacr",
+        REPEATS="1",
+        TILED="32",
+        OUT=str(tmp_path),
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "| fp32 | 16 | floor | torch | " in proc.stdout
@@ -57,33 +60,18 @@ def test_tiny_cpu_mode_measures_every_case(tmp_path: Path) -> None:
 
 
 def test_unknown_section_is_refused() -> None:
-    env = {**os.environ, "DEVICE": "cpu", "SECTIONS": "train_step", "PYTHON": sys.executable}
-    proc = subprocess.run(
-        ["bash", str(ROOT / "benchmarks" / "gpu_bench.sh")], capture_output=True, text=True, env=env
-    )
+    proc = _gpu_bench(timeout=None, SECTIONS="train_step")
     assert proc.returncode == 2
     assert "unknown section 'train_step' (known: losses, sweep)" in proc.stderr
 
 
 def test_sweep_runs_in_the_triton_interpreter(tmp_path: Path) -> None:
     pytest.importorskip("triton", reason="the sweep needs the gpu extra (triton)")
-    env = {
-        **os.environ,
-        "TRITON_INTERPRET": "1",
-        "DEVICE": "cpu",
-        "SECTIONS": "sweep",
-        "OUT": str(tmp_path),
-        "PYTHONPATH": str(ROOT),
-        "PYTHON": sys.executable,
-    }
-    sweep_args = "--check-n 12 --sizes 16 --configs 16x16x4x2 --repeats 1 --losses ntxent,macl"
-    env["SWEEP_ARGS"] = sweep_args
-    done = subprocess.run(
-        ["bash", str(ROOT / "benchmarks" / "gpu_bench.sh")],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
+    done = _gpu_bench(
+        TRITON_INTERPRET="1",
+        SECTIONS="sweep",
+        OUT=str(tmp_path),
+        SWEEP_ARGS="--check-n 12 --sizes 16 --configs 16x16x4x2 --repeats 1 --losses ntxent,macl",
     )
     assert done.returncode == 0, done.stderr[-2000:]
     sweep = (tmp_path / "gpu_bench_sweep.txt").read_text()
