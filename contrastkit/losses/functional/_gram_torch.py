@@ -68,7 +68,7 @@ def _exp_block(
             logits.scatter_(1, exclude[rows], float("-inf"))
         top = logits.amax(dim=1)
         low = (top < math.log(_tiny_over_eps(logits.dtype))) & top.isfinite()
-        lift = torch.where(low, top, torch.zeros((), dtype=top.dtype, device=top.device))
+        lift = torch.where(low, top, 0.0)
         logits.sub_(lift[:, None])
         shift[rows] += lift
         e = logits.exp() if keep_logits else logits.exp_()

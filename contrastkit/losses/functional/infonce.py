@@ -48,8 +48,7 @@ def info_nce_terms(
     """
     pos, neg = check_pos_neg(pos, neg)
     p = _scaled_pos(pos, temperature)
-    inverse = 1.0 / (temperature.detach() if isinstance(temperature, Tensor) else temperature)
-    lse_neg = neg.logsumexp(inverse)  # a tensor τ stays on the device: no host read
+    lse_neg = neg.logsumexp(1.0 / temperature)  # a tensor τ stays on the device (no read)
     lse_all = torch.logaddexp(p, lse_neg)
     return lse_all - p, lse_neg - lse_all
 
