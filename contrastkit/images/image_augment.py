@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import torch
 import torch.nn.functional as tf
@@ -209,54 +210,98 @@ class ImageAugment:
             got = tuple(x.shape) if isinstance(x, Tensor) else type(x).__name__
             raise ValueError(f"x must have shape [B, C, H, W] for image augmentations, got {got}")
         x = x.float().div(255.0) if x.dtype == torch.uint8 else x.float()
-        b, g, t = x.shape[0], generator, self.types
-        dev = x.device
+        color = x.shape[1] == 3
+        p = self.draw(x.shape[0], generator, x.device, color)
+        t, flip = self.types, p.get("flip")
+        if "crop" in t:
+            x = resized_crop(x, p["box"], flip)
+        elif flip is not None:
+            x = torch.where(flip.view(-1, 1, 1, 1), x.flip(-1), x)
+        if "jitter" in p:
+            x = jitter(x, p["factors"], p["jitter"])
+        if "grayscale" in t and color:
+            x = torch.where(p["gray"].view(-1, 1, 1, 1), gray(x).expand_as(x), x)
+        if "blur" in t:
+            blurred = gaussian_blur(x, p["sigma"], self.kernel_size)
+            x = torch.where(p["blur"].view(-1, 1, 1, 1), blurred, x)
+        if "solarize" in t:
+            x = solarize(x, p["solarize"])
+        return x
 
-        def coin(p: float) -> Tensor:
-            return (torch.rand(b, generator=g) < p).to(dev)
+    def draw(
+        self, b: int, g: torch.Generator, device: torch.device, color: bool = True
+    ) -> dict[str, Any]:
+        """The random parameters of ``b`` views, drawn on the CPU from ``g`` (in a fixed
+        order: flip, crop, jitter, grayscale, blur, solarize) and moved to ``device`` in two
+        non-blocking copies (one of floats, one of indices): ``flip``/``gray``/``blur``/
+        ``solarize`` ``[B]`` bool, ``box [B, 4]`` (left, top, width, height), ``factors
+        [B, 4]``, ``sigma [B]``, and ``jitter``: the colour jitter's ``(op, rows)`` in the
+        order they apply (see :func:`jitter`); nothing for jitter and grayscale unless
+        ``color``. The row sets are found on the CPU, where the coins lie, so their sizes
+        are known without reading the device; a copy per parameter would be a blocking
+        transfer each, which on CUDA waits for all the queued work."""
+        t, cols, groups = self.types, {}, []
 
-        flip = coin(0.5) if "flip" in t else None
+        def coin(name: str, p: float) -> Tensor:
+            cols[name] = (torch.rand(b, generator=g) < p).float()
+            return cols[name]
+
+        if "flip" in t:
+            coin("flip", 0.5)
         if "crop" in t:
             area = _u(b, self.crop_scale, 1.0, g)
             ratio = torch.exp(_u(b, math.log(3 / 4), math.log(4 / 3), g))
             w, h = (area * ratio).sqrt().clamp(max=1.0), (area / ratio).sqrt().clamp(max=1.0)
-            left, top = (
-                torch.rand(b, generator=g) * (1 - w),
-                torch.rand(b, generator=g) * (1 - h),
-            )
-            x = resized_crop(x, torch.stack([left, top, w, h], 1).to(dev), flip)
-        elif flip is not None:
-            x = torch.where(flip.view(-1, 1, 1, 1), x.flip(-1), x)
-        color = x.shape[1] == 3
+            left = torch.rand(b, generator=g) * (1 - w)
+            cols["box"] = torch.stack([left, torch.rand(b, generator=g) * (1 - h), w, h], 1)
         if "jitter" in t and color:
-            x = self._jitter(x, coin(self.p_jitter), g)
+            apply = coin("jitter", self.p_jitter).bool()
+            bri, con, sat, hue = self.jitter
+            cols["factors"] = torch.stack(
+                [_u(b, 1 - bri, 1 + bri, g), _u(b, 1 - con, 1 + con, g),
+                 _u(b, 1 - sat, 1 + sat, g), _u(b, -hue, hue, g)], 1
+            )  # fmt: skip
+            order = torch.rand(b, 4, generator=g).argsort(1)  # [B, 4] the op of each step
+            groups = [
+                (op, torch.nonzero(apply & (order[:, step] == op)).flatten())
+                for step in range(4)
+                for op in range(4)
+            ]
+            groups = [(op, rows) for op, rows in groups if rows.numel()]
         if "grayscale" in t and color:
-            x = torch.where(coin(self.p_gray).view(-1, 1, 1, 1), gray(x).expand_as(x), x)
+            coin("gray", self.p_gray)
         if "blur" in t:
-            sigma = _u(b, 0.1, 2.0, g)
-            x = torch.where(
-                coin(self.p_blur).view(-1, 1, 1, 1), gaussian_blur(x, sigma, self.kernel_size), x
-            )
+            cols["sigma"] = _u(b, 0.1, 2.0, g)
+            coin("blur", self.p_blur)
         if "solarize" in t:
-            x = solarize(x, coin(self.solarize_p))
-        return x
-
-    def _jitter(self, x: Tensor, apply: Tensor, g: torch.Generator) -> Tensor:
-        """Colour jitter on the samples where ``apply``; ops in a per-sample random order."""
-        b = x.shape[0]
-        bri, con, sat, hue = self.jitter
-        factors = torch.stack(
-            [_u(b, 1 - bri, 1 + bri, g), _u(b, 1 - con, 1 + con, g),
-             _u(b, 1 - sat, 1 + sat, g), _u(b, -hue, hue, g)], 1
-        ).to(x.device)  # fmt: skip
-        order = torch.rand(b, 4, generator=g).argsort(1).to(x.device)  # [B, 4] op per step
-        out = x.clone()
-        for step in range(4):
-            for op in range(4):
-                idx = torch.nonzero(apply & (order[:, step] == op)).flatten()
-                if idx.numel():
-                    out[idx] = adjust(out[idx], op, factors[idx, op])
+            coin("solarize", self.solarize_p)
+        widths = [c.shape[1] if c.dim() == 2 else 1 for c in cols.values()]
+        packed = torch.cat([c.view(b, -1) for c in cols.values()], 1)
+        parts = packed.to(device, non_blocking=True).split(widths, 1)
+        out: dict[str, Any] = {}
+        for (name, col), part in zip(cols.items(), parts, strict=True):
+            part = part if col.dim() == 2 else part.squeeze(1)
+            out[name] = part.bool() if name in _COINS else part
+        if groups:
+            sizes = [len(rows) for _, rows in groups]
+            rows = torch.cat([r for _, r in groups]).to(device, non_blocking=True).split(sizes)
+            out["jitter"] = [(op, r) for (op, _), r in zip(groups, rows, strict=True)]
         return out
+
+
+_COINS = ("flip", "jitter", "gray", "blur", "solarize")
+
+
+def jitter(x: Tensor, factors: Tensor, groups: Sequence[tuple[int, Tensor]]) -> Tensor:
+    """Colour jitter of ``x [B, 3, H, W]``: for each ``(op, rows)`` of ``groups`` in turn,
+    :func:`adjust` with op ``op`` and ``factors[rows, op]`` on the samples ``rows``. From
+    :meth:`ImageAugment.draw`: four steps, each of the four ops in one step on the samples
+    whose random order puts it there (disjoint rows), so every jittered sample undergoes
+    each op once, in its own order."""
+    out = x.clone()
+    for op, rows in groups:
+        out[rows] = adjust(out[rows], op, factors[rows, op])
+    return out
 
 
 def check_jitter(values: Sequence[float]) -> tuple[float, float, float, float]:
