@@ -9,7 +9,10 @@ It owns what depends on the hardware and the numerics, never the method:
   losses switch autocast off and compute in float32 themselves (the rule of
   :mod:`contrastkit.losses.functional._common`), queues and memory banks stay float32;
 * ``torch.compile`` of the modules a loop hands it (in place, so state-dict keys do not
-  change), ``channels_last`` for 4-D image inputs;
+  change), ``channels_last`` for 4-D image inputs (by default on CUDA for a model with 2-D
+  convolutions: cuDNN's NHWC convolutions and batch norm; in NCHW, bf16 batch norm falls
+  back to PyTorch's native kernels, 48 % of a bf16 ResNet-18 step's GPU time on an H200,
+  issue #38);
 * one optimiser step per ``grad_accum`` backward passes (the loss of each is divided by
   ``grad_accum``, so the gradient is the mean over the accumulated batches), gradient-norm
   clipping, and a guard that raises *before* the optimiser step when the loss or the
@@ -44,7 +47,8 @@ class Engine:
         device: ``"auto"``, ``"cpu"``, ``"cuda"``, ``"cuda:N"`` or ``"mps"``.
         precision: ``"fp32"``, ``"bf16"`` or ``"fp16"`` (see the module docstring).
         compile: ``torch.compile`` the modules given to :meth:`compile_modules`.
-        channels_last: 4-D inputs (and models) in ``torch.channels_last`` memory format.
+        channels_last: 4-D inputs (and models) in ``torch.channels_last`` memory format;
+            ``None``: decided by :meth:`prepare` (on for CUDA and a model with ``Conv2d``).
         grad_accum: backward passes per optimiser step (≥ 1).
         clip_grad: maximum global L2 norm of the gradients (``None``: no clipping).
     """
@@ -54,7 +58,7 @@ class Engine:
         device: str | torch.device = "auto",
         precision: str = "fp32",
         compile: bool = False,
-        channels_last: bool = False,
+        channels_last: bool | None = None,
         grad_accum: int = 1,
         clip_grad: float | None = None,
     ) -> None:
@@ -103,13 +107,19 @@ class Engine:
         return [t.pin_memory() if isinstance(t, Tensor) else t for t in tensors]
 
     def format_input(self, x: Any) -> Any:
-        """``x`` in channels_last format if that is on and ``x`` is a 4-D tensor, else ``x``."""
+        """``x`` in channels_last format if that is on and ``x`` is a 4-D tensor, else ``x``
+        (also before :meth:`prepare` has decided a ``None``)."""
         if self.channels_last and isinstance(x, Tensor) and x.dim() == 4:
             return x.contiguous(memory_format=torch.channels_last)
         return x
 
     def prepare(self, model: nn.Module) -> nn.Module:
-        """``model`` moved to the device (and to channels_last when on); returned."""
+        """``model`` moved to the device (and to channels_last when on); returned. A
+        ``channels_last`` of ``None`` is decided here, once: on for a CUDA device and a
+        model with a ``Conv2d``."""
+        if self.channels_last is None:
+            convolutional = any(isinstance(m, nn.Conv2d) for m in model.modules())
+            self.channels_last = self.device.type == "cuda" and convolutional
         model = model.to(self.device)
         if self.channels_last:
             model = model.to(memory_format=torch.channels_last)
@@ -168,15 +178,16 @@ class Engine:
         optimiser step (also when fp16's scaler skipped one, so the schedule follows the
         step count)."""
         self.micro_steps += 1
-        if not bool(torch.isfinite(loss.detach())):
-            self._fail(f"non-finite loss {float(loss.detach())}", describe)
         if (self.micro_steps - 1) % self.grad_accum == 0:  # the first of a window
             optimizer.zero_grad(set_to_none=True)
         scaled = loss / self.grad_accum if self.grad_accum > 1 else loss
         if self.scaler is not None:
             scaled = self.scaler.scale(scaled)
         scaled.backward()
+        finite = torch.isfinite(loss.detach())
         if not (force_step or self.micro_steps % self.grad_accum == 0):
+            if not bool(finite):  # the only host read of a window's earlier passes
+                self._fail(f"non-finite loss {float(loss.detach())}", describe, optimizer)
             return False
         grads = [p for p in self._params(optimizer, params) if p.grad is not None]
         if self.scaler is not None:
@@ -185,12 +196,17 @@ class Engine:
             norm = torch.nn.utils.clip_grad_norm_(grads, self.clip_grad)
         elif self.scaler is None:
             norm = _total_norm([p.grad for p in grads])
-        if self.scaler is None and not bool(torch.isfinite(norm)):
+        if self.scaler is None:  # loss and gradient in one host read (fp16: the scaler's)
+            finite = finite & torch.isfinite(norm).to(finite.device)
+        if not bool(finite):
+            if not bool(torch.isfinite(loss.detach())):
+                self._fail(f"non-finite loss {float(loss.detach())}", describe, optimizer)
             bad = [i for i, p in enumerate(grads) if not bool(torch.isfinite(p.grad).all())]
             self._fail(
                 f"non-finite gradient (norm {float(norm)}; {len(bad)} of {len(grads)} "
                 f"parameter tensors affected) after a finite loss {float(loss.detach())}",
                 describe,
+                optimizer,
             )
         if self.scaler is not None:
             self.scaler.step(optimizer)
@@ -212,7 +228,16 @@ class Engine:
             return list(params)
         return [p for group in optimizer.param_groups for p in group["params"]]
 
-    def _fail(self, what: str, describe: Callable[[], str] | None) -> None:
+    def _fail(
+        self,
+        what: str,
+        describe: Callable[[], str] | None,
+        optimizer: torch.optim.Optimizer,
+    ) -> None:
+        """Raise :class:`NonFiniteError`; the gradients are cleared first (the checks run
+        after ``backward``, so that one host read covers loss and gradient), leaving the
+        parameters and gradients as before the failed pass's window."""
+        optimizer.zero_grad(set_to_none=True)
         where = f"backward pass {self.micro_steps} (optimiser step {self.optimizer_steps + 1})"
         extra = f"; {describe()}" if describe is not None else ""
         raise NonFiniteError(

@@ -139,7 +139,8 @@ class TrainConfig:
     device: str = "auto"  # auto (cuda → mps → cpu), cpu, cuda, cuda:N, mps
     precision: str = "fp32"  # fp32, bf16 (autocast), fp16 (autocast + GradScaler)
     compile: bool = False  # torch.compile the encoder and heads
-    channels_last: bool = False  # channels_last memory format for image (4-D) inputs
+    # channels_last memory format for image (4-D) inputs; None: on CUDA with 2-D convolutions
+    channels_last: bool | None = None
     grad_accum: int = 1  # backward passes (batches) per optimiser step
     clip_grad: float | None = None  # max global gradient L2 norm
     optimizer: str = "adam"  # adam (MACL App. B.3), adamw, sgd, lars (MACL App. B.1)
@@ -219,14 +220,15 @@ class TrainConfig:
         ):
             raise ValueError(f"binarize_threshold must be a finite number or null, got {thr!r}")
         for name in (
-            *("sync_batchnorm", "compile", "channels_last", "nesterov", "tensorboard"),
+            *("sync_batchnorm", "compile", "nesterov", "tensorboard"),
             *("online_probe", "mlp_head"),
         ):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be true or false, got {getattr(self, name)!r}")
         self._validate_engine()
-        if self.joint_views is not None and not isinstance(self.joint_views, bool):
-            raise ValueError(f"joint_views must be true, false or null, got {self.joint_views!r}")
+        for name in ("joint_views", "channels_last"):
+            if getattr(self, name) is not None and not isinstance(getattr(self, name), bool):
+                raise ValueError(f"{name} must be true, false or null, got {getattr(self, name)!r}")
         if not isinstance(self.loss_args, dict):
             raise ValueError(f"loss_args must be a mapping, got {self.loss_args!r}")
         if self.data_root is not None and not isinstance(self.data_root, str):

@@ -237,10 +237,15 @@ class Trainer:
             self.rank * cfg.batch_size // self.world, (self.rank + 1) * cfg.batch_size // self.world
         )
         keep = local if self.world > 1 else None  # a rank reads / decodes its share only
+        # indices on the data's device once an epoch: indexing a GPU tensor with CPU
+        # indices copies them first, a blocking transfer that waits for the queued work
+        on = x.device if isinstance(x, torch.Tensor) else rows.device
+        rows = rows.to(on)
+        label_rows = rows.to(y.device) if isinstance(y, torch.Tensor) else rows
         from tqdm import tqdm  # the command line's: the library imports without it
 
         bar = tqdm(
-            zip(rows, iter_batches(x, rows, cfg.workers, self.pin, keep), strict=True),
+            iter_batches(x, rows, cfg.workers, self.pin, keep),
             total=steps,
             desc=f"epoch {self.epoch + 1}/{cfg.epochs}",
             leave=False,
@@ -249,13 +254,14 @@ class Trainer:
         )
         forward = self.ddp or model
         lr = self.scheduler.get_last_lr()[0]
-        for i, (idx, xb) in enumerate(bar):
+        for i, xb in enumerate(bar):
             batch = engine.to_device(xb)
             views = [
                 engine.format_input(augs[v % len(augs)](batch, gen)[local])
                 for v in range(model.num_views)
             ]
-            labels = engine.to_device(y[idx][local]) if model.needs_labels or self.probe else None
+            need = model.needs_labels or self.probe
+            labels = engine.to_device(y[label_rows[i]][local]) if need else None
             last = i == steps - 1  # an epoch's last batch always ends with a step
             with engine.no_sync(self.ddp, last), self._capture(), engine.autocast():
                 loss = forward(views, labels if model.needs_labels else None)
