@@ -3,18 +3,23 @@
 # and extra memory of every InfoNCE-family loss (and SupCon, LASCon, CACR) on both backends
 # (torch, triton) for N = 1024, 4096, 16384 pairs, d = 128, float32 and bfloat16 inputs,
 # against the three-GEMM floor and the plain-torch NT-Xent measured in the same run; then
-# NT-Xent at 65,536 pairs: fused Triton vs torch's tiled mode vs dense torch.
+# NT-Xent at 65,536 pairs: fused Triton vs torch's tiled mode vs dense torch; and the
+# training step (benchmarks/train_throughput.py): SimCLR + NT-Xent, ResNet-18 (width 64,
+# CIFAR stem), batch 512 on the CIFAR-10 JPEG archive at $CIFAR, hand loop against the
+# engine in fp32, bf16, bf16 in NCHW, bf16 + compile, then each step phase by phase.
 # See benchmarks/gpu_loss_bench.py for what each cell is.
 #
 #   bash benchmarks/gpu_bench.sh                          # cuda: both backends
 #   DEVICE=cpu SIZES=64 bash benchmarks/gpu_bench.sh      # tiny CPU run, torch backend only
 #   LOSSES=ntxent,macl DTYPES=fp32 bash benchmarks/gpu_bench.sh   # a subset
 #   SECTIONS="sweep losses" SWEEP_ARGS="--sizes 4096" bash benchmarks/gpu_bench.sh
+#   SECTIONS=train CIFAR=data/cifar10-jpeg.tar.gz bash benchmarks/gpu_bench.sh
 #
 # Every measurement also goes to $OUT/gpu_bench_<section>.json (default: a fresh temporary
 # directory). SECTIONS picks what runs, in order: `losses` (the table above) and `sweep`
 # (benchmarks/gpu_tile_sweep.py: Triton against torch and float64 on the GPU, then the
-# kernels' tile shapes), e.g. SECTIONS="sweep losses".
+# kernels' tile shapes) and `train` (the training table and step breakdown; TRAIN_ARGS
+# adds to or overrides its arguments), e.g. SECTIONS="sweep losses train".
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 DEVICE=${DEVICE:-cuda}
@@ -26,7 +31,10 @@ REPEATS=${REPEATS:-20}
 if [[ $DEVICE == cuda* ]]; then TILED=${TILED:-65536}; else TILED=${TILED:-256}; fi  # 0: none
 PYTHON=${PYTHON:-python}
 OUT=${OUT:-$(mktemp -d -t contrastkit-gpu-bench-XXXXXX)}
-SECTIONS=${SECTIONS:-losses}
+BACKENDS=${BACKENDS:-}  # torch,triton (default: both on CUDA)
+SECTIONS=${SECTIONS:-losses train}
+CIFAR=${CIFAR:-../shared/data/images/cifar10-jpeg.tar.gz}
+VARIANTS=${VARIANTS:-fp32,bf16,bf16+nchw,bf16+compile}
 mkdir -p "$OUT"
 
 for section in $SECTIONS; do
@@ -34,18 +42,26 @@ for section in $SECTIONS; do
     losses)
       "$PYTHON" "$HERE/gpu_loss_bench.py" --device "$DEVICE" --sizes "$SIZES" \
         --dtypes "$DTYPES" --losses "$LOSSES" --dim "$DIM" --repeats "$REPEATS" \
-        --tiled "$TILED" --json "$OUT/gpu_bench_losses.json"
+        --tiled "$TILED" ${BACKENDS:+--backends "$BACKENDS"} --json "$OUT/gpu_bench_losses.json"
+      ;;
+    train)
+      if [[ ! -f $CIFAR ]]; then
+        echo "gpu_bench.sh: train needs the CIFAR-10 JPEG archive; CIFAR=$CIFAR is no file" >&2
+        exit 2
+      fi
+      # shellcheck disable=SC2086 # TRAIN_ARGS: extra arguments of train_throughput.py
+      "$PYTHON" "$HERE/train_throughput.py" --device "$DEVICE" --dataset imagefolder \
+        --data-root "$CIFAR" --cache-dir "${CACHE:-$OUT/cache}" --backbone resnet18 --width 64 \
+        --batch-size 512 --epochs 3 --epoch-steps 40 --threads 4 --variants "$VARIANTS" \
+        --breakdown 20 ${TRAIN_ARGS:-} | tee "$OUT/gpu_bench_train.txt"
       ;;
     sweep)
       # shellcheck disable=SC2086 # SWEEP_ARGS: extra arguments of gpu_tile_sweep.py
       "$PYTHON" "$HERE/gpu_tile_sweep.py" --device "$DEVICE" --dim "$DIM" ${SWEEP_ARGS:-} \
         | tee "$OUT/gpu_bench_sweep.txt"
       ;;
-    # Hook for the training-step part of issue #38 (another part of the issue): add a
-    # `train_step)` section here running its own helper under benchmarks/ with the same
-    # DEVICE, DTYPES and OUT, and append it to the default SECTIONS.
     *)
-      echo "gpu_bench.sh: unknown section '$section' (known: losses, sweep)" >&2
+      echo "gpu_bench.sh: unknown section '$section' (known: losses, sweep, train)" >&2
       exit 2
       ;;
   esac

@@ -210,9 +210,15 @@ def main() -> None:
     parser.add_argument("--tiled-block", type=int, default=1024)
     parser.add_argument("--tiled-repeats", type=int, default=5)
     parser.add_argument("--json", help="also write every measurement to this file")
+    parser.add_argument(
+        "--backends", help="torch, triton or both (default: both on CUDA, torch on a CPU)"
+    )
     args = parser.parse_args()
     cuda = args.device.startswith("cuda")
-    backends = ["torch", "triton"] if cuda else ["torch"]  # Triton runs on CUDA tensors only
+    default = "torch,triton" if cuda else "torch"  # Triton runs on CUDA tensors only
+    backends = [b for b in (args.backends or default).split(",") if b]
+    if not backends or any(b not in ("torch", "triton") for b in backends):
+        parser.error(f"--backends must name torch and/or triton, got {args.backends!r}")
     name = torch.cuda.get_device_name(args.device) if cuda else "cpu"
     print(
         f"forward+backward on {name}, d = {args.dim}, median of {args.repeats} "

@@ -30,14 +30,71 @@ import torch
 
 from contrastkit.training import TrainConfig, Trainer, epoch_generator
 
-VARIANTS = {
+VARIANTS = {  # channels_last unset: the engine's default (on for CUDA and a conv encoder)
     "fp32": {},
     "bf16": {"precision": "bf16"},
     "fp16": {"precision": "fp16"},
     "compile": {"compile": True},
     "channels_last": {"channels_last": True},
+    "nchw": {"channels_last": False},
+    "bf16+nchw": {"precision": "bf16", "channels_last": False},
     "bf16+compile": {"precision": "bf16", "compile": True},
 }
+PHASES = ("batch", "augment", "forward", "backward", "optimiser")
+
+
+class Clock:
+    """Phase boundaries of a step: CUDA events on a GPU (the device's time between them,
+    nothing synchronised while the step runs), ``perf_counter`` on a CPU."""
+
+    def __init__(self, device: torch.device) -> None:
+        self.cuda = device.type == "cuda"
+        self.marks: list = []
+
+    def mark(self) -> None:
+        if self.cuda:
+            event = torch.cuda.Event(enable_timing=True)
+            event.record()
+            self.marks.append(event)
+        else:
+            self.marks.append(time.perf_counter())
+
+    def spans_ms(self) -> list[float]:
+        if self.cuda:
+            torch.cuda.synchronize()
+            return [a.elapsed_time(b) for a, b in zip(self.marks, self.marks[1:], strict=False)]
+        return [1e3 * (b - a) for a, b in zip(self.marks, self.marks[1:], strict=False)]
+
+
+def breakdown(trainer: Trainer, steps: int) -> dict[str, float]:
+    """Median ms per phase of ``steps`` training steps written out phase by phase on the
+    trainer's own objects (gather the batch, the views, forward, backward, optimiser)."""
+    cfg, model, engine, x = trainer.config, trainer.model, trainer.engine, trainer.train_x
+    gen = epoch_generator(cfg.seed, 10**6)
+    augs, per_phase = trainer.view_augments, {p: [] for p in PHASES}
+    order = torch.randperm(len(x), generator=gen)[: steps * cfg.batch_size].view(steps, -1)
+    order = order.to(x.device)
+    model.train()
+    for s in range(steps):
+        clock = Clock(engine.device)
+        clock.mark()
+        batch = engine.to_device(x[order[s]])
+        clock.mark()
+        views = [
+            engine.format_input(augs[v % len(augs)](batch, gen)) for v in range(model.num_views)
+        ]
+        clock.mark()
+        with engine.autocast():
+            loss = model(views)
+        clock.mark()
+        trainer.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        clock.mark()
+        trainer.optimizer.step()
+        clock.mark()
+        for phase, ms in zip(PHASES, clock.spans_ms(), strict=True):
+            per_phase[phase].append(ms)
+    return {p: statistics.median(v[1:] or v) for p, v in per_phase.items()}  # 1st: warm-up
 
 
 def hand_loop_epoch(trainer: Trainer, epoch: int) -> float:
@@ -72,6 +129,10 @@ def main() -> None:
     parser.add_argument("--backbone", default="conv", help="conv, resnet18, resnet34, resnet50")
     parser.add_argument("--data-root", help="datasets read by path (cifar10, imagefolder, ...)")
     parser.add_argument("--cache-dir", help="imagefolder decode cache")
+    parser.add_argument("--epoch-steps", type=int, help="steps per timed epoch (default: all)")
+    parser.add_argument(
+        "--breakdown", type=int, default=0, help="then time N steps phase by phase (0: no)"
+    )
     parser.add_argument(
         "--variants",
         default="fp32",
@@ -95,6 +156,7 @@ def main() -> None:
         backbone=args.backbone,
         data_root=args.data_root,
         cache_dir=args.cache_dir,
+        epoch_steps=args.epoch_steps,
     )
     trainers = {n: Trainer(TrainConfig(**base, **VARIANTS[n]), None, True) for n in names}
     times: dict[str, list[float]] = {n: [] for n in ["hand loop", *names]}
@@ -129,6 +191,14 @@ def main() -> None:
             f"{value / med['fp32']:13.2f}x  ({epochs})"
         )
     print(f"engine overhead vs hand loop: {100 * (1 - med['fp32'] / med['hand loop']):+.1f} %")
+    if args.breakdown:
+        print(f"\nstep breakdown, median ms of {args.breakdown} steps (share of the step)")
+        print(f"{'variant':<14} " + " ".join(f"{p:>17}" for p in PHASES) + f" {'step':>8}")
+        for name, trainer in trainers.items():
+            ms = breakdown(trainer, args.breakdown)
+            total = sum(ms.values())
+            cells = " ".join(f"{ms[p]:8.2f} ({100 * ms[p] / total:4.1f}%)" for p in PHASES)
+            print(f"{name:<14} {cells} {total:8.2f}")
 
 
 if __name__ == "__main__":

@@ -1,8 +1,9 @@
 """``benchmarks/gpu_bench.sh`` on the CPU, so the GPU script cannot rot between GPU runs:
 its ``losses`` section in the tiny CPU mode (torch backend only) runs end to end and
 records every case, its ``sweep`` section (Triton against torch and float64, then tile
-configurations) runs in Triton's interpreter on tiny shapes, and an unknown section is
-refused. The GPU numbers of issue #38 come from the same script on a GPU."""
+configurations) runs in Triton's interpreter on tiny shapes, its ``train`` section times
+a tiny image archive made here, and an unknown section is refused. The GPU numbers of
+issue #38 come from the same script on a GPU."""
 
 from __future__ import annotations
 
@@ -11,8 +12,10 @@ import os
 import re
 import subprocess
 import sys
+import tarfile
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -35,6 +38,7 @@ def _gpu_bench(timeout: float | None = 600, **settings: str) -> subprocess.Compl
 def test_tiny_cpu_mode_measures_every_case(tmp_path: Path) -> None:
     proc = _gpu_bench(
         timeout=120,
+        SECTIONS="losses",
         SIZES="16",
         DTYPES="fp32",
         LOSSES="ntxent,infonce_queue,supcon,cacr",
@@ -62,7 +66,42 @@ def test_tiny_cpu_mode_measures_every_case(tmp_path: Path) -> None:
 def test_unknown_section_is_refused() -> None:
     proc = _gpu_bench(timeout=None, SECTIONS="train_step")
     assert proc.returncode == 2
-    assert "unknown section 'train_step' (known: losses, sweep)" in proc.stderr
+    assert "unknown section 'train_step' (known: losses, sweep, train)" in proc.stderr
+
+
+def test_train_section_times_every_variant_and_each_phase(tmp_path: Path) -> None:
+    image = pytest.importorskip("PIL.Image", reason="the train section needs the images extra")
+    rng = np.random.default_rng(0)
+    src = tmp_path / "src"
+    for split in ("train", "test"):
+        for cls in ("a", "b"):
+            (src / split / cls).mkdir(parents=True)
+            for i in range(8):
+                pixels = rng.integers(0, 256, (8, 8, 3), dtype=np.uint8)
+                image.fromarray(pixels).save(src / split / cls / f"{i}.jpg")
+    archive = tmp_path / "tiny.tar.gz"
+    with tarfile.open(archive, "w:gz") as tar:
+        tar.add(src, arcname="tiny")
+    args = "--width 4 --batch-size 8 --epochs 1 --epoch-steps 1 --breakdown 2 --threads 1"
+    done = _gpu_bench(
+        SECTIONS="train", CIFAR=str(archive), OUT=str(tmp_path / "out"), TRAIN_ARGS=args
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    table = (tmp_path / "out" / "gpu_bench_train.txt").read_text()
+    for variant in ("hand loop", "fp32", "bf16", "bf16+nchw", "bf16+compile"):
+        assert re.search(rf"^{re.escape(variant)} +[0-9.]+ ", table, re.M), variant
+    row = r"^(fp32|bf16\S*) +((?:[0-9.]+ \( *[0-9.]+%\) *){5}) +([0-9.]+)$"
+    phases = re.findall(row, table, re.M)
+    assert [name for name, _, _ in phases] == ["fp32", "bf16", "bf16+nchw", "bf16+compile"]
+    for _, cells, step in phases:  # the five phases add up to the step
+        spans = [float(v) for v in re.findall(r"([0-9.]+) \(", cells)]
+        assert len(spans) == 5 and abs(sum(spans) - float(step)) < 0.02 * float(step) + 0.02
+
+
+def test_train_section_without_the_archive_is_one_clear_error(tmp_path: Path) -> None:
+    done = _gpu_bench(timeout=None, SECTIONS="train", CIFAR=str(tmp_path / "none.tar.gz"))
+    assert done.returncode == 2
+    assert "train needs the CIFAR-10 JPEG archive" in done.stderr
 
 
 def test_sweep_runs_in_the_triton_interpreter(tmp_path: Path) -> None:
