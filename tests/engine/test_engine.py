@@ -11,6 +11,7 @@ from torch import nn
 
 from contrastkit import losses
 from contrastkit.engine import Engine, NonFiniteError
+from contrastkit.engine.core import channels_last_default
 
 
 def linear_problem() -> tuple[nn.Linear, torch.Tensor, torch.Tensor]:
@@ -68,6 +69,31 @@ def test_non_finite_gradient_of_a_finite_loss_stops_before_the_step() -> None:
     with pytest.raises(NonFiniteError, match=r"non-finite gradient.*1 of 1 parameter tensors"):
         Engine("cpu").backward_step(loss, torch.optim.SGD([w], lr=0.1))
     assert w.tolist() == [0.0, 4.0]
+
+
+def test_a_step_reads_the_device_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Loss and gradient norm are checked in one host read per optimiser step (each read
+    waits for the device's queued work on a GPU, issue #38)."""
+    model, x, y = linear_problem()
+    reads = []
+    original = torch.Tensor.__bool__
+    monkeypatch.setattr(torch.Tensor, "__bool__", lambda t: reads.append(1) or original(t))
+    Engine("cpu").backward_step(
+        ((model(x) - y) ** 2).mean(), torch.optim.SGD(model.parameters(), lr=0.1)
+    )
+    assert len(reads) == 1
+
+
+def test_channels_last_is_on_by_default_for_convolutions_on_cuda_only() -> None:
+    conv, mlp = nn.Sequential(nn.Conv2d(3, 4, 3), nn.ReLU()), nn.Linear(3, 1)
+    assert channels_last_default(torch.device("cuda", 0), conv)
+    assert not channels_last_default(torch.device("cuda", 0), mlp)
+    assert not channels_last_default(torch.device("cpu"), conv)
+    engine = Engine("cpu")  # channels_last None: decided when the model is prepared
+    engine.prepare(conv)
+    assert engine.channels_last is False and engine.describe()["channels_last"] is False
+    forced = Engine("cpu", channels_last=True)
+    assert forced.prepare(conv)[0].weight.is_contiguous(memory_format=torch.channels_last)
 
 
 FP16_CPU = pytest.mark.skipif(

@@ -210,3 +210,30 @@ def test_jitter_strengths_are_checked_and_refused_on_small_data() -> None:
     with pytest.raises(ValueError, match="p_jitter applies to image datasets"):
         build_augment(small, p_jitter=1.0)
     assert view_augments("byol", 32, jitter=(0.1, 0.2, 0.3, 0.4))[1].jitter == (0.1, 0.2, 0.3, 0.4)
+
+
+@pytest.mark.parametrize("recipe,side", [("simclr", 32), ("simclr", 96), ("byol", 64)])
+def test_views_read_no_value_of_the_batch_on_the_host(recipe: str, side: int) -> None:
+    """On a GPU a host read of a device value stalls the step (issue #38); on the "meta"
+    device every such read raises, so the whole recipe running there shows it makes none
+    (its random parameters are drawn on the CPU and copied over)."""
+    batch = torch.empty(6, 3, side, side, dtype=torch.uint8, device="meta")
+    for aug in view_augments(recipe, side):
+        out = aug(batch, torch.Generator().manual_seed(0))
+        assert out.device.type == "meta" and out.shape == (6, 3, side, side)
+
+
+def test_batched_jitter_equals_each_sample_jittered_alone() -> None:
+    """The jitter's op groups act on disjoint rows: a sample's view is the one it gets
+    alone with the same parameters (brightness, contrast, saturation, hue in its order)."""
+    x = _img(b=16, side=8, seed=4)
+    aug = ImageAugment(8, types=["jitter"], p_jitter=0.7, jitter=(0.4, 0.4, 0.4, 0.3))
+    p = aug.draw(16, torch.Generator().manual_seed(1), x.device)
+    out = aug(x, torch.Generator().manual_seed(1))
+    for i in range(16):
+        ops = [op for op, rows in p.get("jitter", []) if i in rows.tolist()]
+        assert ops == [] or sorted(ops) == [0, 1, 2, 3]  # each op once, or untouched
+        alone = x[i : i + 1]
+        for op in ops:
+            alone = adjust(alone, op, p["factors"][i : i + 1, op])
+        assert torch.equal(out[i : i + 1], alone)
