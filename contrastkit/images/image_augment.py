@@ -206,12 +206,21 @@ class ImageAugment:
         return f"ImageAugment(types={self.types}, crop_scale={self.crop_scale})"
 
     def __call__(self, x: Tensor, generator: torch.Generator) -> Tensor:
+        return self.views(x, generator, 1)[0]
+
+    def views(self, x: Tensor, generator: torch.Generator, n: int) -> list[Tensor]:
+        """``n`` views of every sample of ``x``: bit for bit the ``n`` results of ``n``
+        calls (the parameters are drawn view after view, every op acts per sample), made
+        in one pass over the ``n·B`` samples, so a GPU launches each kernel once for all
+        views instead of once per view."""
         if not isinstance(x, Tensor) or x.dim() != 4:
             got = tuple(x.shape) if isinstance(x, Tensor) else type(x).__name__
             raise ValueError(f"x must have shape [B, C, H, W] for image augmentations, got {got}")
         x = x.float().div(255.0) if x.dtype == torch.uint8 else x.float()
-        color = x.shape[1] == 3
-        p = self.draw(x.shape[0], generator, x.device, color)
+        b, color = x.shape[0], x.shape[1] == 3
+        drawn = [self._draw_cpu(b, generator, color) for _ in range(n)]
+        p = _to_device(*_stack(drawn, b), x.device)
+        x = x.repeat(n, 1, 1, 1) if n > 1 else x
         t, flip = self.types, p.get("flip")
         if "crop" in t:
             x = resized_crop(x, p["box"], flip)
@@ -226,20 +235,27 @@ class ImageAugment:
             x = torch.where(p["blur"].view(-1, 1, 1, 1), blurred, x)
         if "solarize" in t:
             x = solarize(x, p["solarize"])
-        return x
+        return list(x.split(b))
 
     def draw(
         self, b: int, g: torch.Generator, device: torch.device, color: bool = True
     ) -> dict[str, Any]:
-        """The random parameters of ``b`` views, drawn on the CPU from ``g`` (in a fixed
-        order: flip, crop, jitter, grayscale, blur, solarize) and moved to ``device`` in two
-        non-blocking copies (one of floats, one of indices): ``flip``/``gray``/``blur``/
-        ``solarize`` ``[B]`` bool, ``box [B, 4]`` (left, top, width, height), ``factors
-        [B, 4]``, ``sigma [B]``, and ``jitter``: the colour jitter's ``(op, rows)`` in the
-        order they apply (see :func:`jitter`); nothing for jitter and grayscale unless
-        ``color``. The row sets are found on the CPU, where the coins lie, so their sizes
-        are known without reading the device; a copy per parameter would be a blocking
-        transfer each, which on CUDA waits for all the queued work."""
+        """The random parameters of ``b`` views (see :meth:`_draw_cpu`) on ``device``, moved
+        in two non-blocking copies (one of floats, one of indices): ``flip``/``gray``/
+        ``blur``/``solarize`` ``[B]`` bool, ``box [B, 4]`` (left, top, width, height),
+        ``factors [B, 4]``, ``sigma [B]``, and ``jitter``: the colour jitter's ``(op,
+        rows)`` in the order they apply (see :func:`jitter`). A copy per parameter would be
+        a blocking transfer each, which on CUDA waits for all the queued work."""
+        return _to_device(*self._draw_cpu(b, g, color), device)
+
+    def _draw_cpu(
+        self, b: int, g: torch.Generator, color: bool
+    ) -> tuple[dict[str, Tensor], list[tuple[int, Tensor]]]:
+        """The parameters of ``b`` views drawn on the CPU from ``g`` in a fixed order (flip,
+        crop, jitter, grayscale, blur, solarize; nothing for jitter and grayscale unless
+        ``color``): the ``[B]`` / ``[B, k]`` columns and the jitter's 16 ``(op, rows)``
+        (step by step, op by op). The row sets are found here, where the coins lie, so
+        their sizes are known without reading the device."""
         t, cols, groups = self.types, {}, []
 
         def coin(name: str, p: float) -> Tensor:
@@ -267,7 +283,6 @@ class ImageAugment:
                 for step in range(4)
                 for op in range(4)
             ]
-            groups = [(op, rows) for op, rows in groups if rows.numel()]
         if "grayscale" in t and color:
             coin("gray", self.p_gray)
         if "blur" in t:
@@ -275,18 +290,44 @@ class ImageAugment:
             coin("blur", self.p_blur)
         if "solarize" in t:
             coin("solarize", self.solarize_p)
+        return cols, groups
+
+
+def _stack(
+    drawn: Sequence[tuple[dict[str, Tensor], list[tuple[int, Tensor]]]], b: int
+) -> tuple[dict[str, Tensor], list[tuple[int, Tensor]]]:
+    """The parameters of several draws of ``b`` views as one draw of ``len(drawn)·b``:
+    columns stacked, and each jitter group's rows joined (view ``v``'s rows offset by
+    ``v·b``), so the groups still apply step by step to disjoint rows."""
+    if len(drawn) == 1:
+        return drawn[0]
+    cols = {k: torch.cat([d[0][k] for d in drawn]) for k in drawn[0][0]}
+    groups = [
+        (op, torch.cat([d[1][i][1] + v * b for v, d in enumerate(drawn)]))
+        for i, (op, _) in enumerate(drawn[0][1])
+    ]
+    return cols, groups
+
+
+def _to_device(
+    cols: dict[str, Tensor], groups: list[tuple[int, Tensor]], device: torch.device
+) -> dict[str, Any]:
+    """:meth:`ImageAugment.draw`'s dictionary from CPU columns and jitter groups."""
+    out: dict[str, Any] = {}
+    if cols:
+        n = next(iter(cols.values())).shape[0]
         widths = [c.shape[1] if c.dim() == 2 else 1 for c in cols.values()]
-        packed = torch.cat([c.view(b, -1) for c in cols.values()], 1)
+        packed = torch.cat([c.view(n, -1) for c in cols.values()], 1)
         parts = packed.to(device, non_blocking=True).split(widths, 1)
-        out: dict[str, Any] = {}
         for (name, col), part in zip(cols.items(), parts, strict=True):
             part = part if col.dim() == 2 else part.squeeze(1)
             out[name] = part.bool() if name in _COINS else part
-        if groups:
-            sizes = [len(rows) for _, rows in groups]
-            rows = torch.cat([r for _, r in groups]).to(device, non_blocking=True).split(sizes)
-            out["jitter"] = [(op, r) for (op, _), r in zip(groups, rows, strict=True)]
-        return out
+    groups = [(op, rows) for op, rows in groups if rows.numel()]
+    if groups:
+        sizes = [len(rows) for _, rows in groups]
+        rows = torch.cat([r for _, r in groups]).to(device, non_blocking=True).split(sizes)
+        out["jitter"] = [(op, r) for (op, _), r in zip(groups, rows, strict=True)]
+    return out
 
 
 _COINS = ("flip", "jitter", "gray", "blur", "solarize")

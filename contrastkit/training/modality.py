@@ -16,7 +16,7 @@ modality defined anywhere else registers the same way (``docs/guides/adding-a-mo
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -35,6 +35,18 @@ class ViewAugment(Protocol):
     batch), drawing its randomness from ``generator`` only, so that a run replays."""
 
     def __call__(self, batch: Any, generator: torch.Generator) -> Any: ...
+
+
+def make_views(
+    augments: Sequence[ViewAugment], batch: Any, generator: torch.Generator, model: Any
+) -> list[Any]:
+    """``model.num_views`` views of ``batch``, view ``v`` by ``augments[v % len]``. One
+    augment that offers ``views(batch, generator, n)`` (same results as ``n`` calls, one
+    pass: :meth:`contrastkit.images.ImageAugment.views`) makes them all at once."""
+    n = model.num_views
+    if len(augments) == 1 and hasattr(augments[0], "views"):
+        return augments[0].views(batch, generator, n)
+    return [augments[v % len(augments)](batch, generator) for v in range(n)]
 
 
 EncoderBuilder = Callable[[Split, TrainConfig], nn.Module]

@@ -53,7 +53,7 @@ from ..frameworks import build_framework, framework_class
 from ..provenance import code_info
 from . import checkpoint
 from .config import TrainConfig
-from .modality import Modality, ViewAugment, modality_of
+from .modality import Modality, ViewAugment, make_views, modality_of
 from .monitors import OnlineProbe, TensorBoardLog, finite_numbers
 
 # per-step values kept in full (as ``<name>_steps``), not only averaged
@@ -256,10 +256,7 @@ class Trainer:
         lr = self.scheduler.get_last_lr()[0]
         for i, xb in enumerate(bar):
             batch = engine.to_device(xb)
-            views = [
-                engine.format_input(augs[v % len(augs)](batch, gen)[local])
-                for v in range(model.num_views)
-            ]
+            views = [engine.format_input(v[local]) for v in make_views(augs, batch, gen, model)]
             need = model.needs_labels or self.probe
             labels = engine.to_device(y[label_rows[i]][local]) if need else None
             last = i == steps - 1  # an epoch's last batch always ends with a step

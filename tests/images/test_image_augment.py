@@ -237,3 +237,18 @@ def test_batched_jitter_equals_each_sample_jittered_alone() -> None:
         for op in ops:
             alone = adjust(alone, op, p["factors"][i : i + 1, op])
         assert torch.equal(out[i : i + 1], alone)
+
+
+@pytest.mark.parametrize(
+    "recipe,side,channels", [("simclr", 32, 3), ("byol", 64, 3), ("simclr", 28, 1)]
+)
+def test_views_in_one_pass_equal_one_call_per_view(recipe: str, side: int, channels: int) -> None:
+    """``views(x, g, n)`` (the training loop's one pass over all views) gives bit for bit
+    the ``n`` results of ``n`` calls, and leaves the generator where they leave it."""
+    x = torch.randint(0, 256, (5, channels, side, side), dtype=torch.uint8)
+    for aug in view_augments(recipe, side):
+        g1, g2 = torch.Generator().manual_seed(7), torch.Generator().manual_seed(7)
+        calls = [aug(x, g1) for _ in range(3)]
+        together = aug.views(x, g2, 3)
+        assert all(torch.equal(a, b) for a, b in zip(calls, together, strict=True))
+        assert torch.equal(g1.get_state(), g2.get_state())
