@@ -17,7 +17,11 @@ It owns what depends on the hardware and the numerics, never the method:
   ``grad_accum``, so the gradient is the mean over the accumulated batches), gradient-norm
   clipping, and a guard that raises *before* the optimiser step when the loss or the
   gradient is not finite (under fp16 a non-finite gradient is the scaler's business: the
-  step is skipped and the scale lowered, as ``GradScaler`` intends).
+  step is skipped and the scale lowered, as ``GradScaler`` intends). With a fused
+  optimiser (what :func:`~contrastkit.engine.build_optimizer` builds on CUDA) the guard
+  reads nothing on the host during the step: the optimiser skips a non-finite update on
+  the device, and the error is raised at the next step, the parameters as before the
+  skipped one (:meth:`Engine.check_pending`). Otherwise it is one host read per step.
 """
 
 from __future__ import annotations
@@ -78,6 +82,9 @@ class Engine:
         self.scaler = _grad_scaler(self.device) if precision == "fp16" else None
         self.micro_steps = 0  # backward passes so far
         self.optimizer_steps = 0
+        self._window_finite: Tensor | None = None  # deferred check: the window's passes
+        self._flag: Tensor | None = None  # deferred check: host copy of "not finite"
+        self._pending: tuple | None = None
         if self.device.type == "cuda":
             torch.cuda.set_device(self.device)
 
@@ -176,18 +183,26 @@ class Engine:
         error raised for a non-finite loss or gradient. ``scheduler`` is stepped after each
         optimiser step (also when fp16's scaler skipped one, so the schedule follows the
         step count)."""
+        self.check_pending()
         self.micro_steps += 1
         if (self.micro_steps - 1) % self.grad_accum == 0:  # the first of a window
             optimizer.zero_grad(set_to_none=True)
+            self._window_finite = None
         scaled = loss / self.grad_accum if self.grad_accum > 1 else loss
         if self.scaler is not None:
             scaled = self.scaler.scale(scaled)
         scaled.backward()
         finite = torch.isfinite(loss.detach())
+        deferred = self.scaler is None and skips_on_device(optimizer)
         if not (force_step or self.micro_steps % self.grad_accum == 0):
-            if not bool(finite):  # the only host read of a window's earlier passes
+            if deferred:  # checked with the window's step
+                window = self._window_finite
+                self._window_finite = finite if window is None else window & finite
+            elif not bool(finite):  # the only host read of a window's earlier passes
                 self._fail(f"non-finite loss {float(loss.detach())}", describe, optimizer)
             return False
+        if self._window_finite is not None:
+            finite = finite & self._window_finite
         grads = [p for p in self._params(optimizer, params) if p.grad is not None]
         if self.scaler is not None:
             self.scaler.unscale_(optimizer)
@@ -197,7 +212,9 @@ class Engine:
             norm = _total_norm([p.grad for p in grads])
         if self.scaler is None:  # loss and gradient in one host read (fp16: the scaler's)
             finite = finite & torch.isfinite(norm).to(finite.device)
-        if not bool(finite):
+        if deferred:
+            self._step_unless_non_finite(optimizer, finite, loss.detach(), norm)
+        elif not bool(finite):
             if not bool(torch.isfinite(loss.detach())):
                 self._fail(f"non-finite loss {float(loss.detach())}", describe, optimizer)
             bad = [i for i, p in enumerate(grads) if not bool(torch.isfinite(p.grad).all())]
@@ -207,7 +224,7 @@ class Engine:
                 describe,
                 optimizer,
             )
-        if self.scaler is not None:
+        elif self.scaler is not None:
             self.scaler.step(optimizer)
             self.scaler.update()
         else:
@@ -220,6 +237,49 @@ class Engine:
                 )
                 scheduler.step()
         return True
+
+    def _step_unless_non_finite(
+        self, optimizer: torch.optim.Optimizer, finite: Tensor, loss: Tensor, norm: Tensor
+    ) -> None:
+        """The optimiser step without a host read: the fused optimiser skips the whole update
+        on the device where ``finite`` is false (``found_inf``, as ``GradScaler`` drives
+        it), and the flag goes to host memory in a non-blocking copy that
+        :meth:`check_pending` reads at the next call, by which time the device is past it."""
+        optimizer.found_inf = (~finite).to(torch.float32)  # type: ignore[attr-defined]
+        optimizer.grad_scale = None  # type: ignore[attr-defined]
+        try:
+            optimizer.step()
+        finally:
+            del optimizer.found_inf, optimizer.grad_scale  # type: ignore[attr-defined]
+        if self._flag is None:
+            self._flag = torch.empty((), dtype=torch.bool, pin_memory=self.device.type == "cuda")
+        self._flag.copy_(~finite, non_blocking=True)
+        event = None
+        if self._flag.is_pinned() and finite.device.type == "cuda":
+            event = torch.cuda.Event()
+            event.record()
+        self._pending = (event, loss, norm, optimizer, self.micro_steps, self.optimizer_steps)
+
+    def check_pending(self) -> None:
+        """Raise :class:`NonFiniteError` if the last deferred step (see
+        :meth:`_step_unless_non_finite`) had a non-finite loss or gradient. Its update was
+        skipped, so the parameters are those before it. :meth:`backward_step` calls it
+        first; a loop calls it once more after its last step (before a checkpoint)."""
+        if self._pending is None:
+            return
+        event, loss, norm, optimizer, micro, step = self._pending
+        self._pending = None
+        if event is not None:
+            event.synchronize()  # the device is past that step already: no stall
+        if not bool(self._flag):  # host memory
+            return
+        optimizer.zero_grad(set_to_none=True)
+        raise NonFiniteError(
+            f"non-finite loss or gradient (loss {float(loss)}, gradient norm {float(norm)}) "
+            f"at backward pass {micro} (optimiser step {step + 1}); the fused optimiser "
+            "skipped that update, so the parameters are those before it. Lower the learning "
+            "rate, clip gradients (--clip-grad) or use fp32/bf16 instead of fp16"
+        )
 
     @staticmethod
     def _params(optimizer: torch.optim.Optimizer, params: Iterable[Tensor] | None) -> list[Tensor]:
@@ -270,6 +330,14 @@ class Engine:
             "grad_accum": self.grad_accum,
             "clip_grad": self.clip_grad,
         }
+
+
+def skips_on_device(optimizer: torch.optim.Optimizer) -> bool:
+    """Whether ``optimizer`` can skip a step on the device (``found_inf``): torch's fused
+    Adam, AdamW and SGD, which :func:`~contrastkit.engine.build_optimizer` builds for CUDA
+    parameters."""
+    fused = all(group.get("fused") for group in optimizer.param_groups)
+    return fused and getattr(optimizer, "_step_supports_amp_scaling", False)
 
 
 def channels_last_default(device: torch.device, model: nn.Module) -> bool:

@@ -10,10 +10,16 @@ Defaults and where they come from:
 * ``lars``: MACL's ImageNet setting (App. B.1: LARS, lr 0.3 × batch/256, weight decay
   1e-6), see :class:`~contrastkit.engine.lars.LARS`; biases and normalisation parameters
   (1-D tensors) go to a group excluded from weight decay and the trust ratio.
+
+On CUDA, ``sgd``, ``adam`` and ``adamw`` are torch's fused implementations (one kernel
+for all parameters, and a step the device can skip without the host reading anything:
+:meth:`~contrastkit.engine.Engine.backward_step`); elsewhere torch's default ones, so
+CPU runs keep their numbers.
 """
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Iterable
 from typing import Any
 
@@ -69,6 +75,9 @@ def build_optimizer(
     params = trainable(params_or_model)
     if not any(p.requires_grad for p in params):
         raise ValueError("build_optimizer: no trainable parameters")
+    cls = {"adam": torch.optim.Adam, "adamw": torch.optim.AdamW, "sgd": torch.optim.SGD}
+    if name in cls and "fused" not in options and _fusable(cls[name], params):
+        options["fused"] = True
     if name == "adam":
         return torch.optim.Adam(params, lr=lr, weight_decay=weight_decay, **options)
     if name == "adamw":
@@ -92,3 +101,10 @@ def build_optimizer(
             **options,
         )
     raise ValueError(f"unknown optimizer {name!r}; available: {', '.join(OPTIMIZERS)}")
+
+
+def _fusable(cls: type, params: list[Tensor]) -> bool:
+    """Whether ``cls`` has a fused implementation in this torch and every parameter is a
+    floating-point CUDA tensor."""
+    on_cuda = all(p.is_cuda and p.is_floating_point() for p in params)
+    return on_cuda and "fused" in inspect.signature(cls.__init__).parameters

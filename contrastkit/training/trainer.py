@@ -237,8 +237,7 @@ class Trainer:
             self.rank * cfg.batch_size // self.world, (self.rank + 1) * cfg.batch_size // self.world
         )
         keep = local if self.world > 1 else None  # a rank reads / decodes its share only
-        # indices on the data's device once an epoch: indexing a GPU tensor with CPU
-        # indices copies them first, a blocking transfer that waits for the queued work
+        # indices on the data's device once an epoch (CPU indices: a blocking copy a batch)
         on = x.device if isinstance(x, torch.Tensor) else rows.device
         rows = rows.to(on)
         label_rows = rows.to(y.device) if isinstance(y, torch.Tensor) else rows
@@ -279,6 +278,7 @@ class Trainer:
             if self.progress and i % 10 == 9:
                 rate = (i + 1) * cfg.batch_size / (time.perf_counter() - start)
                 bar.set_postfix_str(f"{rate:.0f} samples/s", refresh=False)
+        engine.check_pending()  # the last step's deferred finite check (fused optimisers)
         seconds = time.perf_counter() - start
         self.train_time += seconds
         mean_loss = float(distributed.global_mean(total)) / steps

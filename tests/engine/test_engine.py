@@ -84,6 +84,63 @@ def test_a_step_reads_the_device_once(monkeypatch: pytest.MonkeyPatch) -> None:
     assert len(reads) == 1
 
 
+def _fused_problem() -> tuple[nn.Linear, torch.Tensor, torch.Tensor, torch.optim.Optimizer]:
+    model, x, y = linear_problem()
+    return model, x, y, torch.optim.Adam(model.parameters(), lr=0.1, fused=True)
+
+
+def test_a_fused_step_reads_nothing_and_skips_a_non_finite_update_on_the_device(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With a fused optimiser (built so on CUDA) the step reads nothing on the host: the
+    optimiser skips a non-finite update itself, and the next call raises, the parameters
+    as before the skipped step (fused Adam runs on CPU too, so this is the CUDA path)."""
+    model, x, y, opt = _fused_problem()
+    engine = Engine("cpu")
+    reads = []
+    original = torch.Tensor.__bool__
+
+    def counted(t: torch.Tensor) -> bool:
+        reads.append(t.device.type if not t.is_pinned() else "host")
+        return original(t)
+
+    monkeypatch.setattr(torch.Tensor, "__bool__", counted)
+    engine.backward_step(((model(x) - y) ** 2).mean(), opt)
+    assert reads == []  # the flag is read at the next call
+    good = model.weight.detach().clone()
+    engine.backward_step(model(x).sum() * float("nan"), opt)  # skipped on the device
+    assert torch.equal(model.weight, good) and opt.state[model.weight]["step"] == 1
+    with pytest.raises(NonFiniteError, match=r"loss nan.*backward pass 2 \(optimiser step 2\)"):
+        engine.backward_step(((model(x) - y) ** 2).mean(), opt)
+    assert torch.equal(model.weight, good) and model.weight.grad is None
+
+
+def test_the_last_deferred_step_is_checked_by_check_pending() -> None:
+    model, x, y, opt = _fused_problem()
+    engine = Engine("cpu", grad_accum=2)
+    engine.backward_step(model(x).sum() * float("inf"), opt)  # in the window: no step yet
+    assert engine.backward_step(((model(x) - y) ** 2).mean(), opt)  # the window's step
+    with pytest.raises(NonFiniteError, match="skipped that update"):
+        engine.check_pending()
+    engine.check_pending()  # reported once
+
+
+def test_fused_and_plain_adam_steps_agree() -> None:
+    """The deferred path takes the same steps as the checked one (to fused Adam's
+    rounding)."""
+    runs = []
+    start, x, y = linear_problem()
+    for fused in (False, True):
+        model = copy.deepcopy(start)
+        opt = torch.optim.Adam(model.parameters(), lr=0.1, fused=fused)
+        engine = Engine("cpu")
+        for _ in range(5):
+            engine.backward_step(((model(x) - y) ** 2).mean(), opt)
+        engine.check_pending()
+        runs.append(model.weight.detach().clone())
+    torch.testing.assert_close(runs[0], runs[1], rtol=1e-6, atol=1e-7)
+
+
 def test_channels_last_is_on_by_default_for_convolutions_on_cuda_only() -> None:
     conv, mlp = nn.Sequential(nn.Conv2d(3, 4, 3), nn.ReLU()), nn.Linear(3, 1)
     assert channels_last_default(torch.device("cuda", 0), conv)

@@ -83,6 +83,11 @@ def test_sgd_adam_adamw_builders() -> None:
     assert type(build_optimizer("adamw", model, lr=1e-3, weight_decay=0.01)) is torch.optim.AdamW
     with pytest.raises(ValueError, match="unknown optimizer 'rmsprop'; available: sgd, adam"):
         build_optimizer("rmsprop", model, lr=1e-3)
+    # fused (a step the device can skip, engine.skips_on_device) for CUDA parameters only:
+    # CPU runs keep torch's default implementation and their numbers
+    for name in ("sgd", "adam", "adamw"):
+        assert not build_optimizer(name, model, lr=1e-3).defaults.get("fused")
+    assert build_optimizer("adam", model, lr=1e-3, fused=True).defaults["fused"] is True
 
 
 def test_warmup_cosine_values() -> None:
