@@ -66,6 +66,8 @@ class RunState(Protocol):
     def run_info(self) -> dict[str, Any]:
         """Hardware, numerics and code of the run, for ``final.json``."""
         ...
+
+
 # the fields of metrics.jsonl and final.json that measure time or memory: two runs that
 # train the same numbers differ in these only
 TIMING_KEYS = (
@@ -105,9 +107,7 @@ def _first_epoch_leftover(name: str) -> bool:
     return name in (METRICS, "tensorboard") or (name.startswith(".") and name.endswith(".tmp"))
 
 
-def config_differences(
-    config: TrainConfig, saved: dict[str, Any], ignore: list[str]
-) -> list[str]:
+def config_differences(config: TrainConfig, saved: dict[str, Any], ignore: list[str]) -> list[str]:
     """The keys in which the checkpoint's config ``saved`` differs from ``config``, ``ignore``
     aside: keys this version does not know are named as such, and a ``saved`` that is no
     longer a valid config is compared key by key (instead of differing in every key)."""

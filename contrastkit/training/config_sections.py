@@ -1,0 +1,237 @@
+"""The fields of :class:`~contrastkit.training.TrainConfig`, one dataclass per section, each
+field declared once with :func:`~contrastkit.training.settings.setting` (type, default,
+help, source, check; the flags and ``--help`` are generated from these). ``TrainConfig``
+inherits them all, so a config stays one flat mapping (YAML files and ``final.json`` keep
+their keys).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..models import BACKBONES
+from .settings import (
+    boolean,
+    boolean_or_null,
+    comma_separated,
+    finite_non_negative,
+    finite_or_null,
+    of_type,
+    one_of,
+    positive_int,
+    positive_int_or_null,
+)
+from .settings import setting as S
+
+
+def _backbone(name: str, value: Any) -> None:
+    if value not in BACKBONES:
+        raise ValueError(f"unknown backbone {value!r}; available: {', '.join(BACKBONES)}")
+
+
+def _workers(name: str, value: Any) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise ValueError(f"{name} must be an integer >= 0, got {value!r}")
+
+
+@dataclass
+class DataSection:
+    """Settings of the data section: the dataset, its subset and the views made of it."""
+
+    dataset: str = S(
+        "digits",
+        section="data",
+        help="registered dataset: digits, cifar10, imagefolder, tu:NAME, ...",
+    )
+    modality: str | None = S(
+        None,
+        section="data",
+        help=(
+            "image, signal, tabular, graph or text; checked against the dataset's (default: "
+            "inferred); a check only"
+        ),
+    )
+    num_samples: int | None = S(
+        None,
+        section="data",
+        check=positive_int_or_null,
+        help="mnist1d: samples; images: train subset; davis: pairs",
+    )
+    data_root: str | None = S(
+        None,
+        section="data",
+        check=of_type(str, "a path", null=True),
+        environment=True,
+        help="datasets read by path: the folder or archive to read",
+    )
+    cache_dir: str | None = S(
+        None,
+        section="data",
+        environment=True,
+        help="imagefolder decode cache (default ~/.cache/contrastkit)",
+    )
+    image_size: int | None = S(
+        None,
+        section="data",
+        check=positive_int_or_null,
+        help="imagefolder: resize the short side, centre-crop SxS",
+    )
+    stream: bool | None = S(
+        None,
+        section="data",
+        check=boolean_or_null,
+        help="imagefolder: decode per batch in DataLoader workers (default: above 4 GiB)",
+    )
+    workers: int = S(
+        2,
+        section="data",
+        check=_workers,
+        environment=True,
+        help="DataLoader workers decoding streamed image folders (2)",
+    )
+    unlabeled: bool | None = S(
+        None,
+        section="data",
+        check=boolean_or_null,
+        source="Wang & Isola 2020's STL-10 'train+unlabeled', followed by CACR App. B.1",
+        help="pre-train on train + unlabelled images (STL-10; default: when present)",
+    )
+    imbalance: str | None = S(
+        None,
+        section="data",
+        check=one_of(("linear", "exponential"), True, "linear, exponential or null"),
+        source="CACR §5.2",
+        help="class-imbalanced training set: linear or exponential",
+    )
+    imbalance_ratio: float | None = S(None, section="data", help="imbalance n_max/n_min (C or 100)")
+    aug_recipe: str = S(
+        "simclr",
+        section="data",
+        source="BYOL: Grill et al. 2020, Table 6",
+        help="image views: simclr, or byol (asymmetric pair)",
+    )
+    crop_scale: float | None = S(
+        None, section="data", help="image views: minimum crop area (0.2 / 0.08)"
+    )
+    jitter: list[float] | None = S(
+        None,
+        section="data",
+        parse=comma_separated(float, "--jitter must be four comma-separated numbers", 4),
+        source="SimCLR App. A; CACR App. B.1 (0.4 hue)",
+        help="image views: jitter strengths b,c,s,hue (0.4,0.4,0.4,0.1)",
+    )
+    p_jitter: float | None = S(
+        None, section="data", help="image views: probability of the colour jitter (0.8)"
+    )
+    aug_types: int | None = S(
+        None,
+        section="data",
+        check=positive_int_or_null,
+        source="AMCL Table 5's order",
+        help="number of augmentation types applied (1-5)",
+    )
+    num_views: int | None = S(
+        None,
+        section="data",
+        flag="--views",
+        check=positive_int_or_null,
+        help="multiview framework: number of views V (K = V - 1)",
+    )
+    binarize_threshold: float | None = S(
+        None,
+        section="data",
+        check=finite_or_null,
+        help="supervised framework on regression data: the loss gets labels 1[y >= T] (SupCon)",
+    )
+
+
+@dataclass
+class ModelSection:
+    """Settings of the model section: framework, encoder and heads."""
+
+    framework: str = S(
+        "simclr",
+        section="model",
+        help="simclr, moco, simsiam, barlow_twins, multiview, supervised, nnclr, simcse",
+    )
+    backbone: str = S(
+        "conv",
+        section="model",
+        check=_backbone,
+        help="conv (small CNN), resnet18, resnet34, resnet50",
+    )
+    stem: str | None = S(
+        None,
+        section="model",
+        check=one_of(("cifar", "imagenet"), True, "cifar, imagenet or null"),
+        help=(
+            "resnet stem: cifar (3x3, no pool) or imagenet (7x7 + pool); default: cifar below 64 px"
+        ),
+    )
+    feature_dim: int = S(128, section="model", check=positive_int, help="encoder output width")
+    width: int | None = S(
+        None,
+        section="model",
+        check=positive_int_or_null,
+        source="He et al. 2016 (ResNets: 64)",
+        help="encoder channels (default: conv 32, resnets 64 as in He et al.)",
+    )
+    proj_dim: int = S(
+        128,
+        section="model",
+        check=positive_int,
+        source="MACL App. B.3",
+        help="projection head output width",
+    )
+    hidden_dim: int | None = S(
+        None, section="model", check=positive_int_or_null, help="projection head hidden width"
+    )
+    queue_size: int = S(4096, section="model", check=positive_int, help="moco: queue length")
+    momentum: float = S(
+        0.99, section="model", check=finite_non_negative, help="moco: key-encoder momentum"
+    )
+    text_model: str | None = S(
+        None, section="model", help="text data: local model folder (default: MiniLM)"
+    )
+    max_length: int = S(
+        64, section="model", check=positive_int, help="text data: truncation length in tokens (64)"
+    )
+    pooling: str | None = S(
+        None, section="model", help="text data: cls or mean (default: the model's own, else cls)"
+    )
+    mlp_head: bool = S(
+        False,
+        section="model",
+        check=boolean,
+        source="SimCSE (Gao et al., 2021)",
+        help="text data: SimCSE's training-only MLP head on the pooled output",
+    )
+    dropout: float | None = S(
+        None, section="model", help="text data: the model's dropout rates (default: its own)"
+    )
+    joint_views: bool | None = S(
+        None,
+        section="model",
+        check=boolean_or_null,
+        help=(
+            "encode all views as one batch, so batch norm sees V·N samples (default: the "
+            "framework's; SimCLR joint, Barlow Twins separate, text data separate)"
+        ),
+    )
+
+
+@dataclass
+class LossSection:
+    """Settings of the loss section: the registered loss and its hyper-parameters."""
+
+    loss: str = S(
+        "ntxent", section="loss", help="registered loss name (see `contrastkit.losses.available()`)"
+    )
+    loss_args: dict[str, Any] = S(
+        section="loss",
+        factory=dict,
+        check=of_type(dict, "a mapping"),
+        cli=False,
+        help="the loss's hyper-parameters (--loss-arg KEY=VALUE)",
+    )

@@ -1,0 +1,79 @@
+"""Every config setting is declared once (``contrastkit.training.settings``): the flags,
+their ``--help`` and the per-field checks come from the declarations of ``TrainConfig``."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from contrastkit.cli import build_parser
+from contrastkit.commands.train_flags import BOOLEAN_FLAGS, FLAGS, overrides_from_args
+from contrastkit.training import ENVIRONMENT_KEYS, TrainConfig
+from contrastkit.training.settings import SECTIONS, declarations, setting
+
+
+def _overrides(*argv: str) -> dict:
+    return overrides_from_args(build_parser().parse_args(["train", *argv]))
+
+
+def test_every_field_is_declared_with_a_section_help_and_flag() -> None:
+    decls = declarations(TrainConfig)
+    assert [d.key for d in decls] == [f.name for f in dataclasses.fields(TrainConfig)]
+    for d in decls:
+        assert d.section in SECTIONS and d.help.strip(), d.key
+        if d.cli and d.kind is bool:  # --x / --no-x, in its section's --help group
+            assert BOOLEAN_FLAGS[d.flag] == (d.section, d.help)
+        elif d.cli:
+            assert (FLAGS[d.flag].key, FLAGS[d.flag].group) == (d.key, d.section)
+    assert [d.key for d in decls if not d.cli] == ["loss_args"]  # --loss-arg KEY=VALUE
+    assert set(ENVIRONMENT_KEYS) == {d.key for d in decls if d.environment}
+
+
+def test_a_declaration_names_a_known_section() -> None:
+    with pytest.raises(ValueError, match="unknown section 'gpu'; known: data, model"):
+        setting(1, section="gpu", help="x")
+
+
+@pytest.mark.parametrize(
+    "argv,expected",
+    [
+        (["--views", "3"], {"num_views": 3}),
+        (["--lr-milestones", "5,9"], {"lr_milestones": [5, 9]}),
+        (["--jitter", "0.4,0.4,0.2,0.1"], {"jitter": [0.4, 0.4, 0.2, 0.1]}),
+        (["--final-eval-at", "0.8,0.9"], {"final_eval_at": [0.8, 0.9]}),
+        (
+            ["--no-sync-batchnorm", "--channels-last"],
+            {"sync_batchnorm": False, "channels_last": True},
+        ),
+        (["--no-joint-views", "--clip-grad", "1.5"], {"joint_views": False, "clip_grad": 1.5}),
+    ],
+)
+def test_generated_flags_set_their_keys(argv: list[str], expected: dict) -> None:
+    assert _overrides(*argv) == expected
+    TrainConfig(**expected)  # and the values pass the declared checks
+
+
+def test_a_list_flag_that_does_not_parse_is_one_error_naming_it() -> None:
+    with pytest.raises(
+        ValueError, match="--jitter must be four comma-separated numbers, got '1,2'"
+    ):
+        _overrides("--jitter", "1,2")
+    with pytest.raises(ValueError, match="--final-eval-at must be comma-separated fractions"):
+        _overrides("--final-eval-at", "0.8,x")
+
+
+@pytest.mark.parametrize(
+    "values,message",
+    [
+        ({"workers": -1}, "workers must be an integer >= 0, got -1"),
+        ({"stem": "wide"}, "stem must be cifar, imagenet or null, got 'wide'"),
+        ({"optimizer": "rmsprop", "lr": -1}, "optimizer must be one of sgd, adam"),  # first
+        ({"sgd_momentum": 1.0}, r"sgd_momentum must be a number in \[0, 1\), got 1.0"),
+        ({"device": "tpu"}, "device must be auto, cpu, cuda, cuda:N or mps, got 'tpu'"),
+        ({"lr_milestones": [9, 5]}, "lr_milestones must be increasing positive epoch numbers"),
+    ],
+)
+def test_declared_checks_name_the_field(values: dict, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        TrainConfig(**values)
