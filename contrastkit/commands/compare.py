@@ -23,6 +23,7 @@ from ..training import (
     FINAL,
     LabelAwareTrainer,
     TrainConfig,
+    flatten,
     load_yaml,
     read_final,
     resumes,
@@ -91,7 +92,7 @@ def _int_list(text: str, what: str) -> list[int]:
 def plan(args: argparse.Namespace) -> tuple[list[tuple[str, TrainConfig]], list[int], Path]:
     """The ``(label, config)`` runs, the seeds and the output directory; validates all
     configs before any training starts."""
-    base = load_yaml(args.config) if args.config else {}
+    base = flatten(load_yaml(args.config)) if args.config else {}
     seeds = (
         _int_list(args.seeds, "--seeds") if args.seeds else [int(s) for s in base.pop("seeds", [0])]
     )
@@ -116,7 +117,7 @@ def plan(args: argparse.Namespace) -> tuple[list[tuple[str, TrainConfig]], list[
     flags = overrides_from_args(args)
     planned = []
     for spec in runs:
-        spec = dict(spec)
+        spec = flatten(dict(spec))
         label = str(spec.pop("label", spec.get("loss", "run")))
         values = merge(merge(base, spec), flags)
         config = TrainConfig.from_dict(values)

@@ -18,7 +18,7 @@ from typing import Any
 
 from ..frameworks import FRAMEWORK_OPTIONS, check_run
 from ..rundir import prepare_run_dir, removed_if_unused
-from ..training import TrainConfig, load_yaml, trainer_class
+from ..training import TrainConfig, flatten, load_yaml, trainer_class
 from ..training.defaults import describe
 from .train_flags import add_train_arguments, overrides_from_args
 
@@ -50,7 +50,7 @@ def check_config(
 
 
 def run(args: argparse.Namespace) -> int:
-    base = load_yaml(args.config) if args.config else {}
+    base = flatten(load_yaml(args.config)) if args.config else {}
     out = args.out if args.out is not None else base.pop("out", None)
     base.pop("out", None)
     overrides = overrides_from_args(args)

@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..training import ENVIRONMENT_KEYS, TrainConfig, load_yaml
+from ..training import ENVIRONMENT_KEYS, TrainConfig, flatten, load_yaml
 from .stats import ABSOLUTE, RANGE
 
 # evaluations the convergence window must hold, by curve: SimCSE's STS-B dev curve is
@@ -230,7 +230,7 @@ def load_study(
         raise ValueError(
             f"unknown study key(s) {', '.join(unknown)}; known: {', '.join(sorted(KNOWN_KEYS))}"
         )
-    base = dict(data.get("base") or {})
+    base = flatten(dict(data.get("base") or {}))
     specs = _require(data, "arms", list, path)
     baseline = str(_require(data, "baseline", str, path))
     seeds = [int(s) for s in _require(data, "seeds", list, path)]
@@ -240,7 +240,7 @@ def load_study(
     for spec in specs:
         if not isinstance(spec, dict) or "label" not in spec:
             raise ValueError(f"study config {str(path)!r}: every arm needs a 'label'")
-        spec = dict(spec)
+        spec = flatten(dict(spec))
         label = str(spec.pop("label"))
         vs = spec.pop("vs", None)
         vs = [baseline] if vs is None else [str(v) for v in (vs if isinstance(vs, list) else [vs])]

@@ -12,7 +12,7 @@ from .checkpoint import (
     resumes,
     run_state,
 )
-from .config import ENVIRONMENT_KEYS, TrainConfig
+from .config import ENVIRONMENT_KEYS, TrainConfig, flatten
 from .config_io import load_yaml, parse_assignments, parse_value
 from .label_aware import LabelAwareTrainer
 from .modality import (
@@ -41,6 +41,7 @@ __all__ = [
     "available_modalities",
     "epoch_generator",
     "extendable",
+    "flatten",
     "length_note",
     "load_yaml",
     "modality_of",

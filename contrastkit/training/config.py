@@ -25,7 +25,7 @@ from .config_sections_run import (
     OptimisationSection,
     OutputSection,
 )
-from .settings import declarations, run_checks
+from .settings import SECTIONS, declarations, run_checks
 
 # the modalities' checks of their own settings (Modality.check), run by every config
 _CHECKS: list[Callable[[TrainConfig], None]] = []
@@ -135,7 +135,9 @@ class TrainConfig(
 
     @classmethod
     def from_dict(cls, values: dict[str, Any]) -> TrainConfig:
-        """Build from a mapping; unknown keys raise ``ValueError`` listing the known ones."""
+        """Build from a mapping, flat or grouped in sections (:func:`flatten`); unknown keys
+        raise ``ValueError`` listing the known ones."""
+        values = flatten(values)
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(values) - known)
         if unknown:
@@ -143,6 +145,26 @@ class TrainConfig(
                 f"unknown config key(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}"
             )
         return cls(**values)
+
+
+def flatten(values: dict[str, Any]) -> dict[str, Any]:
+    """A config mapping with its sections opened: ``{"engine": {"precision": "bf16"}}`` is
+    ``{"precision": "bf16"}``. A section is a :data:`~.settings.SECTIONS` name whose value
+    is a mapping (so ``loss: ntxent`` stays the loss's name); a key in the wrong section
+    or given twice is a ``ValueError`` naming it. Flat keys, as every config before
+    sections and every ``final.json``, pass unchanged."""
+    where = {d.key: d.section for d in declarations(TrainConfig)}
+    flat: dict[str, Any] = {}
+    for key, value in values.items():
+        section = key in SECTIONS and isinstance(value, dict)
+        for name, v in value.items() if section else [(key, value)]:
+            if section and where.get(name) != key:
+                home = f" (it belongs in {where[name]!r})" if name in where else ""
+                raise ValueError(f"config section {key!r} has no setting {name!r}{home}")
+            if name in flat:
+                raise ValueError(f"config key {name!r} is given twice")
+            flat[name] = v
+    return flat
 
 
 # where a run's data is and how it executes: set per machine (``contrastkit study --set``),

@@ -77,3 +77,29 @@ def test_a_list_flag_that_does_not_parse_is_one_error_naming_it() -> None:
 def test_declared_checks_name_the_field(values: dict, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         TrainConfig(**values)
+
+
+def test_a_config_may_group_its_keys_in_sections_and_flags_still_override(tmp_path) -> None:
+    """YAML configs may nest settings under their sections (flat keys, as in every older
+    config and final.json, still load); a flag overrides a nested key as a flat one."""
+    from contrastkit.commands.train import run
+    from contrastkit.training import flatten, load_yaml
+
+    path = tmp_path / "run.yaml"
+    path.write_text("loss: macl\nengine: {precision: bf16}\noptimisation: {epochs: 3}\n")
+    assert flatten(load_yaml(path)) == {"loss": "macl", "precision": "bf16", "epochs": 3}
+    config = TrainConfig.from_dict(load_yaml(path))
+    assert (config.loss, config.precision, config.epochs) == ("macl", "bf16", 3)
+    for bad, message in (
+        ({"engine": {"epochs": 3}}, "section 'engine' has no setting 'epochs' .*'optimisation'"),
+        ({"epochs": 2, "optimisation": {"epochs": 3}}, "config key 'epochs' is given twice"),
+    ):
+        with pytest.raises(ValueError, match=message):
+            TrainConfig.from_dict(bad)
+    args = build_parser().parse_args(["train", "--config", str(path), "--precision", "fp32",
+                                      "--epochs", "1", "--dataset", "digits", "--out",
+                                      str(tmp_path / "out"), "--no-progress", "--eval-every", "1",
+                                      "--batch-size", "256", "--epoch-steps", "1"])  # fmt: skip
+    assert run(args) == 0
+    final = (tmp_path / "out" / "final.json").read_text()
+    assert '"precision": "fp32"' in final and '"loss": "macl"' in final
