@@ -13,12 +13,17 @@ import torch
 from torch import Tensor
 
 HALF = (torch.float16, torch.bfloat16)
+_FLOATS = frozenset((*HALF, torch.float32, torch.float64))
 
 
 def compute_dtype(*tensors: Tensor) -> torch.dtype:
     """The promoted dtype of ``tensors``, at least float32: float32 for half-precision
-    (and integer) inputs, float64 when any input is float64."""
-    dtypes = (t.dtype for t in tensors)
+    (and integer) inputs, float64 when any input is float64. Real floating dtypes are
+    decided in Python (``torch.promote_types`` is a dispatched operator, one per input,
+    at every loss call); any other dtype goes through it."""
+    dtypes = {t.dtype for t in tensors}
+    if dtypes <= _FLOATS:
+        return torch.float64 if torch.float64 in dtypes else torch.float32
     return functools.reduce(torch.promote_types, dtypes, torch.float32)
 
 
