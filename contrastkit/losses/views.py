@@ -69,12 +69,10 @@ def ntxent_similarities(
     n, dtype = z1.shape[0], compute_dtype(z1, z2)
     queue = _check_queue(queue, z1.shape[1], dtype)
     z = normalize(torch.cat([z1, z2]).to(dtype))  # both views at once
-    a, b = z[:n], z[n:]
-    pos_half = (a * b).sum(dim=1)
     neg = (z @ z.T).masked_fill_(_pair_mask(n, z.device), float("-inf"))
     if queue is not None:
         neg = torch.cat([neg, z @ queue.T], dim=1)
-    return torch.cat([pos_half, pos_half]), neg
+    return _pair_products(z, n), neg
 
 
 @functools.lru_cache(maxsize=32)
@@ -111,15 +109,21 @@ def ntxent_negatives(
     n = z1.shape[0]
     anchors, keys = normalize(torch.cat([z1, z2]).to(dtype)), None  # both views at once
     a, b = anchors[:n], anchors[n:]
-    pos_half = (a * b).sum(dim=1)
+    pos = _pair_products(anchors, n)
     total, offset = n, 0
     if gather_distributed and distributed.is_distributed():
         keys = torch.cat([distributed.gather_with_grad(a), distributed.gather_with_grad(b)])
         total, offset = n * distributed.world_size(), n * distributed.rank()
     exclude = _pair_exclude(n, total, offset, a.device)
     unit = queue is None  # the queue's rows are the caller's, of any norm
-    negatives = GramNegatives(anchors, keys, queue, exclude, block_size, backend, unit)
-    return torch.cat([pos_half, pos_half]), negatives
+    return pos, GramNegatives(anchors, keys, queue, exclude, block_size, backend, unit)
+
+
+def _pair_products(z: Tensor, n: int) -> Tensor:
+    """``[2N]`` inner product of each row of ``z = cat(z1, z2)`` with its positive's,
+    ``z_i·z_{(i+N) mod 2N}``: the rows times the rows rolled by ``N`` (the same values as
+    ``(z1·z2).sum(1)`` twice; backward is two products and one roll, no slice copies)."""
+    return (z * z.roll(n, 0)).sum(dim=1)
 
 
 @float32_compute
