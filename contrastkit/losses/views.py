@@ -311,13 +311,13 @@ def _label_weighted_keys(
     any other through the ``[n, N]`` label similarities of the local samples.
     """
     n, total = anchors.shape[0] // 2, labels_all.shape[0]
-    local = torch.arange(n, device=anchors.device) + offset
     if similarity == "indicator":
         cls = _class_ids(labels_all)
         cls2 = torch.cat([cls, cls])
         class_sum = keys.new_zeros(total, keys.shape[1]).index_add_(0, cls2, keys)
         count = keys.new_zeros(total).index_add_(0, cls2, keys.new_ones(cls2.shape[0]))
-        mine = torch.cat([cls[local], cls[local]])
+        local = cls[offset : offset + n]  # the local samples are contiguous: a view
+        mine = torch.cat([local, local])
         return class_sum[mine] - anchors, count[mine] - 1.0
     with torch.no_grad():  # the local rows are a contiguous slice: a view, not a copy
         s = label_similarity(labels_all, similarity, c)[offset : offset + n].to(keys.dtype)
