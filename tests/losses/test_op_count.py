@@ -49,7 +49,7 @@ CEILINGS = {
     "dcl": 40,
     "flatnce": 47,
     "dual_temperature": 62,
-    "macl": 72,
+    "macl": 71,
 }
 
 

@@ -47,7 +47,9 @@ def info_nce_terms(
     space, never as ``log(1 - P)``, so it stays finite when ``P`` rounds to 1.
     """
     pos, neg = check_pos_neg(pos, neg)
-    lse_neg = neg.logsumexp(1.0 / temperature)  # a tensor τ stays on the device (no read)
+    # a tensor τ stays on the device (no read); its reciprocal is one operator, 1.0 / τ two
+    scale = temperature.reciprocal() if isinstance(temperature, Tensor) else 1.0 / temperature
+    lse_neg = neg.logsumexp(scale)
     return _Terms.apply(pos, lse_neg, temperature)
 
 
