@@ -173,7 +173,7 @@ class _GramLogSumExp(torch.autograd.Function):
         for rows in grads.blocks:
             if ctx.block is None:  # ∂lse_i/∂sim_ij = s·e_ij / row_sum_i
                 e, row_sum = kept
-                grads.add(rows, e, grad_lse * scale / row_sum)
+                grads.add(rows, e, grad_lse / row_sum, scale)
             else:
                 e = _shifted_logits(anchors[rows], k, scale, -lse[rows]).exp_()
                 if exclude is not None:
@@ -183,12 +183,14 @@ class _GramLogSumExp(torch.autograd.Function):
 
 
 class _Grads:
-    """Gradients w.r.t. ``anchors`` and ``keys`` from ``∂L/∂sim = diag(r)·X``, block by block.
+    """Gradients w.r.t. ``anchors`` and ``keys`` from ``∂L/∂sim = scale·diag(r)·X``, block
+    by block.
 
     The row scaling goes on the ``[rows, d]`` products, never on the ``[rows, K]`` block
-    ``X`` (which stays unchanged): ``∂a = diag(r)·(X·k)``, ``∂own = X[:, :own]ᵀ·(diag(r)·a)``.
-    A single block (``block`` None) writes them directly, the two terms of ``∂a`` (keys
-    None) summed by one ``addmm``; blocks accumulate into zeros.
+    ``X`` (which stays unchanged): ``∂a = diag(r)·(X·k)``, ``∂own = X[:, :own]ᵀ·(diag(r)·a)``
+    (``scale`` folded into ``r``). A single block (``block`` None) writes them directly;
+    with keys None the two terms of ``∂a`` are summed by one ``addmm``, which also applies
+    a number ``scale``. Blocks accumulate into zeros.
     """
 
     def __init__(
@@ -204,13 +206,18 @@ class _Grads:
             self.keys = torch.zeros_like(keys) if keys is not None and need_keys else None
         self.shared = keys is None  # anchors are their own keys
 
-    def add(self, rows: slice, x: Tensor, r: Tensor) -> None:
+    def add(self, rows: slice, x: Tensor, r: Tensor, scale: Scale = 1.0) -> None:
+        """Add the gradients of the block ``rows`` for ``∂L/∂sim = scale·diag(r)·X``."""
+        fold = self.whole and self.shared and not isinstance(scale, Tensor)
+        if not fold and (isinstance(scale, Tensor) or scale != 1.0):
+            r = r * scale
         r = r[:, None]
         by_row = r * (x @ self.k)
         if self.whole:
             own = x[:, : self.n_own].T
-            if self.shared:
-                self.anchors = torch.addmm(by_row, own, r * self.a)
+            if self.shared:  # scale·(diag(r)·X·k + Xᵀ·diag(r)·a), scale on the addmm
+                alpha = scale if fold else 1.0
+                self.anchors = torch.addmm(by_row, own, r * self.a, beta=alpha, alpha=alpha)
                 return
             self.anchors = by_row
             self.keys = own @ (r * self.a) if self.need_own else None
