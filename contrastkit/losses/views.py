@@ -69,12 +69,10 @@ def ntxent_similarities(
     n, dtype = z1.shape[0], compute_dtype(z1, z2)
     queue = _check_queue(queue, z1.shape[1], dtype)
     z = normalize(torch.cat([z1, z2]).to(dtype))  # both views at once
-    a, b = z[:n], z[n:]
-    pos_half = (a * b).sum(dim=1)
     neg = (z @ z.T).masked_fill_(_pair_mask(n, z.device), float("-inf"))
     if queue is not None:
         neg = torch.cat([neg, z @ queue.T], dim=1)
-    return torch.cat([pos_half, pos_half]), neg
+    return _pair_products(z, n), neg
 
 
 @functools.lru_cache(maxsize=32)
@@ -111,15 +109,21 @@ def ntxent_negatives(
     n = z1.shape[0]
     anchors, keys = normalize(torch.cat([z1, z2]).to(dtype)), None  # both views at once
     a, b = anchors[:n], anchors[n:]
-    pos_half = (a * b).sum(dim=1)
+    pos = _pair_products(anchors, n)
     total, offset = n, 0
     if gather_distributed and distributed.is_distributed():
         keys = torch.cat([distributed.gather_with_grad(a), distributed.gather_with_grad(b)])
         total, offset = n * distributed.world_size(), n * distributed.rank()
     exclude = _pair_exclude(n, total, offset, a.device)
     unit = queue is None  # the queue's rows are the caller's, of any norm
-    negatives = GramNegatives(anchors, keys, queue, exclude, block_size, backend, unit)
-    return torch.cat([pos_half, pos_half]), negatives
+    return pos, GramNegatives(anchors, keys, queue, exclude, block_size, backend, unit)
+
+
+def _pair_products(z: Tensor, n: int) -> Tensor:
+    """``[2N]`` inner product of each row of ``z = cat(z1, z2)`` with its positive's,
+    ``z_i·z_{(i+N) mod 2N}``: the rows times the rows rolled by ``N`` (the same values as
+    ``(z1·z2).sum(1)`` twice; backward is two products and one roll, no slice copies)."""
+    return (z * z.roll(n, 0)).sum(dim=1)
 
 
 @float32_compute
@@ -307,13 +311,13 @@ def _label_weighted_keys(
     any other through the ``[n, N]`` label similarities of the local samples.
     """
     n, total = anchors.shape[0] // 2, labels_all.shape[0]
-    local = torch.arange(n, device=anchors.device) + offset
     if similarity == "indicator":
         cls = _class_ids(labels_all)
         cls2 = torch.cat([cls, cls])
         class_sum = keys.new_zeros(total, keys.shape[1]).index_add_(0, cls2, keys)
         count = keys.new_zeros(total).index_add_(0, cls2, keys.new_ones(cls2.shape[0]))
-        mine = torch.cat([cls[local], cls[local]])
+        local = cls[offset : offset + n]  # the local samples are contiguous: a view
+        mine = torch.cat([local, local])
         return class_sum[mine] - anchors, count[mine] - 1.0
     with torch.no_grad():  # the local rows are a contiguous slice: a view, not a copy
         s = label_similarity(labels_all, similarity, c)[offset : offset + n].to(keys.dtype)

@@ -85,10 +85,29 @@ def unit_rows(z: Tensor) -> Tensor:
     """L2-normalise the last dimension; rows of norm <= ``NORM_EPS`` map to zero rows with
     a zero gradient (plain ``z / max(‖z‖, eps)`` gives an exactly-zero row a gradient of
     ``1/eps`` = 1e12 times the upstream one). Rows above ``eps``: identical to
-    ``torch.nn.functional.normalize``."""
-    norm = torch.linalg.vector_norm(z, dim=-1, keepdim=True)
-    unit = z / norm.clamp_min(NORM_EPS)
-    return torch.where(norm <= NORM_EPS, 0.0, unit)  # NaN rows stay NaN
+    ``torch.nn.functional.normalize``; a NaN row stays NaN."""
+    return _UnitRows.apply(z)
+
+
+class _UnitRows(torch.autograd.Function):
+    """``u = z / ‖z‖`` over the last dimension, with the closed-form backward
+    ``∂z = (g - u·(u·g)) / ‖z‖`` (four operators; autograd's division and norm take
+    eleven). A row of norm <= ``NORM_EPS`` has its norm replaced by ``inf``: ``u = 0``
+    and ``∂z = g / inf = 0``."""
+
+    @staticmethod
+    def forward(ctx, z: Tensor) -> Tensor:  # type: ignore[override]
+        norm = torch.linalg.vector_norm(z, dim=-1, keepdim=True)
+        norm = norm.masked_fill_(norm <= NORM_EPS, math.inf)
+        unit = z / norm
+        ctx.save_for_backward(unit, norm)
+        return unit
+
+    @staticmethod
+    def backward(ctx, grad: Tensor) -> Tensor:  # type: ignore[override]
+        unit, norm = ctx.saved_tensors
+        radial = (grad * unit).sum(dim=-1, keepdim=True)
+        return grad.addcmul(unit, radial, value=-1.0) / norm
 
 
 def check_tensor(x: object, name: str, ndim: int, shape_text: str) -> Tensor:

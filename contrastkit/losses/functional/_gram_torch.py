@@ -28,29 +28,50 @@ from ._precision import no_autocast
 Scale = float | Tensor  # σ: a number, or a detached 0-d tensor (MACL's adaptive 1/τ_a)
 
 
-def _shifted_logits(anchors: Tensor, keys: Tensor, scale: Scale, shift: Tensor) -> Tensor:
-    """``scale·a·kᵀ - shift``, the shift folded into the matrix product as its bias (a
-    tensor ``scale`` multiplies the ``[rows, d]`` anchors: ``addmm`` takes numbers only)."""
+def _shifted_logits(anchors: Tensor, keys: Tensor, scale: Scale, offset: Tensor) -> Tensor:
+    """``scale·a·kᵀ + offset`` (``offset = -shift``: ``[rows]``, or the 0-d bound shared by
+    every row), the offset folded into the matrix product as its bias (a tensor ``scale``
+    multiplies the ``[rows, d]`` anchors: ``addmm`` takes numbers only)."""
+    bias = offset[:, None] if offset.dim() else offset
     if isinstance(scale, Tensor):
-        return torch.addmm(-shift[:, None], anchors * scale, keys.T)
-    return torch.addmm(-shift[:, None], anchors, keys.T, alpha=scale)
+        return torch.addmm(bias, anchors * scale, keys.T)
+    return torch.addmm(bias, anchors, keys.T, alpha=scale)
 
 
-def _keys_and_shift(
-    anchors: Tensor, keys: Tensor | None, extra: Tensor | None, scale: Scale
+def _keys_and_offset(
+    anchors: Tensor, keys: Tensor | None, extra: Tensor | None, scale: Scale, guard: bool
 ) -> tuple[Tensor, Tensor]:
-    """The key matrix ``cat(keys or anchors, extra)`` and the per-row shift, initially the
-    bound ``scale·max‖a‖·max‖k‖`` on every logit (so ``exp`` never overflows)."""
+    """The key matrix ``cat(keys or anchors, extra)`` and the offset ``-shift`` of the
+    logits, initially minus the bound ``scale·max‖a‖·max‖k‖`` on every logit (so ``exp``
+    never overflows): a 0-d tensor, or with ``guard`` one per row (``[M]``, which the guard
+    updates in place). Its negation is exact, so both give the same values."""
     own = anchors if keys is None else keys
     k = own if extra is None else torch.cat([own, extra])
-    largest = anchors.norm(dim=1).max()
-    bound = scale * largest * (largest if k is anchors else k.norm(dim=1).max())
-    return k, bound.expand(anchors.shape[0]).clone()
+    largest = torch.linalg.vector_norm(anchors, dim=1).max()
+    other = largest if k is anchors else torch.linalg.vector_norm(k, dim=1).max()
+    offset = -scale * largest * other
+    return k, offset.expand(anchors.shape[0]).clone() if guard else offset
+
+
+def _blocks(m: int, block: int | None) -> list[slice]:
+    """The row ranges of ``m`` rows, ``block`` at a time (all at once for ``None``)."""
+    step = m if block is None else block
+    return [slice(r0, min(m, r0 + step)) for r0 in range(0, m, step)]
+
+
+def _rows(offset: Tensor, rows: slice) -> Tensor:
+    """The offsets of ``rows``: a slice of a per-row offset, the shared 0-d one as is."""
+    return offset[rows] if offset.dim() else offset
+
+
+def _joined(parts: list[Tensor]) -> Tensor:
+    """The per-row results of the blocks, in row order (no copy for a single block)."""
+    return parts[0] if len(parts) == 1 else torch.cat(parts)
 
 
 def _exp_block(
     logits: Tensor,
-    shift: Tensor,
+    offset: Tensor,
     rows: slice,
     exclude: Tensor | None,
     guard: bool,
@@ -60,7 +81,7 @@ def _exp_block(
     ``keep_logits`` (then the kept ``logits`` hold 0 at excluded columns).
 
     With ``guard``, a row whose largest present logit ``m_i`` is so low that its sum
-    could underflow (``m_i < log(tiny/eps)``) is shifted by ``m_i`` (and ``shift`` with
+    could underflow (``m_i < log(tiny/eps)``) is shifted by ``m_i`` (and ``offset`` with
     it, in place); every other row is shifted by exactly 0, so its values are those of
     the unguarded path. No host synchronisation either way: the test is a ``where``."""
     if guard:
@@ -70,7 +91,7 @@ def _exp_block(
         low = (top < math.log(_tiny_over_eps(logits.dtype))) & top.isfinite()
         lift = torch.where(low, top, 0.0)
         logits.sub_(lift[:, None])
-        shift[rows] += lift
+        offset[rows] -= lift
         e = logits.exp() if keep_logits else logits.exp_()
         if keep_logits and exclude is not None:
             logits.scatter_(1, exclude[rows], 0.0)
@@ -130,18 +151,15 @@ class _GramLogSumExp(torch.autograd.Function):
         block: int | None,
         guard: bool,
     ) -> Tensor:
-        k, shift = _keys_and_shift(anchors, keys, extra, scale)
-        m = anchors.shape[0]
-        step = m if block is None else block
-        lse = anchors.new_empty(m)
-        kept = []
-        for r0 in range(0, m, step):
-            rows = slice(r0, min(m, r0 + step))
-            logits = _shifted_logits(anchors[rows], k, scale, shift[rows])
-            e, row_sum = _exp_block(logits, shift, rows, exclude, guard)
-            lse[rows] = shift[rows] + row_sum.log()
+        k, offset = _keys_and_offset(anchors, keys, extra, scale, guard)
+        parts, kept = [], []
+        for rows in _blocks(anchors.shape[0], block):
+            logits = _shifted_logits(anchors[rows], k, scale, _rows(offset, rows))
+            e, row_sum = _exp_block(logits, offset, rows, exclude, guard)
+            parts.append(row_sum.log() - _rows(offset, rows))
             if block is None:
                 kept = [e, row_sum]
+        lse = _joined(parts)
         ctx.save_for_backward(anchors, keys, k, exclude, lse, *kept)
         ctx.scale, ctx.block = scale, block
         return lse
@@ -150,16 +168,14 @@ class _GramLogSumExp(torch.autograd.Function):
     @_autocast_off
     def backward(ctx, grad_lse: Tensor) -> tuple:  # type: ignore[override]
         anchors, keys, k, exclude, lse, *kept = ctx.saved_tensors
-        scale, m = ctx.scale, anchors.shape[0]
-        grads = _Grads(anchors, keys, k, ctx.needs_input_grad[1])
-        step = m if ctx.block is None else ctx.block
-        for r0 in range(0, m, step):
-            rows = slice(r0, min(m, r0 + step))
+        scale = ctx.scale
+        grads = _Grads(anchors, keys, k, ctx.needs_input_grad[1], ctx.block)
+        for rows in grads.blocks:
             if ctx.block is None:  # ∂lse_i/∂sim_ij = s·e_ij / row_sum_i
                 e, row_sum = kept
-                grads.add(rows, e, grad_lse * scale / row_sum)
+                grads.add(rows, e, grad_lse / row_sum, scale)
             else:
-                e = _shifted_logits(anchors[rows], k, scale, lse[rows]).exp_()
+                e = _shifted_logits(anchors[rows], k, scale, -lse[rows]).exp_()
                 if exclude is not None:
                     e.scatter_(1, exclude[rows], 0.0)
                 grads.add(rows, e, grad_lse[rows] * scale)
@@ -167,23 +183,49 @@ class _GramLogSumExp(torch.autograd.Function):
 
 
 class _Grads:
-    """Gradients w.r.t. ``anchors`` and ``keys`` from ``∂L/∂sim = diag(r)·X``, block by block.
+    """Gradients w.r.t. ``anchors`` and ``keys`` from ``∂L/∂sim = scale·diag(r)·X``, block
+    by block.
 
     The row scaling goes on the ``[rows, d]`` products, never on the ``[rows, K]`` block
-    ``X`` (which stays unchanged): ``∂a = diag(r)·(X·k)``, ``∂own = X[:, :own]ᵀ·(diag(r)·a)``.
+    ``X`` (which stays unchanged): ``∂a = diag(r)·(X·k)``, ``∂own = X[:, :own]ᵀ·(diag(r)·a)``
+    (``scale`` folded into ``r``). A single block (``block`` None) writes them directly;
+    with keys None the two terms of ``∂a`` are summed by one ``addmm``, which also applies
+    a number ``scale``. Blocks accumulate into zeros.
     """
 
-    def __init__(self, anchors: Tensor, keys: Tensor | None, k: Tensor, need_keys: bool) -> None:
-        self.a, self.k = anchors, k
-        self.anchors = torch.zeros_like(anchors)
+    def __init__(
+        self, anchors: Tensor, keys: Tensor | None, k: Tensor, need_keys: bool, block: int | None
+    ) -> None:
+        self.a, self.k, self.whole = anchors, k, block is None
+        self.blocks = _blocks(anchors.shape[0], block)
         self.n_own = anchors.shape[0] if keys is None else keys.shape[0]
-        self.keys = torch.zeros_like(keys) if keys is not None and need_keys else None
-        self._own = self.anchors if keys is None else self.keys
+        self.keys = None
+        self.need_own = keys is None or need_keys
+        if not self.whole:
+            self.anchors = torch.zeros_like(anchors)
+            self.keys = torch.zeros_like(keys) if keys is not None and need_keys else None
+        self.shared = keys is None  # anchors are their own keys
 
-    def add(self, rows: slice, x: Tensor, r: Tensor) -> None:
-        self.anchors[rows] += r[:, None] * (x @ self.k)
-        if self._own is not None:
-            self._own += x[:, : self.n_own].T @ (r[:, None] * self.a[rows])
+    def add(self, rows: slice, x: Tensor, r: Tensor, scale: Scale = 1.0) -> None:
+        """Add the gradients of the block ``rows`` for ``∂L/∂sim = scale·diag(r)·X``."""
+        fold = self.whole and self.shared and not isinstance(scale, Tensor)
+        if not fold and (isinstance(scale, Tensor) or scale != 1.0):
+            r = r * scale
+        r = r[:, None]
+        by_row = r * (x @ self.k)
+        if self.whole:
+            own = x[:, : self.n_own].T
+            if self.shared:  # scale·(diag(r)·X·k + Xᵀ·diag(r)·a), scale on the addmm
+                alpha = scale if fold else 1.0
+                self.anchors = torch.addmm(by_row, own, r * self.a, beta=alpha, alpha=alpha)
+                return
+            self.anchors = by_row
+            self.keys = own @ (r * self.a) if self.need_own else None
+            return
+        self.anchors[rows] += by_row
+        if self.need_own:
+            own = self.anchors if self.shared else self.keys
+            own += x[:, : self.n_own].T @ (r * self.a[rows])
 
 
 class _GramSoftmaxMean(torch.autograd.Function):
@@ -210,20 +252,18 @@ class _GramSoftmaxMean(torch.autograd.Function):
         detach: bool,
         guard: bool,
     ) -> Tensor:
-        k, shift = _keys_and_shift(anchors, keys, extra, scale)
-        m = anchors.shape[0]
-        step = m if block is None else block
-        mean, row_sum = anchors.new_empty(m), anchors.new_empty(m)
-        kept = []
-        for r0 in range(0, m, step):
-            rows = slice(r0, min(m, r0 + step))
-            logits = _shifted_logits(anchors[rows], k, scale, shift[rows])
-            e, row_sum[rows] = _exp_block(logits, shift, rows, exclude, guard, keep_logits=True)
+        k, offset = _keys_and_offset(anchors, keys, extra, scale, guard)
+        means, sums, kept = [], [], []
+        for rows in _blocks(anchors.shape[0], block):
+            logits = _shifted_logits(anchors[rows], k, scale, _rows(offset, rows))
+            e, row_sum = _exp_block(logits, offset, rows, exclude, guard, keep_logits=True)
             weighted = logits.mul_(e)
-            mean[rows] = (weighted.sum(dim=1) / row_sum[rows] + shift[rows]) / scale
+            means.append((weighted.sum(dim=1) / row_sum - _rows(offset, rows)) / scale)
+            sums.append(row_sum)
             if block is None:
                 kept = [e, weighted]
-        ctx.save_for_backward(anchors, keys, k, exclude, shift, row_sum, mean, *kept)
+        mean, row_sum = _joined(means), _joined(sums)
+        ctx.save_for_backward(anchors, keys, k, exclude, offset, row_sum, mean, *kept)
         ctx.scale, ctx.block, ctx.detach, ctx.used = scale, block, detach, False
         return mean
 
@@ -233,22 +273,20 @@ class _GramSoftmaxMean(torch.autograd.Function):
         if ctx.used and ctx.block is None and not ctx.detach:
             raise RuntimeError("the fused softmax mean supports one backward pass per graph")
         ctx.used = True
-        anchors, keys, k, exclude, shift, row_sum, mean, *kept = ctx.saved_tensors
-        scale, m = ctx.scale, anchors.shape[0]
-        grads = _Grads(anchors, keys, k, ctx.needs_input_grad[1])
-        step = m if ctx.block is None else ctx.block
-        for r0 in range(0, m, step):
-            rows = slice(r0, min(m, r0 + step))
+        anchors, keys, k, exclude, offset, row_sum, mean, *kept = ctx.saved_tensors
+        scale = ctx.scale
+        grads = _Grads(anchors, keys, k, ctx.needs_input_grad[1], ctx.block)
+        for rows in grads.blocks:
             if ctx.block is None:
                 e, weighted = kept
             else:
-                logits = _shifted_logits(anchors[rows], k, scale, shift[rows])
+                logits = _shifted_logits(anchors[rows], k, scale, _rows(offset, rows))
                 e = logits.exp()
                 if exclude is not None:
                     e.scatter_(1, exclude[rows], 0.0)
                 weighted = logits.mul_(e)
             if not ctx.detach:  # P∘(1 + shift - βE + L), formed in place in P∘L
-                own = 1.0 + shift[rows] - scale * mean[rows]
+                own = (1.0 - _rows(offset, rows)) - scale * mean[rows]
                 e = weighted.addcmul_(e, own[:, None])
             grads.add(rows, e, grad_mean[rows] / row_sum[rows])
         return grads.anchors, grads.keys, None, None, None, None, None, None

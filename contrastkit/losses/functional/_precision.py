@@ -13,12 +13,17 @@ import torch
 from torch import Tensor
 
 HALF = (torch.float16, torch.bfloat16)
+_FLOATS = frozenset((*HALF, torch.float32, torch.float64))
 
 
 def compute_dtype(*tensors: Tensor) -> torch.dtype:
     """The promoted dtype of ``tensors``, at least float32: float32 for half-precision
-    (and integer) inputs, float64 when any input is float64."""
-    dtypes = (t.dtype for t in tensors)
+    (and integer) inputs, float64 when any input is float64. Real floating dtypes are
+    decided in Python (``torch.promote_types`` is a dispatched operator, one per input,
+    at every loss call); any other dtype goes through it."""
+    dtypes = {t.dtype for t in tensors}
+    if dtypes <= _FLOATS:
+        return torch.float64 if torch.float64 in dtypes else torch.float32
     return functools.reduce(torch.promote_types, dtypes, torch.float32)
 
 
@@ -29,7 +34,16 @@ def upcast_tensor(x: Tensor) -> Tensor:
 
 def no_autocast(device_type: str) -> contextlib.AbstractContextManager[Any]:
     """A region with autocast off on ``device_type`` (``torch.autocast(..., enabled=False)``);
-    a no-op for a device type torch has no autocast for (MPS before torch 2.5, meta)."""
+    a no-op where it is off already (the losses nest these regions; building and entering
+    one is tens of microseconds of host time per call) or for a device type torch has no
+    autocast for (MPS before torch 2.5, meta)."""
+    try:
+        if not torch.is_autocast_enabled(device_type):
+            return contextlib.nullcontext()
+    except TypeError:  # torch < 2.4: no per-device query, so always open the region
+        pass
+    except RuntimeError:  # "unknown device type for autocast": autocast cannot be on there
+        return contextlib.nullcontext()
     try:
         return torch.autocast(device_type, enabled=False)
     except RuntimeError:  # "unsupported autocast device_type": autocast cannot be on there

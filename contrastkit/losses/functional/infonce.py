@@ -47,10 +47,46 @@ def info_nce_terms(
     space, never as ``log(1 - P)``, so it stays finite when ``P`` rounds to 1.
     """
     pos, neg = check_pos_neg(pos, neg)
-    p = _scaled_pos(pos, temperature)
-    lse_neg = neg.logsumexp(1.0 / temperature)  # a tensor τ stays on the device (no read)
-    lse_all = torch.logaddexp(p, lse_neg)
-    return lse_all - p, lse_neg - lse_all
+    # a tensor τ stays on the device (no read); its reciprocal is one operator, 1.0 / τ two
+    scale = temperature.reciprocal() if isinstance(temperature, Tensor) else 1.0 / temperature
+    lse_neg = neg.logsumexp(scale)
+    return _Terms.apply(pos, lse_neg, temperature)
+
+
+class _Terms(torch.autograd.Function):
+    """``(-log P, log W)`` from ``pos`` and ``l = log Σ exp(neg/τ)``: with ``p = pos/τ``,
+    ``lse = logaddexp(p, l)``, ``-log P = lse - p``, ``log W = l - lse``.
+
+    Backward in closed form: ``∂(-log P)/∂l = W = -τ·∂(-log P)/∂pos`` and
+    ``∂(log W)/∂l = P = -τ·∂(log W)/∂pos``, with ``W = exp(log W)``, ``P = exp(p - lse)``:
+    three operators for ``-log P`` alone (autograd's division, ``logaddexp`` and
+    subtraction take twelve), and ``P - 1`` is never formed by cancellation. A term
+    without a gradient costs nothing (MACL and dual temperature use ``log W`` detached).
+    ``τ`` (a number or a detached 0-d tensor) gets no gradient.
+    """
+
+    @staticmethod
+    def forward(  # type: ignore[override]
+        ctx, pos: Tensor, lse_neg: Tensor, temperature: float | Tensor
+    ) -> tuple[Tensor, Tensor]:
+        p = _scaled_pos(pos, temperature)
+        lse_all = torch.logaddexp(p, lse_neg)
+        log_w = lse_neg - lse_all
+        ctx.save_for_backward(p, lse_all, log_w)
+        ctx.temperature = temperature
+        ctx.set_materialize_grads(False)
+        return lse_all - p, log_w
+
+    @staticmethod
+    def backward(ctx, grad_nll: Tensor | None, grad_log_w: Tensor | None) -> tuple:  # type: ignore[override]
+        p, lse_all, log_w = ctx.saved_tensors
+        grad = None if grad_nll is None else grad_nll * log_w.exp()
+        if grad_log_w is not None:
+            from_log_w = grad_log_w * (p - lse_all).exp()
+            grad = from_log_w if grad is None else grad + from_log_w
+        if grad is None:
+            return None, None, None
+        return grad / -ctx.temperature, grad, None
 
 
 @float32_compute

@@ -48,7 +48,7 @@ def lascon_out_terms(
     anchors without target mass (``has_target`` False) contribute 0.
     """
     per_anchor = lse - weighted_sim / temperature
-    return torch.where(has_target, per_anchor, torch.zeros_like(per_anchor))
+    return per_anchor.masked_fill(~has_target, 0.0)
 
 
 @float32_compute

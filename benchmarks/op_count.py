@@ -1,0 +1,157 @@
+"""Aten operators dispatched by one forward + backward of each InfoNCE-family loss (issue #38).
+
+On a GPU at common batch sizes a loss call is launch-bound: its time is roughly the number
+of kernels it launches. This counts, on the CPU, the aten operators of the second
+forward + backward of each loss (``backend="torch"``, float32, value checks off as on a
+GPU by default) with a :class:`~torch.utils._python_dispatch.TorchDispatchMode`, split
+into kernels and views (:data:`VIEWS`: operators that only re-describe memory, no launch),
+next to the plain ten-line NT-Xent of :file:`gpu_loss_bench.py`; then times both on the
+CPU (median of ``--repeats`` steps, the loss and the plain version alternated so they
+share the machine's load).
+
+Usage::
+
+    OMP_NUM_THREADS=1 python benchmarks/op_count.py                 # counts, N = 256
+    OMP_NUM_THREADS=1 python benchmarks/op_count.py --time 256,1024 --verbose
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from collections import Counter
+from collections.abc import Callable
+
+import torch
+from gpu_loss_bench import LOSSES, plain_ntxent
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from contrastkit import losses
+
+# Operators that return a view of their input or metadata only: nothing is launched.
+VIEWS = {
+    "alias",
+    "as_strided",
+    "detach",
+    "diagonal",
+    "expand",
+    "permute",
+    "select",
+    "slice",
+    "split",
+    "squeeze",
+    "t",
+    "transpose",
+    "unbind",
+    "unsqueeze",
+    "view",
+    "_unsafe_view",
+    "_reshape_alias",
+}
+
+
+def is_view(op: str) -> bool:
+    """Whether the aten overload name ``op`` (``aten.slice.Tensor``) is a view."""
+    return op.split(".")[1] in VIEWS
+
+
+class OpCounter(TorchDispatchMode):
+    """Counts the aten operators dispatched inside the ``with`` by overload name."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.counts: Counter[str] = Counter()
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[override]
+        self.counts[str(func)] += 1
+        return func(*args, **(kwargs or {}))
+
+    def split(self) -> tuple[int, int]:
+        """``(kernels, views)``."""
+        views = sum(c for op, c in self.counts.items() if is_view(op))
+        return sum(self.counts.values()) - views, views
+
+
+def make_step(case: str, n: int, d: int) -> Callable[[], None]:
+    """One forward + backward of ``case`` (a loss name or ``plain_ntxent``) at ``n`` pairs."""
+    g = torch.Generator().manual_seed(0)
+    z1, z2 = (torch.randn(n, d, generator=g).requires_grad_() for _ in range(2))
+    if case == "plain_ntxent":
+        fn = lambda: plain_ntxent(z1, z2)  # noqa: E731
+    elif case == "infonce_queue":
+        key, queue = torch.randn(n, d, generator=g), torch.randn(2 * n, d, generator=g)
+        module = losses.get("infonce", backend="torch")
+        fn = lambda: module(z1, key, queue)  # noqa: E731
+    else:
+        module, kind = losses.get(case, backend="torch"), losses.info(case).inputs
+        if kind == "labeled":
+            labels = torch.randint(0, n // 4, (n,), generator=g)
+            labels = torch.rand(n, generator=g) if case == "lascon" else labels
+            fn = lambda: module(z1, z2, labels)  # noqa: E731
+        elif kind == "views":
+            fn = lambda: module(torch.stack([z1, z2]))  # noqa: E731
+        else:
+            fn = lambda: module(z1, z2)  # noqa: E731
+
+    def step() -> None:
+        z1.grad = z2.grad = None
+        fn().backward()
+
+    return step
+
+
+def count(step: Callable[[], None]) -> OpCounter:
+    step()  # a first call may build cached index tensors
+    with OpCounter() as counter:
+        step()
+    return counter
+
+
+def timed(step: Callable[[], None]) -> float:
+    t0 = time.perf_counter()
+    step()
+    return 1000 * (time.perf_counter() - t0)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--losses", default=",".join(LOSSES))
+    parser.add_argument("--n", type=int, default=256, help="pairs for the counts")
+    parser.add_argument("--dim", type=int, default=128)
+    parser.add_argument("--time", default="", help="pairs to time at, e.g. 256,1024")
+    parser.add_argument("--repeats", type=int, default=200)
+    parser.add_argument("--verbose", action="store_true", help="list each loss's operators")
+    args = parser.parse_args()
+    losses.set_check_finite(False)
+    torch.manual_seed(0)
+    cases = ["plain_ntxent", *args.losses.split(",")]
+    print(f"N = {args.n} pairs, d = {args.dim}, forward + backward, second call")
+    print("| case | aten ops | kernels | views |")
+    print("|---|---:|---:|---:|")
+    for case in cases:
+        counter = count(make_step(case, args.n, args.dim))
+        kernels, views = counter.split()
+        print(f"| {case} | {kernels + views} | {kernels} | {views} |", flush=True)
+        if args.verbose:
+            for op, c in sorted(counter.counts.items()):
+                print(f"    {c:3d} {op}{'  (view)' if is_view(op) else ''}")
+    for n in (int(s) for s in args.time.split(",") if s):
+        print(f"\nCPU ms at N = {n} pairs (median of {args.repeats}, alternated with plain)")
+        print("| case | ms | plain ms | ratio |")
+        print("|---|---:|---:|---:|")
+        plain = make_step("plain_ntxent", n, args.dim)
+        for case in cases[1:]:
+            step = make_step(case, n, args.dim)
+            for _ in range(5):
+                step(), plain()
+            ours, base = [], []
+            for _ in range(args.repeats):
+                ours.append(timed(step))
+                base.append(timed(plain))
+            a, b = statistics.median(ours), statistics.median(base)
+            print(f"| {case} | {a:.3f} | {b:.3f} | {a / b:.2f} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
