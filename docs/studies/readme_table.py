@@ -52,11 +52,21 @@ def exploratory() -> dict[str, list[str]]:
         results = json.loads(path.read_text())
         title = f"{results['paper']} {results['table']}"
         rows = readme_rows(results, path.parent.name)
+        done, planned = results["runs_finished"], results["runs_planned"]
+        if done < planned:  # partial: no verdict until every planned run is in
+            rows = [_interim(row, done, planned) for row in rows]
         studies.append((table_key(results["paper"], results["table"]), title, rows))
     groups: dict[str, list[str]] = {}
     for key, _, rows in sorted(studies, key=lambda s: (s[0], s[1])):
         groups.setdefault(key, []).extend(rows)
     return groups
+
+
+def _interim(row: str, done: int, planned: int) -> str:
+    """``row`` with its verdict cell (the last) replaced: a partial study's verdicts are
+    interim readings, not the test its config declares."""
+    cells = row.rstrip().rstrip("|").rsplit("|", 1)[0]
+    return f"{cells}| interim: {done} of {planned} runs, no verdict |"
 
 
 def claims_page() -> str:
