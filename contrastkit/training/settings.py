@@ -15,6 +15,7 @@ flags of ``train`` and ``compare`` with their ``--help`` groups
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import types
 import typing
@@ -92,8 +93,10 @@ class Declaration:
     cli: bool
 
 
-def declarations(cls: type) -> list[Declaration]:
-    """The declarations of the dataclass ``cls``'s fields, in field order."""
+@functools.cache
+def declarations(cls: type) -> tuple[Declaration, ...]:
+    """The declarations of the dataclass ``cls``'s fields, in field order (read once per
+    class: every config's validation asks for them)."""
     hints = typing.get_type_hints(cls)
     out = []
     for f in dataclasses.fields(cls):
@@ -114,7 +117,7 @@ def declarations(cls: type) -> list[Declaration]:
                 cli=m["cli"],
             )
         )
-    return out
+    return tuple(out)
 
 
 def _kind(annotation: Any) -> type:
