@@ -18,8 +18,9 @@
 # Every measurement also goes to $OUT/gpu_bench_<section>.json (default: a fresh temporary
 # directory). SECTIONS picks what runs, in order: `losses` (the table above) and `sweep`
 # (benchmarks/gpu_tile_sweep.py: Triton against torch and float64 on the GPU, then the
-# kernels' tile shapes) and `train` (the training table and step breakdown; TRAIN_ARGS
-# adds to or overrides its arguments), e.g. SECTIONS="sweep losses train".
+# kernels' tile shapes), `train` (the training table and step breakdown; TRAIN_ARGS
+# adds to or overrides its arguments) and `views` (benchmarks/view_speed.py: a step's
+# views of 512 images, kernels and time; VIEW_ARGS likewise), e.g. SECTIONS="sweep losses train views".
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 DEVICE=${DEVICE:-cuda}
@@ -55,13 +56,18 @@ for section in $SECTIONS; do
         --batch-size 512 --epochs 3 --epoch-steps 40 --threads 4 --variants "$VARIANTS" \
         --breakdown 20 ${TRAIN_ARGS:-} | tee "$OUT/gpu_bench_train.txt"
       ;;
+    views)
+      # shellcheck disable=SC2086 # VIEW_ARGS: extra arguments of view_speed.py
+      "$PYTHON" "$HERE/view_speed.py" --device "$DEVICE" --batch 512 ${VIEW_ARGS:-} \
+        | tee "$OUT/gpu_bench_views.txt"
+      ;;
     sweep)
       # shellcheck disable=SC2086 # SWEEP_ARGS: extra arguments of gpu_tile_sweep.py
       "$PYTHON" "$HERE/gpu_tile_sweep.py" --device "$DEVICE" --dim "$DIM" ${SWEEP_ARGS:-} \
         | tee "$OUT/gpu_bench_sweep.txt"
       ;;
     *)
-      echo "gpu_bench.sh: unknown section '$section' (known: losses, sweep, train)" >&2
+      echo "gpu_bench.sh: unknown section '$section' (known: losses, sweep, train, views)" >&2
       exit 2
       ;;
   esac

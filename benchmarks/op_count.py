@@ -4,7 +4,7 @@ On a GPU at common batch sizes a loss call is launch-bound: its time is roughly 
 of kernels it launches. This counts, on the CPU, the aten operators of the second
 forward + backward of each loss (``backend="torch"``, float32, value checks off as on a
 GPU by default) with a :class:`~torch.utils._python_dispatch.TorchDispatchMode`, split
-into kernels and views (:data:`VIEWS`: operators that only re-describe memory, no launch),
+into kernels and views (:mod:`contrastkit.engine.kernels`: views only re-describe memory),
 next to the plain ten-line NT-Xent of :file:`gpu_loss_bench.py`; then times both on the
 CPU (median of ``--repeats`` steps, the loss and the plain version alternated so they
 share the machine's load).
@@ -20,57 +20,13 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
-from collections import Counter
 from collections.abc import Callable
 
 import torch
 from gpu_loss_bench import LOSSES, plain_ntxent
-from torch.utils._python_dispatch import TorchDispatchMode
 
 from contrastkit import losses
-
-# Operators that return a view of their input or metadata only: nothing is launched.
-VIEWS = {
-    "alias",
-    "as_strided",
-    "detach",
-    "diagonal",
-    "expand",
-    "permute",
-    "select",
-    "slice",
-    "split",
-    "squeeze",
-    "t",
-    "transpose",
-    "unbind",
-    "unsqueeze",
-    "view",
-    "_unsafe_view",
-    "_reshape_alias",
-}
-
-
-def is_view(op: str) -> bool:
-    """Whether the aten overload name ``op`` (``aten.slice.Tensor``) is a view."""
-    return op.split(".")[1] in VIEWS
-
-
-class OpCounter(TorchDispatchMode):
-    """Counts the aten operators dispatched inside the ``with`` by overload name."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.counts: Counter[str] = Counter()
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[override]
-        self.counts[str(func)] += 1
-        return func(*args, **(kwargs or {}))
-
-    def split(self) -> tuple[int, int]:
-        """``(kernels, views)``."""
-        views = sum(c for op, c in self.counts.items() if is_view(op))
-        return sum(self.counts.values()) - views, views
+from contrastkit.engine.kernels import KernelCounter, is_view
 
 
 def make_step(case: str, n: int, d: int) -> Callable[[], None]:
@@ -101,9 +57,9 @@ def make_step(case: str, n: int, d: int) -> Callable[[], None]:
     return step
 
 
-def count(step: Callable[[], None]) -> OpCounter:
+def count(step: Callable[[], None]) -> KernelCounter:
     step()  # a first call may build cached index tensors
-    with OpCounter() as counter:
+    with KernelCounter() as counter:
         step()
     return counter
 

@@ -5,7 +5,8 @@ fp32 eager.
 Every variant is a :class:`Trainer` built from one :class:`TrainConfig` (same framework,
 data, augmentations, optimiser and batch order) differing only in ``precision`` /
 ``compile`` / ``channels_last``; the hand-written loop runs on the fp32 Trainer's own
-objects (model, optimiser, augmentations) with nothing but ``x[idx]``, the views,
+objects (model, optimiser, augmentations) with nothing but ``x[idx]``, the views (made as
+the engine makes them, :func:`~contrastkit.training.make_views`: one pass over all views),
 ``model(views)``, ``zero_grad``, ``backward`` and ``step``. Epochs of all variants
 alternate within one process (A, B, C, C, B, A, A, ...) so load from other processes and
 order effects hit all alike; one untimed warm-up epoch each first (allocations, caches,
@@ -28,7 +29,7 @@ import time
 
 import torch
 
-from contrastkit.training import TrainConfig, Trainer, epoch_generator
+from contrastkit.training import TrainConfig, Trainer, epoch_generator, make_views
 
 VARIANTS = {  # channels_last unset: the engine's default (on for CUDA and a conv encoder)
     "fp32": {},
@@ -80,9 +81,7 @@ def breakdown(trainer: Trainer, steps: int) -> dict[str, float]:
         clock.mark()
         batch = engine.to_device(x[order[s]])
         clock.mark()
-        views = [
-            engine.format_input(augs[v % len(augs)](batch, gen)) for v in range(model.num_views)
-        ]
+        views = [engine.format_input(v) for v in make_views(augs, batch, gen, model)]
         clock.mark()
         with engine.autocast():
             loss = model(views)
@@ -107,7 +106,7 @@ def hand_loop_epoch(trainer: Trainer, epoch: int) -> float:
     start = time.perf_counter()
     for s in range(steps):
         batch = x[order[s * cfg.batch_size : (s + 1) * cfg.batch_size]]
-        views = [trainer.augment(batch, gen) for _ in range(model.num_views)]
+        views = make_views(trainer.view_augments, batch, gen, model)
         loss = model(views)
         trainer.optimizer.zero_grad(set_to_none=True)
         loss.backward()

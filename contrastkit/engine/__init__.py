@@ -3,6 +3,7 @@ schedules and the optimiser step (:class:`Engine`)."""
 
 from .core import PRECISIONS, Engine, NonFiniteError, eval_mode
 from .device import DEVICES, device_info, rng_state, select_device, set_rng_state, to_device
+from .kernels import BlockingTransfers, KernelCounter
 from .lars import LARS
 from .optim import OPTIMIZERS, build_optimizer, param_groups, trainable
 from .schedules import (
@@ -22,7 +23,9 @@ __all__ = [
     "OPTIMIZERS",
     "PRECISIONS",
     "SCHEDULES",
+    "BlockingTransfers",
     "Engine",
+    "KernelCounter",
     "NonFiniteError",
     "build_optimizer",
     "build_schedule",

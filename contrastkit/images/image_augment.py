@@ -39,6 +39,12 @@ solarisation p = 0 on view 1 and 0.2 on view 2.
 jitter, flip); the default applies the SimCLR recipe: crop, flip, jitter, grayscale, and
 blur from 64 px (MACL App. B.3 uses the first four on CIFAR-10). Colour operations are
 skipped for one-channel images.
+
+Where things are: the ops in :mod:`.spatial` (crop and flip as one affine resampling,
+blur) and :mod:`.colour` (the jitter as four batched steps); the views of a training
+step, all in one pass over the batch, in :mod:`.view_batch`. On a GPU the step waits
+for no transfer and launches about 125 kernels for SimCLR's two views of a batch (316
+before issue #38's pass; 136 for BYOL's pair, which was 661).
 """
 
 from __future__ import annotations
@@ -48,99 +54,19 @@ from collections.abc import Sequence
 from typing import Any
 
 import torch
-import torch.nn.functional as tf
 from torch import Tensor
+
+from .colour import plan_jitter
+from .spatial import blur_kernels, crop_theta
+from .view_batch import Drawn, apply, stack, stackable, to_device
 
 TYPES_IMAGE = ("crop", "blur", "grayscale", "jitter", "flip", "solarize")
 AUG_RECIPES = ("simclr", "byol")
 AMCL_ORDER = TYPES_IMAGE[:5]
-LUMA = (0.299, 0.587, 0.114)
 
 
 def _u(n: int, low: float, high: float, g: torch.Generator) -> Tensor:
     return torch.rand(n, generator=g) * (high - low) + low
-
-
-def gray(x: Tensor) -> Tensor:
-    """Luma ``[B, 1, H, W]`` of RGB ``x [B, 3, H, W]``."""
-    w = torch.tensor(LUMA, dtype=x.dtype, device=x.device).view(1, 3, 1, 1)
-    return (x * w).sum(1, keepdim=True)
-
-
-def resized_crop(x: Tensor, boxes: Tensor, flip: Tensor | None = None) -> Tensor:
-    """Crops ``boxes [B, 4]`` = (left, top, width, height) as fractions of the image,
-    resampled bilinearly to the input size (border replication); ``flip [B]`` bool
-    mirrors the crop horizontally in the same resampling."""
-    left, top, w, h = boxes.to(x.dtype).unbind(1)
-    sx = w if flip is None else torch.where(flip.to(x.device), -w, w)
-    zero = torch.zeros_like(w)
-    theta = torch.stack(
-        [torch.stack([sx, zero, 2 * left + w - 1], 1), torch.stack([zero, h, 2 * top + h - 1], 1)],
-        1,
-    )
-    grid = tf.affine_grid(theta, list(x.shape), align_corners=False)
-    return tf.grid_sample(x, grid, mode="bilinear", padding_mode="border", align_corners=False)
-
-
-def rgb_to_hsv(x: Tensor) -> Tensor:
-    """``[B, 3, H, W]`` RGB in [0, 1] → HSV with hue in turns [0, 1) (as ``colorsys``)."""
-    r, g, b = x.unbind(1)
-    maxc, minc = x.amax(1), x.amin(1)
-    delta = maxc - minc
-    inv = 1.0 / torch.where(delta > 0, delta, 1.0)
-    s = delta / torch.where(maxc > 0, maxc, 1.0)
-    h = torch.where(
-        maxc == r, (g - b) * inv, torch.where(maxc == g, 2.0 + (b - r) * inv, 4.0 + (r - g) * inv)
-    )
-    h = torch.where(delta > 0, (h / 6.0) % 1.0, 0.0)
-    return torch.stack([h, s, maxc], 1)
-
-
-def hsv_to_rgb(x: Tensor) -> Tensor:
-    """Inverse of :func:`rgb_to_hsv`: channel ``n ∈ (5, 3, 1)`` (R, G, B) is
-    ``v - v·s·clamp(min(k, 4 - k), 0, 1)`` with ``k = (n + 6h) mod 6``."""
-    h, s, v = x[:, :1], x[:, 1:2], x[:, 2:]
-    n = torch.tensor([5.0, 3.0, 1.0], dtype=x.dtype, device=x.device).view(1, 3, 1, 1)
-    k = (n + 6.0 * h) % 6.0
-    return v - v * s * torch.minimum(k, 4.0 - k).clamp(0.0, 1.0)
-
-
-def adjust(x: Tensor, op: int, factor: Tensor) -> Tensor:
-    """One colour-jitter operation with per-sample ``factor [B]``: 0 brightness, 1
-    contrast, 2 saturation (blend factors), 3 hue (shift in turns)."""
-    f = factor.to(x.dtype).view(-1, 1, 1, 1)
-    if op == 0:
-        out = x * f
-    elif op == 1:
-        m = gray(x).mean((1, 2, 3), keepdim=True)
-        out = f * x + (1 - f) * m
-    elif op == 2:
-        out = f * x + (1 - f) * gray(x)
-    else:
-        hsv = rgb_to_hsv(x)
-        hue = (hsv[:, :1] + f) % 1.0
-        out = hsv_to_rgb(torch.cat([hue, hsv[:, 1:]], 1))
-    return out.clamp(0.0, 1.0)
-
-
-def solarize(x: Tensor, apply: Tensor) -> Tensor:
-    """BYOL's solarisation ``x ↦ x·1[x < 0.5] + (1 - x)·1[x ≥ 0.5]`` on the samples where
-    ``apply [B]`` (bool), for ``x [B, C, H, W]`` in [0, 1]."""
-    return torch.where(apply.view(-1, 1, 1, 1) & (x >= 0.5), 1.0 - x, x)
-
-
-def gaussian_blur(x: Tensor, sigma: Tensor, kernel_size: int) -> Tensor:
-    """Separable Gaussian blur of each image with its own ``sigma [B]`` (px), odd
-    ``kernel_size``, reflect padding; one grouped convolution per axis."""
-    b, c, hgt, wid = x.shape
-    half = kernel_size // 2
-    pos = torch.arange(-half, half + 1, dtype=x.dtype, device=x.device)
-    k = torch.exp(-0.5 * (pos[None] / sigma.to(x.dtype).to(x.device)[:, None]) ** 2)
-    k = (k / k.sum(1, keepdim=True)).repeat_interleave(c, 0)  # [B·C, K]
-    y = tf.pad(x.reshape(1, b * c, hgt, wid), (half, half, half, half), mode="reflect")
-    y = tf.conv2d(y, k[:, None, None, :], groups=b * c)
-    y = tf.conv2d(y, k[:, None, :, None], groups=b * c)
-    return y.reshape(b, c, hgt, wid)
 
 
 class ImageAugment:
@@ -209,54 +135,46 @@ class ImageAugment:
         return self.views(x, generator, 1)[0]
 
     def views(self, x: Tensor, generator: torch.Generator, n: int) -> list[Tensor]:
-        """``n`` views of every sample of ``x``: bit for bit the ``n`` results of ``n``
-        calls (the parameters are drawn view after view, every op acts per sample), made
-        in one pass over the ``n·B`` samples, so a GPU launches each kernel once for all
-        views instead of once per view."""
+        """``n`` views of every sample of ``x``: the results of ``n`` calls, made in one
+        pass (see :meth:`batched_views`)."""
+        return ImageAugment.batched_views([self], x, generator, n)
+
+    @staticmethod
+    def batched_views(
+        augments: Sequence[ImageAugment], x: Tensor, generator: torch.Generator, n: int
+    ) -> list[Tensor]:
+        """``n`` views of every sample of ``x``, view ``v`` by ``augments[v % len]``: bit
+        for bit the results of one call per view (the parameters are drawn view after
+        view, every op acts per sample), made in one pass over the ``n·B`` samples
+        (:mod:`.view_batch`), so a GPU launches each kernel once for all views. Augments
+        that cannot share a pass (one crops, another does not) get one pass per view."""
         if not isinstance(x, Tensor) or x.dim() != 4:
             got = tuple(x.shape) if isinstance(x, Tensor) else type(x).__name__
             raise ValueError(f"x must have shape [B, C, H, W] for image augmentations, got {got}")
         x = x.float().div(255.0) if x.dtype == torch.uint8 else x.float()
         b, color = x.shape[0], x.shape[1] == 3
-        drawn = [self._draw_cpu(b, generator, color) for _ in range(n)]
-        p = _to_device(*_stack(drawn, b), x.device)
-        x = x.repeat(n, 1, 1, 1) if n > 1 else x
-        t, flip = self.types, p.get("flip")
-        if "crop" in t:
-            x = resized_crop(x, p["box"], flip)
-        elif flip is not None:
-            x = torch.where(flip.view(-1, 1, 1, 1), x.flip(-1), x)
-        if "jitter" in p:
-            x = jitter(x, p["factors"], p["jitter"])
-        if "grayscale" in t and color:
-            x = torch.where(p["gray"].view(-1, 1, 1, 1), gray(x).expand_as(x), x)
-        if "blur" in t:
-            blurred = gaussian_blur(x, p["sigma"], self.kernel_size)
-            x = torch.where(p["blur"].view(-1, 1, 1, 1), blurred, x)
-        if "solarize" in t:
-            x = solarize(x, p["solarize"])
-        return list(x.split(b))
+        drawn = [augments[v % len(augments)]._draw_cpu(b, generator, color) for v in range(n)]
+        if not stackable(drawn):
+            return [apply(x, to_device(d, x.device)) for d in drawn]
+        p = to_device(stack(drawn), x.device)
+        return list(apply(x.repeat(n, 1, 1, 1) if n > 1 else x, p).split(b))
 
     def draw(
         self, b: int, g: torch.Generator, device: torch.device, color: bool = True
     ) -> dict[str, Any]:
-        """The random parameters of ``b`` views (see :meth:`_draw_cpu`) on ``device``, moved
-        in two non-blocking copies (one of floats, one of indices): ``flip``/``gray``/
-        ``blur``/``solarize`` ``[B]`` bool, ``box [B, 4]`` (left, top, width, height),
-        ``factors [B, 4]``, ``sigma [B]``, and ``jitter``: the colour jitter's ``(op,
-        rows)`` in the order they apply (see :func:`jitter`). A copy per parameter would be
-        a blocking transfer each, which on CUDA waits for all the queued work."""
-        return _to_device(*self._draw_cpu(b, g, color), device)
+        """The random parameters of ``b`` views on ``device`` (see
+        :func:`.view_batch.to_device`): coins ``flip`` (without crop), ``jitter``, ``gray``,
+        ``blur``, ``solarize`` ``[B]`` bool; ``theta [B, 2, 3]`` (crop and flip), ``coef
+        [B, 4, 4]``, ``hue_rows`` and ``blends`` (the colour jitter, see
+        :class:`.colour.JitterPlan`), ``kernel [B, K]`` (the blur)."""
+        return to_device(self._draw_cpu(b, g, color), device)
 
-    def _draw_cpu(
-        self, b: int, g: torch.Generator, color: bool
-    ) -> tuple[dict[str, Tensor], list[tuple[int, Tensor]]]:
+    def _draw_cpu(self, b: int, g: torch.Generator, color: bool) -> Drawn:
         """The parameters of ``b`` views drawn on the CPU from ``g`` in a fixed order (flip,
         crop, jitter, grayscale, blur, solarize; nothing for jitter and grayscale unless
-        ``color``): the ``[B]`` / ``[B, k]`` columns and the jitter's 16 ``(op, rows)``
-        (step by step, op by op). The row sets are found here, where the coins lie, so
-        their sizes are known without reading the device."""
-        t, cols, groups = self.types, {}, []
+        ``color``); the jitter's plan is made here, where its random order lies, so its
+        row sets are known without reading the device."""
+        t, cols, plan = self.types, {}, None
 
         def coin(name: str, p: float) -> Tensor:
             cols[name] = (torch.rand(b, generator=g) < p).float()
@@ -269,80 +187,26 @@ class ImageAugment:
             ratio = torch.exp(_u(b, math.log(3 / 4), math.log(4 / 3), g))
             w, h = (area * ratio).sqrt().clamp(max=1.0), (area / ratio).sqrt().clamp(max=1.0)
             left = torch.rand(b, generator=g) * (1 - w)
-            cols["box"] = torch.stack([left, torch.rand(b, generator=g) * (1 - h), w, h], 1)
+            box = torch.stack([left, torch.rand(b, generator=g) * (1 - h), w, h], 1)
+            flip = cols.pop("flip").bool() if "flip" in cols else None
+            cols["theta"] = crop_theta(box, flip)
         if "jitter" in t and color:
-            apply = coin("jitter", self.p_jitter).bool()
+            jittered = torch.rand(b, generator=g) < self.p_jitter
             bri, con, sat, hue = self.jitter
-            cols["factors"] = torch.stack(
+            factors = torch.stack(
                 [_u(b, 1 - bri, 1 + bri, g), _u(b, 1 - con, 1 + con, g),
                  _u(b, 1 - sat, 1 + sat, g), _u(b, -hue, hue, g)], 1
             )  # fmt: skip
-            order = torch.rand(b, 4, generator=g).argsort(1)  # [B, 4] the op of each step
-            groups = [
-                (op, torch.nonzero(apply & (order[:, step] == op)).flatten())
-                for step in range(4)
-                for op in range(4)
-            ]
+            plan = plan_jitter(jittered, factors, torch.rand(b, 4, generator=g).argsort(1))
+            cols["coef"] = plan.coef
         if "grayscale" in t and color:
             coin("gray", self.p_gray)
         if "blur" in t:
-            cols["sigma"] = _u(b, 0.1, 2.0, g)
+            cols["kernel"] = blur_kernels(_u(b, 0.1, 2.0, g), self.kernel_size)
             coin("blur", self.p_blur)
         if "solarize" in t:
             coin("solarize", self.solarize_p)
-        return cols, groups
-
-
-def _stack(
-    drawn: Sequence[tuple[dict[str, Tensor], list[tuple[int, Tensor]]]], b: int
-) -> tuple[dict[str, Tensor], list[tuple[int, Tensor]]]:
-    """The parameters of several draws of ``b`` views as one draw of ``len(drawn)·b``:
-    columns stacked, and each jitter group's rows joined (view ``v``'s rows offset by
-    ``v·b``), so the groups still apply step by step to disjoint rows."""
-    if len(drawn) == 1:
-        return drawn[0]
-    cols = {k: torch.cat([d[0][k] for d in drawn]) for k in drawn[0][0]}
-    groups = [
-        (op, torch.cat([d[1][i][1] + v * b for v, d in enumerate(drawn)]))
-        for i, (op, _) in enumerate(drawn[0][1])
-    ]
-    return cols, groups
-
-
-def _to_device(
-    cols: dict[str, Tensor], groups: list[tuple[int, Tensor]], device: torch.device
-) -> dict[str, Any]:
-    """:meth:`ImageAugment.draw`'s dictionary from CPU columns and jitter groups."""
-    out: dict[str, Any] = {}
-    if cols:
-        n = next(iter(cols.values())).shape[0]
-        widths = [c.shape[1] if c.dim() == 2 else 1 for c in cols.values()]
-        packed = torch.cat([c.view(n, -1) for c in cols.values()], 1)
-        parts = packed.to(device, non_blocking=True).split(widths, 1)
-        for (name, col), part in zip(cols.items(), parts, strict=True):
-            part = part if col.dim() == 2 else part.squeeze(1)
-            out[name] = part.bool() if name in _COINS else part
-    groups = [(op, rows) for op, rows in groups if rows.numel()]
-    if groups:
-        sizes = [len(rows) for _, rows in groups]
-        rows = torch.cat([r for _, r in groups]).to(device, non_blocking=True).split(sizes)
-        out["jitter"] = [(op, r) for (op, _), r in zip(groups, rows, strict=True)]
-    return out
-
-
-_COINS = ("flip", "jitter", "gray", "blur", "solarize")
-
-
-def jitter(x: Tensor, factors: Tensor, groups: Sequence[tuple[int, Tensor]]) -> Tensor:
-    """Colour jitter of ``x [B, 3, H, W]``: for each ``(op, rows)`` of ``groups`` in turn,
-    :func:`adjust` with op ``op`` and ``factors[rows, op]`` on the samples ``rows``. From
-    :meth:`ImageAugment.draw`: four steps, each of the four ops in one step on the samples
-    whose random order puts it there (disjoint rows), so every jittered sample undergoes
-    each op once, in its own order."""
-    out = x.clone()
-    for op, rows in groups:
-        out[rows] = adjust(out[rows], op, factors[rows, op])
-    return out
+        return Drawn(cols) if plan is None else Drawn(cols, plan.hue_rows, plan.blends)
 
 
 def check_jitter(values: Sequence[float]) -> tuple[float, float, float, float]:

@@ -19,6 +19,7 @@ from .modality import (
     Modality,
     ViewAugment,
     available_modalities,
+    make_views,
     modality_of,
     register_modality,
 )
@@ -44,6 +45,7 @@ __all__ = [
     "flatten",
     "length_note",
     "load_yaml",
+    "make_views",
     "modality_of",
     "parse_assignments",
     "parse_value",

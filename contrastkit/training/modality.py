@@ -40,12 +40,14 @@ class ViewAugment(Protocol):
 def make_views(
     augments: Sequence[ViewAugment], batch: Any, generator: torch.Generator, model: Any
 ) -> list[Any]:
-    """``model.num_views`` views of ``batch``, view ``v`` by ``augments[v % len]``. One
-    augment that offers ``views(batch, generator, n)`` (same results as ``n`` calls, one
-    pass: :meth:`contrastkit.images.ImageAugment.views`) makes them all at once."""
+    """``model.num_views`` views of ``batch``, view ``v`` by ``augments[v % len]``. Augments
+    of one class that offers ``batched_views(augments, batch, generator, n)`` (the same
+    results as one call per view, in one pass:
+    :meth:`contrastkit.images.ImageAugment.batched_views`) make them all at once."""
     n = model.num_views
-    if len(augments) == 1 and hasattr(augments[0], "views"):
-        return augments[0].views(batch, generator, n)
+    batched = getattr(type(augments[0]), "batched_views", None)
+    if batched is not None and all(type(a) is type(augments[0]) for a in augments):
+        return batched(augments, batch, generator, n)
     return [augments[v % len(augments)](batch, generator) for v in range(n)]
 
 

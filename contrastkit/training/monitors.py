@@ -36,7 +36,8 @@ class OnlineProbe:
         nn.init.zeros_(self.layer.bias)
         self.optimizer = torch.optim.Adam(self.layer.parameters(), lr=1e-3)
         self._features: Tensor | None = None
-        self._sums = torch.zeros(3, device=device)  # loss sum, correct, samples
+        self._sums = torch.zeros(2, device=device)  # loss sum, correct (read once an epoch)
+        self._samples = 0
 
     @classmethod
     def for_labels(
@@ -76,14 +77,14 @@ class OnlineProbe:
             loss.backward()
             self.optimizer.step()
         correct = (logits.detach().argmax(1) == labels).sum()
-        self._sums += torch.stack(
-            [loss.detach() * labels.shape[0], correct, labels.new_tensor(labels.shape[0])]
-        ).float()
+        self._sums += torch.stack([loss.detach() * labels.shape[0], correct.float()])
+        self._samples += labels.shape[0]  # a host number: no blocking copy to the device
 
     def epoch_logs(self) -> dict[str, float]:
         """Mean training loss and accuracy since the last call."""
-        loss, correct, n = self._sums.tolist()
+        (loss, correct), n = self._sums.tolist(), self._samples
         self._sums.zero_()
+        self._samples = 0
         return {"online_probe_loss": loss / max(n, 1), "online_probe_accuracy": correct / max(n, 1)}
 
     @torch.no_grad()

@@ -2,7 +2,8 @@
 its ``losses`` section in the tiny CPU mode (torch backend only) runs end to end and
 records every case, its ``sweep`` section (Triton against torch and float64, then tile
 configurations) runs in Triton's interpreter on tiny shapes, its ``train`` section times
-a tiny image archive made here, and an unknown section is refused. The GPU numbers of
+a tiny image archive made here, its ``views`` section counts and times the views of a
+tiny batch, and an unknown section is refused. The GPU numbers of
 issue #38 come from the same script on a GPU."""
 
 from __future__ import annotations
@@ -66,7 +67,17 @@ def test_tiny_cpu_mode_measures_every_case(tmp_path: Path) -> None:
 def test_unknown_section_is_refused() -> None:
     proc = _gpu_bench(timeout=None, SECTIONS="train_step")
     assert proc.returncode == 2
-    assert "unknown section 'train_step' (known: losses, sweep, train)" in proc.stderr
+    assert "unknown section 'train_step' (known: losses, sweep, train, views)" in proc.stderr
+
+
+def test_views_section_counts_kernels_and_blocking_copies(tmp_path: Path) -> None:
+    done = _gpu_bench(SECTIONS="views", OUT=str(tmp_path), VIEW_ARGS="--batch 4 --repeats 1")
+    assert done.returncode == 0, done.stderr[-2000:]
+    table = (tmp_path / "gpu_bench_views.txt").read_text()
+    rows = re.findall(r"^\| (simclr|byol) \| (\d+) \| (\d+) \| (\d+) \| ([0-9.]+) \| ([0-9.]+) \|$",
+                      table, re.M)  # fmt: skip
+    assert [(r[0], r[1]) for r in rows] == [("simclr", "32"), ("byol", "64")]
+    assert all(int(kernels) > 0 and copies == "0" for _, _, kernels, copies, _, _ in rows)
 
 
 def test_train_section_times_every_variant_and_each_phase(tmp_path: Path) -> None:

@@ -4,42 +4,22 @@ On a GPU at common batch sizes a loss call is launch-bound: its time is roughly 
 of aten operators it dispatches that launch a kernel. The count is the same on any device,
 so it is pinned on the CPU: the second forward + backward of each loss (``backend="torch"``,
 value checks off as on a GPU by default, N = 12, d = 16; the first call may build cached
-index tensors), counted with a ``TorchDispatchMode``, leaving out the operators that only
-re-describe memory (views). For reference the plain ten-line NT-Xent (``F.normalize``,
-``z·zᵀ/τ``, diagonal masked, ``F.cross_entropy``) launches 38; ``ntxent`` launched 79
-before issue #38's pass over the operators, 42 after (``benchmarks/op_count.py`` lists
-them). A ceiling that fails means a change added kernels to the hot path.
+index tensors), counted with :class:`contrastkit.engine.kernels.KernelCounter`, leaving out
+the operators that only re-describe memory (views). For reference the plain ten-line
+NT-Xent (``F.normalize``, ``z·zᵀ/τ``, diagonal masked, ``F.cross_entropy``) launches 38;
+``ntxent`` launched 79 before issue #38's pass over the operators, 42 after
+(``benchmarks/op_count.py`` lists them). A ceiling that fails means a change added
+kernels to the hot path.
 """
 
 from __future__ import annotations
 
 import pytest
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode
 
 from contrastkit import losses
+from contrastkit.engine.kernels import KernelCounter
 from contrastkit.losses.examples import build, example_inputs
-
-# Operators that return a view of their input (or metadata only): nothing is launched.
-VIEWS = {
-    "alias",
-    "as_strided",
-    "detach",
-    "diagonal",
-    "expand",
-    "permute",
-    "select",
-    "slice",
-    "split",
-    "squeeze",
-    "t",
-    "transpose",
-    "unbind",
-    "unsqueeze",
-    "view",
-    "_unsafe_view",
-    "_reshape_alias",
-}
 
 # kernels of one forward + backward as measured with torch 2.13 (before: 79, 112, 68, 75,
 # 104, 105); infonce is MoCo's layout here (a queue of 5 keys)
@@ -51,19 +31,6 @@ CEILINGS = {
     "dual_temperature": 61,
     "macl": 71,
 }
-
-
-class Kernels(TorchDispatchMode):
-    """Counts the non-view aten operators dispatched inside the ``with``."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.count = 0
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[override]
-        if str(func).split(".")[1] not in VIEWS:
-            self.count += 1
-        return func(*args, **(kwargs or {}))
 
 
 @pytest.fixture
@@ -81,6 +48,6 @@ def test_forward_backward_launches_at_most_the_pinned_kernels(name: str, checks_
     )
     leaves = [t for t in inputs if t.requires_grad]
     torch.autograd.grad(module(*inputs), leaves)
-    with Kernels() as kernels:
+    with KernelCounter() as counter:
         torch.autograd.grad(module(*inputs), leaves)
-    assert kernels.count <= CEILINGS[name]
+    assert counter.kernels <= CEILINGS[name]

@@ -1,0 +1,95 @@
+"""The views of a training step: kernels, blocking transfers and time (issue #38).
+
+For each recipe, the ``--views`` views of a uint8 batch as the engine makes them
+(``ImageAugment.batched_views``; older code without it: ``views`` or one call per view):
+
+* kernels launched on the batch's device and host-to-device copies that block, counted on
+  the ``meta`` device (:mod:`contrastkit.engine.kernels`; the same on every device);
+* on ``--device``: the host time of one call (until it returns) and its wall time until
+  the device is done (median of ``--repeats``, after warm-up calls). On a GPU, host ≈ wall
+  means the call is bound by launching, not by the device's arithmetic.
+
+To compare with older code, run it again with ``PYTHONPATH`` pointing at that checkout.
+
+    python benchmarks/view_speed.py --device cuda --batch 512
+    OMP_NUM_THREADS=1 python benchmarks/view_speed.py --device cpu --batch 64 --repeats 5
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import statistics
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import torch
+
+from contrastkit.images.image_augment import ImageAugment, view_augments
+
+try:
+    from contrastkit.engine.kernels import BlockingTransfers, KernelCounter
+except ImportError:  # an older checkout on PYTHONPATH: this checkout's counters (torch only)
+    _spec = importlib.util.spec_from_file_location(
+        "kernels", Path(__file__).resolve().parents[1] / "contrastkit" / "engine" / "kernels.py"
+    )
+    _kernels = importlib.util.module_from_spec(_spec)
+    _spec.loader.exec_module(_kernels)
+    BlockingTransfers, KernelCounter = _kernels.BlockingTransfers, _kernels.KernelCounter
+
+
+def views_of(augs: list, n: int) -> Callable[[torch.Tensor, torch.Generator], list]:
+    """How this checkout makes ``n`` views with ``augs``."""
+    joint = getattr(ImageAugment, "batched_views", None)
+    if joint is not None:
+        return lambda x, g: joint(augs, x, g, n)
+    if len(augs) == 1 and hasattr(augs[0], "views"):
+        return lambda x, g: augs[0].views(x, g, n)
+    return lambda x, g: [augs[v % len(augs)](x, g) for v in range(n)]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--recipes", default="simclr:32,byol:64", help="recipe:side,...")
+    parser.add_argument("--batch", type=int, default=512)
+    parser.add_argument("--views", type=int, default=2)
+    parser.add_argument("--repeats", type=int, default=20)
+    args = parser.parse_args()
+    device = torch.device(args.device)
+    cuda = device.type == "cuda"
+    print(f"views of a uint8 batch of {args.batch}, {args.views} views, on {device}"
+          + (f" ({torch.cuda.get_device_name(device)})" if cuda else "")
+          + f", torch {torch.__version__}")  # fmt: skip
+    print("| recipe | side | kernels | blocking copies | host ms | wall ms |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for spec in args.recipes.split(","):
+        recipe, side = spec.split(":")
+        augs = view_augments(recipe, int(side))
+        make = views_of(augs, args.views)
+        meta = torch.empty(args.batch, 3, int(side), int(side), dtype=torch.uint8, device="meta")
+        make(meta, torch.Generator().manual_seed(0))  # per-device constants
+        with KernelCounter("meta") as kernels, BlockingTransfers() as copies:
+            make(meta, torch.Generator().manual_seed(1))
+        x = torch.randint(0, 256, meta.shape, dtype=torch.uint8).to(device)
+        g = torch.Generator().manual_seed(2)
+        host, wall = [], []
+        for i in range(args.repeats + 3):
+            if cuda:
+                torch.cuda.synchronize(device)
+            start = time.perf_counter()
+            make(x, g)
+            returned = time.perf_counter()
+            if cuda:
+                torch.cuda.synchronize(device)
+            if i >= 3:
+                host.append(1e3 * (returned - start))
+                wall.append(1e3 * (time.perf_counter() - start))
+        cells = (recipe, side, kernels.kernels, len(copies.found))
+        times = f"{statistics.median(host):.2f} | {statistics.median(wall):.2f}"
+        print("| " + " | ".join(map(str, cells)) + f" | {times} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
