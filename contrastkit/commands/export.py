@@ -1,12 +1,13 @@
 """``contrastkit export RUN --out DIR``: the encoder of a training run on its own, for reuse.
 
 Reads ``RUN/checkpoint.pt`` (``torch.load(weights_only=True)``: tensors and plain values
-only), rebuilds the run's framework from the config saved in it, loads the weights, and
-writes the encoder alone to ``DIR`` as ``encoder.safetensors`` + ``encoder.json`` (see
-:mod:`contrastkit.models.export`). Load it back with
-``contrastkit.models.load_encoder(DIR)``; projection heads, momentum encoders, queues and
-optimiser state stay behind. A run on text data (the registry's ``text`` modality) is
-written as a ``transformers`` / sentence-transformers model folder instead
+only; its SHA-256 verified, :func:`contrastkit.checkpoint_file.load_checkpoint`), rebuilds
+the run's framework from the config saved in it, loads the weights, and writes the encoder
+alone to ``DIR`` as ``encoder.safetensors`` + ``encoder.json`` (see
+:mod:`contrastkit.models.export`). Load it back with ``contrastkit.models.load_encoder(DIR)``;
+projection heads, momentum encoders, queues and optimiser state stay behind. A run on text
+data (the registry's ``text`` modality) is written as a ``transformers`` /
+sentence-transformers model folder instead
 (:meth:`~contrastkit.text.encoder.SentenceEncoder.save_pretrained`), which
 ``SentenceTransformer(DIR)``, ``contrastkit senteval --model DIR`` and ``--text-model DIR``
 read.
@@ -18,9 +19,9 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-import torch
 from torch import nn
 
+from ..checkpoint_file import load_checkpoint
 from ..data import dataset_info
 from ..models.export import read_spec, save_encoder
 from ..rundir import atomic_dir
@@ -39,7 +40,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def read_checkpoint(run: Path) -> dict[str, Any]:
-    """The checkpoint of run directory ``run``, loaded weights-only on the CPU."""
+    """The checkpoint of run directory ``run``, loaded weights-only on the CPU with its
+    digest verified (:class:`~contrastkit.checkpoint_file.CheckpointError` otherwise)."""
     if not run.exists():
         raise FileNotFoundError(f"run directory {str(run)!r} does not exist")
     path = run / CHECKPOINT
@@ -48,16 +50,8 @@ def read_checkpoint(run: Path) -> dict[str, Any]:
             f"{str(run)!r} is not a run directory: expected {CHECKPOINT} in it "
             "(written by `contrastkit train --out`)"
         )
-    try:
-        state = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as exc:  # a truncated file, a pickle with objects, ...
-        detail = " ".join(str(exc).split())[:200]
-        raise ValueError(f"{path} is not a readable weights-only checkpoint: {detail}") from None
-    if not (
-        isinstance(state, dict)
-        and isinstance(state.get("model"), dict)
-        and isinstance(state.get("config"), dict)
-    ):
+    state = load_checkpoint(path, required=("model", "config"))
+    if not (isinstance(state["model"], dict) and isinstance(state["config"], dict)):
         raise ValueError(f"{path} is not a contrastkit training checkpoint (no model/config)")
     return state
 

@@ -88,7 +88,22 @@ def test_checkpoint_with_objects_is_refused_not_unpickled(
     run.mkdir()
     torch.save({"model": {}, "config": argparse.Namespace(a=1)}, run / "checkpoint.pt")
     err = export_error(capsys, str(run), "--out", str(tmp_path / "out"))
-    assert "weights-only" in err
+    assert "cannot be loaded" in err and "Weights only load failed" in err
+
+
+def test_a_checkpoint_whose_content_does_not_match_its_digest_is_refused(
+    trained: tuple[Trainer, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, run = trained
+    altered = tmp_path / "altered"
+    altered.mkdir()
+    state = torch.load(run / "checkpoint.pt", weights_only=True)
+    key = next(k for k, v in state["model"].items() if v.is_floating_point())
+    state["model"][key] = state["model"][key] + 1.0  # the digest stays the original's
+    torch.save(state, altered / "checkpoint.pt")
+    err = export_error(capsys, str(altered), "--out", str(tmp_path / "out"))
+    assert "is corrupt: its content does not match its SHA-256" in err
+    assert not (tmp_path / "out").exists()
 
 
 def test_load_encoder_errors(tmp_path: Path) -> None:
