@@ -40,6 +40,7 @@ VARIANTS = {  # channels_last unset: the engine's default (on for CUDA and a con
     "nchw": {"channels_last": False},
     "bf16+nchw": {"precision": "bf16", "channels_last": False},
     "bf16+compile": {"precision": "bf16", "compile": True},
+    "bf16+graphs": {"precision": "bf16", "compile": True, "compile_mode": "reduce-overhead"},
 }
 PHASES = ("batch", "augment", "forward", "backward", "optimiser")
 
@@ -77,6 +78,7 @@ def breakdown(trainer: Trainer, steps: int) -> dict[str, float]:
     order = order.to(x.device)
     model.train()
     for s in range(steps):
+        engine.begin_step()
         clock = Clock(engine.device)
         clock.mark()
         batch = engine.to_device(x[order[s]])

@@ -31,7 +31,7 @@ NAME = "export"
 HELP = "write the encoder of a run as safetensors + JSON (load it with models.load_encoder)"
 # config keys (when the run has them) set so the encoder is rebuilt on the CPU, eagerly,
 # whatever device the run trained on
-REBUILD_OVERRIDES: dict[str, Any] = {"device": "cpu", "compile": False}
+REBUILD_OVERRIDES: dict[str, Any] = {"device": "cpu", "compile": False, "compile_mode": "default"}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -1,7 +1,7 @@
 """One training engine for every modality: device, precision, compilation, optimisers,
 schedules and the optimiser step (:class:`Engine`)."""
 
-from .core import PRECISIONS, Engine, NonFiniteError, eval_mode
+from .core import COMPILE_MODES, PRECISIONS, Engine, NonFiniteError, eval_mode
 from .device import DEVICES, device_info, rng_state, select_device, set_rng_state, to_device
 from .kernels import BlockingTransfers, KernelCounter
 from .lars import LARS
@@ -16,6 +16,7 @@ from .schedules import (
 )
 
 __all__ = [
+    "COMPILE_MODES",
     "DEVICES",
     "LARS",
     "LENGTH_DEPENDENT",

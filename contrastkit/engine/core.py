@@ -38,6 +38,9 @@ from torch import Tensor, nn
 from .device import select_device, to_device
 
 PRECISIONS = {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}
+# torch.compile's modes: "reduce-overhead" replays CUDA graphs (fewer launches, more memory),
+# "max-autotune" also benchmarks kernel choices at compile time
+COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 
 
 class NonFiniteError(FloatingPointError):
@@ -51,6 +54,7 @@ class Engine:
         device: ``"auto"``, ``"cpu"``, ``"cuda"``, ``"cuda:N"`` or ``"mps"``.
         precision: ``"fp32"``, ``"bf16"`` or ``"fp16"`` (see the module docstring).
         compile: ``torch.compile`` the modules given to :meth:`compile_modules`.
+        compile_mode: its mode, one of :data:`COMPILE_MODES` (torch's default: ``"default"``).
         channels_last: 4-D inputs (and models) in ``torch.channels_last`` memory format;
             ``None``: decided by :meth:`prepare` (on for CUDA and a model with ``Conv2d``).
         grad_accum: backward passes per optimiser step (≥ 1).
@@ -65,9 +69,14 @@ class Engine:
         channels_last: bool | None = None,
         grad_accum: int = 1,
         clip_grad: float | None = None,
+        compile_mode: str = "default",
     ) -> None:
         if precision not in PRECISIONS:
             raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
+        if compile_mode not in COMPILE_MODES:
+            raise ValueError(
+                f"compile_mode must be one of {', '.join(COMPILE_MODES)}, got {compile_mode!r}"
+            )
         if not isinstance(grad_accum, int) or grad_accum < 1:
             raise ValueError(f"grad_accum must be a positive integer, got {grad_accum!r}")
         if clip_grad is not None and not (math.isfinite(clip_grad) and clip_grad > 0):
@@ -76,6 +85,7 @@ class Engine:
         self.precision = precision
         self.dtype = PRECISIONS[precision]
         self.compile = compile
+        self.compile_mode = compile_mode
         self.channels_last = channels_last
         self.grad_accum = grad_accum
         self.clip_grad = clip_grad
@@ -143,7 +153,15 @@ class Engine:
             return
         for module in modules:
             if module is not None:
-                module.compile()
+                module.compile(mode=self.compile_mode)
+
+    def begin_step(self) -> None:
+        """Mark the start of a training step. Under a compile mode that replays CUDA
+        graphs (``reduce-overhead``, ``max-autotune``) this tells torch the previous step's
+        graph outputs are no longer read, so the next replay may reuse their memory
+        (``torch.compiler.cudagraph_mark_step_begin``); otherwise nothing."""
+        if self.compile and self.compile_mode in ("reduce-overhead", "max-autotune"):
+            torch.compiler.cudagraph_mark_step_begin()
 
     def autocast(self) -> contextlib.AbstractContextManager[Any]:
         """The forward pass's autocast context (a no-op under fp32): wrap the framework's
@@ -326,6 +344,7 @@ class Engine:
         return {
             "precision": self.precision,
             "compile": self.compile,
+            "compile_mode": self.compile_mode,
             "channels_last": self.channels_last,
             "grad_accum": self.grad_accum,
             "clip_grad": self.clip_grad,

@@ -93,6 +93,10 @@ class TrainConfig(
             raise ValueError(
                 f"warmup_epochs applies to schedule 'warmup_cosine', not {self.schedule!r}"
             )
+        if self.compile_mode != "default" and not self.compile:
+            raise ValueError(
+                f"compile_mode {self.compile_mode!r} applies with compile: true (--compile)"
+            )
         if self.schedule == "step" and not marks:
             raise ValueError("schedule 'step' needs lr_milestones (e.g. [155, 170, 185])")
 

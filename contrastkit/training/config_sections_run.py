@@ -9,7 +9,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from ..engine import LR_SCALINGS, OPTIMIZERS, PRECISIONS, SCHEDULES
+from ..engine import COMPILE_MODES, LR_SCALINGS, OPTIMIZERS, PRECISIONS, SCHEDULES
 from .settings import (
     boolean,
     boolean_or_null,
@@ -207,6 +207,17 @@ class EngineSection:
         check=boolean,
         environment=True,
         help="torch.compile the encoder and heads",
+    )
+    compile_mode: str = S(
+        "default",
+        section="engine",
+        check=one_of(COMPILE_MODES),
+        environment=True,
+        source="torch.compile's modes",
+        help=(
+            "torch.compile mode with --compile: default, reduce-overhead (CUDA graphs),"
+            " max-autotune, max-autotune-no-cudagraphs"
+        ),
     )
     channels_last: bool | None = S(
         None,

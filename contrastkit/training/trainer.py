@@ -97,6 +97,7 @@ class Trainer:
             config.channels_last,
             config.grad_accum,
             config.clip_grad,
+            config.compile_mode,
         )
         device = self.engine.device
         self.world, self.rank = distributed.join(device)
@@ -254,6 +255,7 @@ class Trainer:
         forward = self.ddp or model
         lr = self.scheduler.get_last_lr()[0]
         for i, xb in enumerate(bar):
+            engine.begin_step()
             batch = engine.to_device(xb)
             views = [engine.format_input(v[local]) for v in make_views(augs, batch, gen, model)]
             need = model.needs_labels or self.probe

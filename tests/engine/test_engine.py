@@ -1,4 +1,5 @@
-"""Engine: accumulation, clipping, the non-finite guard, fp16 loss scaling, autocast."""
+"""Engine: accumulation, clipping, the non-finite guard, fp16 loss scaling, autocast,
+compile modes."""
 
 from __future__ import annotations
 
@@ -151,6 +152,26 @@ def test_channels_last_is_on_by_default_for_convolutions_on_cuda_only() -> None:
     assert engine.channels_last is False and engine.describe()["channels_last"] is False
     forced = Engine("cpu", channels_last=True)
     assert forced.prepare(conv)[0].weight.is_contiguous(memory_format=torch.channels_last)
+
+
+@pytest.mark.parametrize("mode", ["default", "reduce-overhead", "max-autotune"])
+def test_compile_mode_reaches_torch_compile_and_marks_graph_steps(
+    mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``compile_mode`` is torch.compile's mode; under a mode that replays CUDA graphs each
+    step is marked, so a replay may reuse the previous step's outputs' memory."""
+    modes, marks = [], []
+    monkeypatch.setattr(nn.Module, "compile", lambda self, **kw: modes.append(kw["mode"]))
+    monkeypatch.setattr(torch.compiler, "cudagraph_mark_step_begin", lambda: marks.append(1))
+    engine = Engine("cpu", compile=True, compile_mode=mode)
+    engine.compile_modules(nn.Linear(2, 2), None, nn.Linear(2, 2))
+    engine.begin_step()
+    assert modes == [mode, mode] and engine.describe()["compile_mode"] == mode
+    assert len(marks) == (mode != "default")
+    Engine("cpu", compile_mode=mode).begin_step()  # compile off: nothing compiled or marked
+    assert len(marks) == (mode != "default")
+    with pytest.raises(ValueError, match="compile_mode must be one of default, reduce-overhead"):
+        Engine("cpu", compile=True, compile_mode="fast")
 
 
 FP16_CPU = pytest.mark.skipif(

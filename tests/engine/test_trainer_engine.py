@@ -184,7 +184,8 @@ def test_engine_flags_reach_the_config() -> None:
     parser = argparse.ArgumentParser()
     add_arguments(parser)
     flags = (
-        "--device cpu --precision bf16 --compile --channels-last --grad-accum 2 --clip-grad 1.5 "
+        "--device cpu --precision bf16 --compile --compile-mode max-autotune --channels-last "
+        "--grad-accum 2 --clip-grad 1.5 "
         "--optimizer sgd --sgd-momentum 0.8 --nesterov --schedule step --lr-milestones 3,5 "
         "--lr-gamma 0.5 --lr-scaling sqrt --save-every 2 --tensorboard --online-probe --epochs 6"
     )
@@ -195,7 +196,7 @@ def test_engine_flags_reach_the_config() -> None:
     assert (config.sgd_momentum, config.nesterov, config.schedule) == (0.8, True, "step")
     assert (config.lr_milestones, config.lr_gamma, config.lr_scaling) == ([3, 5], 0.5, "sqrt")
     assert (config.save_every, config.tensorboard, config.online_probe) == (2, True, True)
-    assert config.channels_last is True
+    assert config.channels_last is True and config.compile_mode == "max-autotune"
 
 
 @pytest.mark.parametrize(
@@ -213,6 +214,8 @@ def test_engine_flags_reach_the_config() -> None:
         ({"sgd_momentum": 1.0}, r"sgd_momentum must be a number in \[0, 1\)"),
         ({"lr_scaling": "cubic"}, "lr_scaling must be one of"),
         ({"compile": "yes"}, "compile must be true or false"),
+        ({"compile": True, "compile_mode": "fast"}, "compile_mode must be one of default, "),
+        ({"compile_mode": "reduce-overhead"}, "compile_mode 'reduce-overhead' applies with"),
     ],
 )
 def test_engine_config_errors(values: dict, message: str) -> None:
