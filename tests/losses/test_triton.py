@@ -264,3 +264,29 @@ def test_gram_negatives_carry_the_backend() -> None:
     a, _, _, exclude, _ = _inputs(11, None, 0, d=8, r=1, seed=8)
     neg = GramNegatives(a.float(), exclude=exclude, backend="triton")
     torch.testing.assert_close(neg.logsumexp(2.0), gram_logsumexp(a.float(), 2.0, exclude=exclude))
+
+
+def _second_derivatives(mode: str, backend: str, a, keys, extra, exclude, w):
+    """Through ``create_graph``: the derivatives of ``‖∇‖² + ‖w‖²`` w.r.t. the anchors, keys
+    and the weights ``w`` of ``L = Σ w_i·stat_i + Σ a³`` (float32). The cube and ``‖w‖²``
+    reach the leaves by other paths, so a statistic whose backward were taken as constant
+    would not raise but silently drop its part (``once_differentiable`` does, both when
+    its incoming gradient needs none and for ``grad(..., inputs=w)``)."""
+    leaves = [t.float().requires_grad_() for t in (a, keys, w)]
+    ex = None if extra is None else extra.float()
+    out = _statistic(mode, backend, leaves[0], leaves[1], ex, exclude)
+    loss = (out * leaves[2]).sum() + (leaves[0] ** 3).sum()
+    grads = torch.autograd.grad(loss, leaves[:2], create_graph=True)
+    penalty = sum((g**2).sum() for g in grads) + (leaves[2] ** 2).sum()
+    return [g.detach() for g in grads], torch.autograd.grad(penalty, leaves, materialize_grads=True)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_second_derivatives_match_the_torch_path(mode: str) -> None:
+    """The torch path's second derivatives are exact (``tests/losses/test_double_backward.py``,
+    float64); the Triton backward falls back to the same differentiable formula."""
+    a, keys, extra, exclude, w = _inputs(13, 11, 5, d=8, r=2, seed=9)
+    grads, second = _second_derivatives(mode, "triton", a, keys, extra, exclude, w)
+    ref_grads, ref_second = _second_derivatives(mode, "torch", a, keys, extra, exclude, w)
+    for x, y in zip([*grads, *second], [*ref_grads, *ref_second], strict=True):
+        torch.testing.assert_close(x, y, rtol=1e-5, atol=1e-5)

@@ -11,7 +11,9 @@ columns not in ``exclude [M, r]``:
 One matrix product forward; backward forms the softmax gradient once and takes two
 products. Without ``block`` the ``[M, K]`` exponentials are kept for backward; with
 ``block`` rows go ``block`` at a time and are recomputed in backward (O(block·K) memory).
-Neither synchronises the host with the device: no value decides a branch.
+Neither synchronises the host with the device: no value decides a branch. A backward
+that is itself differentiated (``create_graph=True``) runs :func:`._gram_grad.gram_grads`
+instead, so second derivatives are exact (see :mod:`._gram_grad`).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from collections.abc import Callable
 import torch
 from torch import Tensor
 
+from ._gram_grad import differentiating_backward, gram_grads
 from ._precision import no_autocast
 
 Scale = float | Tensor  # σ: a number, or a detached 0-d tensor (MACL's adaptive 1/τ_a)
@@ -138,6 +141,10 @@ class _GramLogSumExp(torch.autograd.Function):
     own maximum. Without ``block`` the exponentials are kept for backward; with ``block``
     rows are processed ``block`` at a time and recomputed in backward, so extra memory is
     O(block·K).
+
+    Double backward: exact. A backward run with grad mode on (``create_graph=True``)
+    returns :func:`._gram_grad.gram_grads`, differentiable operations on the saved inputs
+    (the whole ``[M, K]`` softmax, whatever ``block``); otherwise the fast path below.
     """
 
     @staticmethod
@@ -169,6 +176,9 @@ class _GramLogSumExp(torch.autograd.Function):
     def backward(ctx, grad_lse: Tensor) -> tuple:  # type: ignore[override]
         anchors, keys, k, exclude, lse, *kept = ctx.saved_tensors
         scale = ctx.scale
+        if differentiating_backward():
+            grads_ak = _exact(anchors, keys, k, exclude, scale, "lse", grad_lse, ctx)
+            return *grads_ak, None, None, None, None, None, None
         grads = _Grads(anchors, keys, k, ctx.needs_input_grad[1], ctx.block)
         for rows in grads.blocks:
             if ctx.block is None:  # ∂lse_i/∂sim_ij = s·e_ij / row_sum_i
@@ -238,6 +248,12 @@ class _GramSoftmaxMean(torch.autograd.Function):
     ``∂E_i/∂s_ij = p_ij·(1 + β·(s_ij - E_i))`` (just ``p_ij`` with ``detach``), formed in
     place in ``P∘L`` as ``(g_i/Z_i)·(P_ij·(1 + shift_i - β·E_i) + (P∘L)_ij)`` (so the
     backward runs once, unless ``detach``), the row factor ``g_i/Z_i`` on the products.
+
+    Double backward: exact, as for :class:`_GramLogSumExp` (with ``detach`` the weights
+    are constants there too). The in-place fast path spends the kept ``[M, K]`` tensors:
+    after it, a further backward of the same graph (with ``retain_graph``) raises instead
+    of reading them, unless ``block`` or ``detach``; the differentiable path reads only
+    the inputs and may come first, as often as asked.
     """
 
     @staticmethod
@@ -272,6 +288,11 @@ class _GramSoftmaxMean(torch.autograd.Function):
     def backward(ctx, grad_mean: Tensor) -> tuple:  # type: ignore[override]
         if ctx.used and ctx.block is None and not ctx.detach:
             raise RuntimeError("the fused softmax mean supports one backward pass per graph")
+        if differentiating_backward():
+            anchors, keys, k, exclude, *_ = ctx.saved_tensors
+            mode = "mean_detached" if ctx.detach else "mean"
+            grads_ak = _exact(anchors, keys, k, exclude, ctx.scale, mode, grad_mean, ctx)
+            return *grads_ak, None, None, None, None, None, None
         ctx.used = True
         anchors, keys, k, exclude, offset, row_sum, mean, *kept = ctx.saved_tensors
         scale = ctx.scale
@@ -290,6 +311,24 @@ class _GramSoftmaxMean(torch.autograd.Function):
                 e = weighted.addcmul_(e, own[:, None])
             grads.add(rows, e, grad_mean[rows] / row_sum[rows])
         return grads.anchors, grads.keys, None, None, None, None, None, None
+
+
+def _exact(
+    anchors: Tensor,
+    keys: Tensor | None,
+    k: Tensor,
+    exclude: Tensor | None,
+    scale: Scale,
+    mode: str,
+    grad: Tensor,
+    ctx: torch.autograd.function.FunctionCtx,
+) -> tuple[Tensor, Tensor | None]:
+    """The differentiable gradients (:func:`._gram_grad.gram_grads`); the constant rows
+    of ``k`` after the own keys are ``extra``."""
+    n_own = anchors.shape[0] if keys is None else keys.shape[0]
+    extra = k[n_own:] if k.shape[0] > n_own else None
+    need_keys = ctx.needs_input_grad[1]  # type: ignore[attr-defined]
+    return gram_grads(anchors, keys, extra, exclude, scale, mode, grad, need_keys)
 
 
 def logsumexp(

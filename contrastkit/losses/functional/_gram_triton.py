@@ -29,10 +29,10 @@ from __future__ import annotations
 import torch
 import triton
 from torch import Tensor
-from torch.autograd.function import once_differentiable
 
 from . import _gram_kernels as kernels
 from ._backend import interpreted
+from ._gram_grad import differentiating_backward, gram_grads
 
 NUM_WARPS, NUM_STAGES = 4, 2
 TILES = (32, 64)  # (BLOCK_M, BLOCK_N) for every input dtype (see the module docstring)
@@ -53,7 +53,16 @@ def _precision(dtype: torch.dtype) -> str:
 
 class _GramStatistic(torch.autograd.Function):
     """The row statistic ``mode`` (``"lse"``, ``"mean"`` or ``"mean_detached"``) of the
-    ``scale``-softmax over ``s = anchors·kᵀ``; gradients for ``anchors`` and ``keys``."""
+    ``scale``-softmax over ``s = anchors·kᵀ``; gradients for ``anchors`` and ``keys``.
+
+    Double backward: exact. The kernels' backward is not differentiable, so a backward
+    run with grad mode on (``create_graph=True``) returns :func:`._gram_grad.gram_grads`
+    instead: differentiable torch operations on the saved inputs, which hold the whole
+    ``[M, K]`` softmax in memory (the kernels' O(M) memory holds for first derivatives
+    only). Not ``once_differentiable``: it raises no error when the incoming gradient
+    needs none, nor under ``torch.autograd.grad(..., inputs=...)``, which never reaches
+    its error node; the second derivative then silently lacks this statistic's part.
+    """
 
     @staticmethod
     def forward(  # type: ignore[override]
@@ -77,15 +86,20 @@ class _GramStatistic(torch.autograd.Function):
                 *(a, k, excl, lse, mean, m, k.shape[0], d, scale),
                 **_meta(excl, tiles, a, WITH_MEAN=mode != "lse"),
             )
-        ctx.save_for_backward(a, k, excl, lse, mean)
+        ctx.save_for_backward(a, k, excl, lse, mean, anchors, keys)
         ctx.scale, ctx.mode, ctx.tiles = scale, mode, tiles
         ctx.n_own, ctx.own_keys = own.shape[0], keys is None
         return lse if mode == "lse" else mean
 
     @staticmethod
-    @once_differentiable
     def backward(ctx, grad: Tensor) -> tuple:  # type: ignore[override]
-        a, k, excl, lse, mean = ctx.saved_tensors
+        a, k, excl, lse, mean, anchors, keys = ctx.saved_tensors
+        if differentiating_backward():
+            extra = k[ctx.n_own :] if k.shape[0] > ctx.n_own else None
+            exact = gram_grads(
+                anchors, keys, extra, excl, ctx.scale, ctx.mode, grad, ctx.needs_input_grad[1]
+            )
+            return *exact, None, None, None, None, None
         scale, tiles, (m, d) = ctx.scale, ctx.tiles, a.shape
         g = grad.float().contiguous()
         if ctx.mode == "lse":  # ∂lse_i/∂s_ij = σ·p_ij

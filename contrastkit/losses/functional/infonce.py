@@ -30,6 +30,7 @@ from ._common import (
     max_log_weight,
     reduce,
 )
+from ._gram_grad import differentiating_backward
 
 
 def _scaled_pos(pos: Tensor, temperature: float | Tensor) -> Tensor:
@@ -63,6 +64,11 @@ class _Terms(torch.autograd.Function):
     subtraction take twelve), and ``P - 1`` is never formed by cancellation. A term
     without a gradient costs nothing (MACL and dual temperature use ``log W`` detached).
     ``τ`` (a number or a detached 0-d tensor) gets no gradient.
+
+    Double backward: exact. A backward run with grad mode on (``create_graph=True``)
+    recomputes ``p``, ``lse`` and ``log W`` from the saved inputs ``pos`` and ``l`` with
+    differentiable operations and forms the same closed form from them, so autograd
+    records it; a plain backward reads the kept values (no extra operator).
     """
 
     @staticmethod
@@ -72,14 +78,18 @@ class _Terms(torch.autograd.Function):
         p = _scaled_pos(pos, temperature)
         lse_all = torch.logaddexp(p, lse_neg)
         log_w = lse_neg - lse_all
-        ctx.save_for_backward(p, lse_all, log_w)
+        ctx.save_for_backward(p, lse_all, log_w, pos, lse_neg)
         ctx.temperature = temperature
         ctx.set_materialize_grads(False)
         return lse_all - p, log_w
 
     @staticmethod
     def backward(ctx, grad_nll: Tensor | None, grad_log_w: Tensor | None) -> tuple:  # type: ignore[override]
-        p, lse_all, log_w = ctx.saved_tensors
+        p, lse_all, log_w, pos, lse_neg = ctx.saved_tensors
+        if differentiating_backward():  # recorded: recompute from the inputs, differentiably
+            p = _scaled_pos(pos, ctx.temperature)
+            lse_all = torch.logaddexp(p, lse_neg)
+            log_w = lse_neg - lse_all
         grad = None if grad_nll is None else grad_nll * log_w.exp()
         if grad_log_w is not None:
             from_log_w = grad_log_w * (p - lse_all).exp()
