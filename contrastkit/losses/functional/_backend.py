@@ -35,6 +35,8 @@ def interpreted() -> bool:
 
 def resolve(backend: str, anchors: Tensor) -> str:
     """``"torch"`` or ``"triton"``: the implementation ``backend`` means for ``anchors``."""
+    if backend == "torch":  # the default, decided without looking at the tensors
+        return backend
     if backend not in BACKENDS:
         choices = ", ".join(map(repr, BACKENDS))
         raise ValueError(f"backend must be one of {choices}, got {backend!r}")

@@ -46,8 +46,15 @@ from typing import Any, TypeVar
 import torch
 from torch import Tensor
 
-from ._negatives import DenseNegatives, Negatives
-from ._precision import compute_dtype, no_autocast, upcast_tensor
+from ._negatives import DenseNegatives, GramNegatives, Negatives
+from ._precision import (
+    HALF,
+    autocast_on,
+    compute_dtype,
+    device_type_of,
+    no_autocast,
+    upcast_tensor,
+)
 
 _REDUCTIONS = ("mean", "sum", "none")
 
@@ -66,7 +73,7 @@ def reads_values(t: Tensor) -> bool:
     :func:`contrastkit.losses.set_check_finite` or ``CONTRASTKIT_CHECK_FINITE=1`` / ``0``
     turn them on / off everywhere."""
     mode = _VALUE_CHECKS["mode"]
-    return mode == "on" or (mode == "auto" and t.device.type == "cpu")
+    return mode == "on" or (mode == "auto" and device_type_of(t) == "cpu")
 
 
 def set_value_checks(mode: str) -> str:
@@ -150,7 +157,7 @@ def check_pos_neg(pos: object, neg: object) -> tuple[Tensor, Negatives]:
     negatives, in float32 when the inputs are half precision.
     """
     pos_t = check_tensor(pos, "pos", 1, "[M]")
-    if isinstance(neg, Negatives):
+    if type(neg) is GramNegatives or (not isinstance(neg, Tensor) and isinstance(neg, Negatives)):
         if neg.rows != pos_t.shape[0]:
             raise ValueError(
                 f"neg must describe M = len(pos) = {pos_t.shape[0]} anchors, got {neg.rows}"
@@ -195,7 +202,15 @@ def max_log_weight(dtype: torch.dtype) -> float:
     A weight ``exp(w)`` with ``w`` at this bound times a loss term of order one stays far
     from overflow in ``dtype`` (float32: w <= 44.4, so weights <= 1.8e19).
     """
-    return 0.5 * math.log(torch.finfo(dtype).max)
+    bound = _MAX_LOG_WEIGHT.get(dtype)
+    return 0.5 * math.log(torch.finfo(dtype).max) if bound is None else bound
+
+
+# max_log_weight of the floating dtypes, computed once (torch.finfo at every call is not free)
+_MAX_LOG_WEIGHT = {
+    dtype: 0.5 * math.log(torch.finfo(dtype).max)
+    for dtype in (torch.float16, torch.bfloat16, torch.float32, torch.float64)
+}
 
 
 def log1mexp(x: Tensor) -> Tensor:
@@ -213,14 +228,37 @@ def upcast(value: Any) -> Any:
     return value
 
 
+# Arguments that are never cast: tested before the (slower) abstract-class test for
+# :class:`Negatives` (the registry passes the module itself first).
+_NEVER_CAST = (int, float, str, torch.nn.Module)
+
+
 def call_in_float32(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     """``fn(*args, **kwargs)`` under the precision rule of this module: half-precision
     arguments (tensors, :class:`Negatives`) cast to float32 and autocast off on the device
-    of the first tensor argument."""
-    values = chain(args, kwargs.values())
-    device = next((v.device.type for v in values if isinstance(v, Tensor)), "cpu")
+    of the first tensor argument.
+
+    Every loss call goes through several of these (the registry's wrapper, the view
+    builder, the functional loss), so the common case costs one pass over the arguments:
+    nothing to cast (no half tensor; :meth:`Negatives.upcast` returns the negatives
+    themselves when they hold none) and autocast already off, ``fn`` is called as is."""
+    first, cast = None, False
+    for value in chain(args, kwargs.values()) if kwargs else args:
+        if isinstance(value, Tensor):
+            first = value if first is None else first
+            cast = cast or value.dtype in HALF
+        elif value is None or isinstance(value, _NEVER_CAST):
+            continue
+        elif isinstance(value, Negatives) and value.upcast() is not value:
+            cast = True
+    if cast:
+        args = tuple(map(upcast, args))
+        kwargs = {k: upcast(v) for k, v in kwargs.items()}
+    device = device_type_of(first)
+    if not autocast_on(device):
+        return fn(*args, **kwargs)
     with no_autocast(device):
-        return fn(*map(upcast, args), **{k: upcast(v) for k, v in kwargs.items()})
+        return fn(*args, **kwargs)
 
 
 _Fn = TypeVar("_Fn", bound=Callable[..., Any])

@@ -28,7 +28,7 @@ from torch import Tensor
 
 from ..._optional import require
 from . import _backend, _gram_torch
-from ._precision import compute_dtype, no_autocast, upcast_tensor
+from ._precision import HALF, compute_dtype, device_type_of, in_dtype, no_autocast, upcast_tensor
 
 
 class Negatives(ABC):
@@ -87,7 +87,8 @@ class DenseNegatives(Negatives):
         return (p * torch.where(present, self.neg, 0.0)).sum(dim=1)
 
     def upcast(self) -> DenseNegatives:
-        return DenseNegatives(self.neg, compute_dtype(self.neg))
+        dtype = compute_dtype(self.neg)
+        return self if self.neg.dtype == dtype else DenseNegatives(self.neg, dtype)
 
 
 def _triton_gram() -> ModuleType:
@@ -118,7 +119,7 @@ def gram_softmax_mean(
     if block_size is not None and block_size < 1:
         raise ValueError(f"block_size must be a positive integer or None, got {block_size}")
     anchors, keys, extra = _common_dtype(anchors, keys, extra)
-    with no_autocast(anchors.device.type):
+    with no_autocast(device_type_of(anchors)):
         if _backend.resolve(backend, anchors) == "triton":
             return _triton_gram().softmax_mean(
                 anchors, scale, keys, extra, exclude, detach_weights
@@ -154,7 +155,7 @@ def gram_logsumexp(
     if block_size is not None and block_size < 1:
         raise ValueError(f"block_size must be a positive integer or None, got {block_size}")
     anchors, keys, extra = _common_dtype(anchors, keys, extra)
-    with no_autocast(anchors.device.type):
+    with no_autocast(device_type_of(anchors)):
         if _backend.resolve(backend, anchors) == "triton":
             return _triton_gram().logsumexp(anchors, float(scale), keys, extra, exclude)
         scale = scale.detach() if isinstance(scale, Tensor) else float(scale)
@@ -166,10 +167,12 @@ def _common_dtype(
 ) -> tuple[Tensor, Tensor | None, Tensor | None]:
     """``anchors``, ``keys`` and the detached ``extra`` in their compute dtype (the
     promoted dtype, at least float32)."""
+    if keys is None and extra is None:  # the 2N layout: the anchors are their own keys
+        return in_dtype(anchors, compute_dtype(anchors)), None, None
     dtype = compute_dtype(*(t for t in (anchors, keys, extra) if t is not None))
-    keys = None if keys is None else keys.to(dtype)
-    extra = None if extra is None else extra.detach().to(dtype)
-    return anchors.to(dtype), keys, extra
+    keys = None if keys is None else in_dtype(keys, dtype)
+    extra = None if extra is None else in_dtype(extra.detach(), dtype)
+    return in_dtype(anchors, dtype), keys, extra
 
 
 class GramNegatives(Negatives):
@@ -207,6 +210,15 @@ class GramNegatives(Negatives):
         return self.anchors.new_full((self.rows,), float(self._count))
 
     def upcast(self) -> GramNegatives:
+        """Themselves when no tensor is half precision (the common case: every loss call
+        passes its negatives through :func:`~._common.call_in_float32` twice or more)."""
+        keys, extra = self.keys, self.extra
+        if (
+            self.anchors.dtype not in HALF
+            and (keys is None or keys.dtype not in HALF)
+            and (extra is None or extra.dtype not in HALF)
+        ):
+            return self
         keys, extra = (None if t is None else upcast_tensor(t) for t in (self.keys, self.extra))
         anchors = upcast_tensor(self.anchors)
         return GramNegatives(
