@@ -249,7 +249,9 @@ def call_in_float32(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
             cast = cast or value.dtype in HALF
         elif value is None or isinstance(value, _NEVER_CAST):
             continue
-        elif isinstance(value, Negatives) and value.upcast() is not value:
+        elif (type(value) is GramNegatives or isinstance(value, Negatives)) and (
+            value.upcast() is not value
+        ):
             cast = True
     if cast:
         args = tuple(map(upcast, args))
@@ -265,7 +267,9 @@ _Fn = TypeVar("_Fn", bound=Callable[..., Any])
 
 
 def float32_compute(fn: _Fn) -> _Fn:
-    """Decorate a loss so that every call goes through :func:`call_in_float32`."""
+    """Decorate a loss so that every call goes through :func:`call_in_float32`; the
+    undecorated function stays reachable as ``__wrapped__``, for callers that run under
+    the rule already (a loss calling another on its own float32 terms)."""
 
     @functools.wraps(fn)
     def wrapped(*args: Any, **kwargs: Any) -> Any:
