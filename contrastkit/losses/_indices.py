@@ -1,4 +1,4 @@
-"""The constant index tensors of the view layouts (:mod:`.views`), built once per shape.
+"""The constant tensors of the view layouts (:mod:`.views`: indices, ones), built once per shape.
 
 Each builder depends only on sizes and a device, so its tensor is kept and handed back at
 the next call of the same shape instead of being rebuilt (a few operators and their
@@ -80,6 +80,12 @@ def self_exclude(n: int, total: int, offset: int, device: torch.device) -> Tenso
 def query_exclude(n: int, offset: int, device: torch.device) -> Tensor:
     """``[n, 1]``: the global column ``offset + i`` of each local query's own key."""
     return (torch.arange(n, device=device) + offset)[:, None]
+
+
+@shape_cache
+def ones(n: int, dtype: torch.dtype, device: torch.device) -> Tensor:
+    """``[n]`` ones (a constant operand, e.g. the counts of an ``index_add_``)."""
+    return torch.ones(n, dtype=dtype, device=device)
 
 
 @shape_cache

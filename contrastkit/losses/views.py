@@ -19,6 +19,7 @@ from .. import distributed
 from ._indices import (
     multiview_exclude,
     multiview_index,
+    ones,
     other_views,
     pair_exclude,
     pair_mask,
@@ -282,7 +283,7 @@ def _label_weighted_keys(
         cls = _class_ids(labels_all)
         cls2 = torch.cat([cls, cls])
         class_sum = keys.new_zeros(total, keys.shape[1]).index_add_(0, cls2, keys)
-        count = keys.new_zeros(total).index_add_(0, cls2, keys.new_ones(cls2.shape[0]))
+        count = keys.new_zeros(total).index_add_(0, cls2, ones(2 * total, keys.dtype, keys.device))
         local = cls[offset : offset + n]  # the local samples are contiguous: a view
         mine = torch.cat([local, local])
         return class_sum[mine] - anchors, count[mine] - 1.0
