@@ -138,11 +138,12 @@ def check_views(
     """Validate two row-aligned ``[N, d]`` views with at least ``min_rows`` rows."""
     a = check_tensor(z1, names[0], 2, "[N, d]")
     b = check_tensor(z2, names[1], 2, "[N, d]")
-    if a.shape != b.shape:
+    shape = a.shape
+    if shape != b.shape:
         raise ValueError(
-            f"{names[1]} must have the shape of {names[0]} {tuple(a.shape)}, got {tuple(b.shape)}"
+            f"{names[1]} must have the shape of {names[0]} {tuple(shape)}, got {tuple(b.shape)}"
         )
-    if a.shape[0] < min_rows:
+    if shape[0] < min_rows:
         raise ValueError(
             f"{names[0]} must have shape [N, d] with N >= {min_rows}, got {tuple(a.shape)}"
         )

@@ -28,7 +28,15 @@ from torch import Tensor
 
 from ..._optional import require
 from . import _backend, _gram_torch
-from ._precision import HALF, compute_dtype, device_type_of, in_dtype, no_autocast, upcast_tensor
+from ._precision import (
+    HALF,
+    autocast_on,
+    compute_dtype,
+    device_type_of,
+    in_dtype,
+    no_autocast,
+    upcast_tensor,
+)
 
 
 class Negatives(ABC):
@@ -119,14 +127,31 @@ def gram_softmax_mean(
     if block_size is not None and block_size < 1:
         raise ValueError(f"block_size must be a positive integer or None, got {block_size}")
     anchors, keys, extra = _common_dtype(anchors, keys, extra)
-    with no_autocast(device_type_of(anchors)):
-        if _backend.resolve(backend, anchors) == "triton":
-            return _triton_gram().softmax_mean(
-                anchors, scale, keys, extra, exclude, detach_weights
-            )
-        return _gram_torch.softmax_mean(
-            anchors, float(scale), keys, extra, exclude, block_size, bool(detach_weights), unit
-        )
+    args = (anchors, scale, keys, extra, exclude, block_size, detach_weights, backend, unit)
+    device = device_type_of(anchors)
+    if not autocast_on(device):  # the common case: no region to build and enter
+        return _softmax_mean(*args)
+    with no_autocast(device):
+        return _softmax_mean(*args)
+
+
+def _softmax_mean(
+    anchors: Tensor,
+    scale: float,
+    keys: Tensor | None,
+    extra: Tensor | None,
+    exclude: Tensor | None,
+    block_size: int | None,
+    detach_weights: bool,
+    backend: str,
+    unit: bool,
+) -> Tensor:
+    """:func:`gram_softmax_mean` on the backend ``backend`` resolves to."""
+    if _backend.resolve(backend, anchors) == "triton":
+        return _triton_gram().softmax_mean(anchors, scale, keys, extra, exclude, detach_weights)
+    return _gram_torch.softmax_mean(
+        anchors, float(scale), keys, extra, exclude, block_size, bool(detach_weights), unit
+    )
 
 
 def gram_logsumexp(
@@ -155,11 +180,29 @@ def gram_logsumexp(
     if block_size is not None and block_size < 1:
         raise ValueError(f"block_size must be a positive integer or None, got {block_size}")
     anchors, keys, extra = _common_dtype(anchors, keys, extra)
-    with no_autocast(device_type_of(anchors)):
-        if _backend.resolve(backend, anchors) == "triton":
-            return _triton_gram().logsumexp(anchors, float(scale), keys, extra, exclude)
-        scale = scale.detach() if isinstance(scale, Tensor) else float(scale)
-        return _gram_torch.logsumexp(anchors, scale, keys, extra, exclude, block_size, unit)
+    args = (anchors, scale, keys, extra, exclude, block_size, backend, unit)
+    device = device_type_of(anchors)
+    if not autocast_on(device):  # the common case: no region to build and enter
+        return _logsumexp(*args)
+    with no_autocast(device):
+        return _logsumexp(*args)
+
+
+def _logsumexp(
+    anchors: Tensor,
+    scale: float | Tensor,
+    keys: Tensor | None,
+    extra: Tensor | None,
+    exclude: Tensor | None,
+    block_size: int | None,
+    backend: str,
+    unit: bool,
+) -> Tensor:
+    """:func:`gram_logsumexp` on the backend ``backend`` resolves to."""
+    if _backend.resolve(backend, anchors) == "triton":
+        return _triton_gram().logsumexp(anchors, float(scale), keys, extra, exclude)
+    scale = scale.detach() if isinstance(scale, Tensor) else float(scale)
+    return _gram_torch.logsumexp(anchors, scale, keys, extra, exclude, block_size, unit)
 
 
 def _common_dtype(
