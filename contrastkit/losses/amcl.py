@@ -20,11 +20,12 @@ from torch import Tensor, nn
 from .. import distributed
 from ..models.multihead import MultiHeadProjector
 from . import functional as F
+from ._indices import pair_mask
 from .amcl_temperature import AdaptiveTemperature
 from .functional._common import check_tensor, check_views
 from .hparams import FLAG, NONNEGATIVE, POSITIVE, Param
 from .registry import register
-from .views import _pair_mask, normalize
+from .views import normalize
 
 _BASES = ("ntxent", "infonce", "simsiam", "barlow_twins")
 _ADAPT = ("both", "pos", "neg", "none")
@@ -202,7 +203,7 @@ class AMCL(nn.Module):
         partner = ((torch.arange(2 * n, device=z.device) + n) % (2 * n))[None, :, None]
         partner = partner.expand(z.shape[0], -1, 1)
         pos_sim, tau_pos = sim.gather(2, partner)[..., 0], tau.gather(2, partner)[..., 0]
-        mask = _pair_mask(n, z.device)
+        mask = pair_mask(n, z.device)
         return self._contrast_terms(
             pos_sim, sim.masked_fill(mask, float("-inf")), tau_pos, tau, ~mask
         )

@@ -112,7 +112,8 @@ class CACR(nn.Module):
             "repulsion_cost": repulsion_cost,
             "rbf_precision": rbf_precision,
         }
-        self._last_parts: tuple[Tensor, Tensor] | None = None
+        # (L_CA, L_CR) of the last call, in a plain dict (not nn.Module.__setattr__ per call)
+        self._last: dict[str, Tensor] = {}
 
     def forward(self, views: Tensor, queue: Tensor | None = None) -> Tensor:
         pos_sim, negatives = multiview_negatives(
@@ -142,15 +143,15 @@ class CACR(nn.Module):
             return_parts=True,
             **self.variant,
         )
-        self._last_parts = (attraction.detach(), repulsion.detach())
+        self._last["attraction"], self._last["repulsion"] = attraction.detach(), repulsion.detach()
         return total
 
     @property
     def last_parts(self) -> tuple[float, float] | None:
         """``(L_CA, L_CR)`` of the last call (``None`` before the first)."""
-        if self._last_parts is None:
+        if not self._last:
             return None
-        return float(self._last_parts[0]), float(self._last_parts[1])
+        return float(self._last["attraction"]), float(self._last["repulsion"])
 
     def diagnostics(self) -> dict[str, float]:
         """``{"attraction": L_CA, "repulsion": L_CR}`` of the last call (empty before it)."""

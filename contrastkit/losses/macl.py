@@ -76,8 +76,9 @@ class MACL(TwoViewContrastive):
         self.reweight = reweight
         self.adaptive = adaptive
         self.min_temperature = min_temperature
-        self._last_tau: Tensor | None = None
-        self._last_alignment: Tensor | None = None
+        # τ_a and A of the last call, in a plain dict: storing tensors as module attributes
+        # goes through nn.Module.__setattr__ (parameter/buffer/submodule checks), at every call
+        self._last: dict[str, Tensor] = {}
 
     def similarity_loss(self, pos: Tensor, neg: Tensor | Negatives) -> Tensor:
         alignment = distributed.global_mean(pos) if self.gather_distributed else pos.detach().mean()
@@ -93,22 +94,24 @@ class MACL(TwoViewContrastive):
             min_temperature=self.min_temperature,
             alignment=alignment,
         )
-        self._last_tau = tau
-        self._last_alignment = alignment
+        self._last["tau"], self._last["alignment"] = tau, alignment
         return loss
 
     @property
     def last_temperature(self) -> float | None:
         """τ_a of the last call (``None`` before the first)."""
-        return None if self._last_tau is None else float(self._last_tau)
+        return float(self._last["tau"]) if self._last else None
 
     @property
     def last_alignment(self) -> float | None:
         """Alignment magnitude A (MACL Eq. 6) of the last call."""
-        return None if self._last_alignment is None else float(self._last_alignment)
+        return float(self._last["alignment"]) if self._last else None
 
     def diagnostics(self) -> dict[str, float]:
         """``{"temperature": τ_a, "alignment_A": A}`` of the last call (empty before it)."""
-        if self._last_tau is None or self._last_alignment is None:
+        if not self._last:
             return {}
-        return {"temperature": float(self._last_tau), "alignment_A": float(self._last_alignment)}
+        return {
+            "temperature": float(self._last["tau"]),
+            "alignment_A": float(self._last["alignment"]),
+        }

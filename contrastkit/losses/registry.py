@@ -168,7 +168,7 @@ def _checked_init(
     return checked
 
 
-_depth = threading.local()  # nesting of checked calls (forward -> similarity_loss)
+_depth = threading.local()  # whether a checked call is running (forward -> similarity_loss)
 
 
 def _checked_call(
@@ -179,20 +179,18 @@ def _checked_call(
 
     @functools.wraps(method)
     def checked(self: nn.Module, *args: Any, **kwargs: Any) -> Any:
+        if getattr(_depth, "value", 0):  # inside another checked call: only the outermost
+            return method(self, *args, **kwargs)  # one checks and sets the precision
         given = [*zip(names, args, strict=False), *kwargs.items()]
-        outer = getattr(_depth, "value", 0) == 0  # only the outermost call checks
-        if outer:
-            for arg, value in given:
+        for arg, value in given:
+            if value is not None:
                 _check_input(name, arg, value, strict)
-        _depth.value = getattr(_depth, "value", 0) + 1
-        try:
-            if outer:  # autocast off, half inputs in float32 (see the module docstring)
-                out = call_in_float32(method, self, *args, **kwargs)
-            else:
-                out = method(self, *args, **kwargs)
+        _depth.value = 1
+        try:  # autocast off, half inputs in float32 (see the module docstring)
+            out = call_in_float32(method, self, *args, **kwargs)
         finally:
-            _depth.value -= 1
-        if outer and isinstance(out, Tensor) and reads_values(out) and not _finite(out):
+            _depth.value = 0
+        if isinstance(out, Tensor) and reads_values(out) and not _finite(out):
             bad = [a for a, v in given if isinstance(v, Tensor) and not _finite(v)]
             if bad:
                 raise ValueError(f"loss {name!r}: input {bad[0]} holds NaN or inf values")

@@ -12,12 +12,21 @@ half-precision ones); a ``queue`` keeps its own dtype and is cast to that dtype 
 
 from __future__ import annotations
 
-import functools
-
 import torch
 from torch import Tensor
 
 from .. import distributed
+from ._indices import (
+    multiview_exclude,
+    multiview_index,
+    ones,
+    other_views,
+    pair_exclude,
+    pair_mask,
+    query_exclude,
+    self_exclude,
+    view_rows,
+)
 from .functional._backend import DEFAULT_BACKEND
 from .functional._common import (
     check_tensor,
@@ -27,22 +36,13 @@ from .functional._common import (
     unit_rows,
 )
 from .functional._negatives import GramNegatives, gram_logsumexp
+from .functional._precision import in_dtype
 from .functional.supervised import LabelSimilarity, label_similarity
 
 
 def normalize(z: Tensor) -> Tensor:
     """L2-normalise rows; zero rows stay zero, with a zero gradient (:func:`unit_rows`)."""
     return unit_rows(z)
-
-
-@functools.lru_cache(maxsize=32)
-def _pair_mask(n: int, device: torch.device) -> Tensor:
-    """``[2N, 2N]`` bool: True at each view's own index and at its positive's index."""
-    idx = torch.arange(2 * n, device=device)
-    mask = torch.zeros(2 * n, 2 * n, dtype=torch.bool, device=device)
-    mask[idx, idx] = True
-    mask[idx, (idx + n) % (2 * n)] = True
-    return mask
 
 
 def _check_queue(queue: Tensor | None, dim: int, dtype: torch.dtype) -> Tensor | None:
@@ -52,7 +52,7 @@ def _check_queue(queue: Tensor | None, dim: int, dtype: torch.dtype) -> Tensor |
     queue = check_tensor(queue, "queue", 2, "[Q, d]")
     if queue.shape[1] != dim:
         raise ValueError(f"queue must have shape [Q, d] with d = {dim}, got {tuple(queue.shape)}")
-    return normalize(queue.to(dtype))
+    return normalize(in_dtype(queue, dtype))
 
 
 @float32_compute
@@ -68,20 +68,11 @@ def ntxent_similarities(
     z1, z2 = check_views(z1, z2)
     n, dtype = z1.shape[0], compute_dtype(z1, z2)
     queue = _check_queue(queue, z1.shape[1], dtype)
-    z = normalize(torch.cat([z1, z2]).to(dtype))  # both views at once
-    neg = (z @ z.T).masked_fill_(_pair_mask(n, z.device), float("-inf"))
+    z = normalize(in_dtype(torch.cat([z1, z2]), dtype))  # both views at once
+    neg = (z @ z.T).masked_fill_(pair_mask(n, z.device), float("-inf"))
     if queue is not None:
         neg = torch.cat([neg, z @ queue.T], dim=1)
     return _pair_products(z, n), neg
-
-
-@functools.lru_cache(maxsize=32)
-def _pair_exclude(n: int, total: int, offset: int, device: torch.device) -> Tensor:
-    """``[2n, 2]`` global columns of each local anchor's self and positive in the 2N layout
-    of ``total`` samples, this process's samples starting at ``offset``."""
-    local = torch.arange(n, device=device) + offset
-    first = torch.stack([local, local + total], dim=1)  # z1 rows: self, positive in z2
-    return torch.cat([first, first.flip(1)])
 
 
 @float32_compute
@@ -107,16 +98,22 @@ def ntxent_negatives(
     dtype = compute_dtype(z1, z2)
     queue = _check_queue(queue, z1.shape[1], dtype)
     n = z1.shape[0]
-    anchors, keys = normalize(torch.cat([z1, z2]).to(dtype)), None  # both views at once
-    a, b = anchors[:n], anchors[n:]
+    anchors, keys = normalize(in_dtype(torch.cat([z1, z2]), dtype)), None  # both views at once
     pos = _pair_products(anchors, n)
     total, offset = n, 0
     if gather_distributed and distributed.is_distributed():
-        keys = torch.cat([distributed.gather_with_grad(a), distributed.gather_with_grad(b)])
+        keys = _gathered_views(anchors, n)
         total, offset = n * distributed.world_size(), n * distributed.rank()
-    exclude = _pair_exclude(n, total, offset, a.device)
+    exclude = pair_exclude(n, total, offset, anchors.device)
     unit = queue is None  # the queue's rows are the caller's, of any norm
     return pos, GramNegatives(anchors, keys, queue, exclude, block_size, backend, unit)
+
+
+def _gathered_views(anchors: Tensor, n: int) -> Tensor:
+    """``cat(z1_all, z2_all)``: every rank's first views, then every rank's second views,
+    from this rank's ``anchors = cat(z1, z2)`` (gathered with gradient)."""
+    a, b = anchors[:n], anchors[n:]
+    return torch.cat([distributed.gather_with_grad(a), distributed.gather_with_grad(b)])
 
 
 def _pair_products(z: Tensor, n: int) -> Tensor:
@@ -144,14 +141,14 @@ def cross_view_negatives(
     q, k = check_views(query, key, min_rows=1 if queue is not None else 2, names=("query", "key"))
     dtype = compute_dtype(q, k)
     queue = _check_queue(queue, q.shape[1], dtype)
-    q, k = normalize(q.to(dtype)), normalize(k.to(dtype))
+    q, k = normalize(in_dtype(q, dtype)), normalize(in_dtype(k, dtype))
     pos = (q * k).sum(dim=1)
     if queue is not None:
         return pos, GramNegatives(q, queue.detach(), None, None, block_size, backend)
     offset = 0
     if gather_distributed and distributed.is_distributed():
         k, offset = distributed.gather_with_grad(k), q.shape[0] * distributed.rank()
-    exclude = (torch.arange(q.shape[0], device=q.device) + offset)[:, None]
+    exclude = query_exclude(q.shape[0], offset, q.device)
     return pos, GramNegatives(q, k, None, exclude, block_size, backend, unit=True)
 
 
@@ -169,7 +166,7 @@ def cross_view_similarities(
     q, k = check_views(query, key, min_rows=1 if queue is not None else 2, names=("query", "key"))
     dtype = compute_dtype(q, k)
     queue = _check_queue(queue, q.shape[1], dtype)
-    q, k = normalize(q.to(dtype)), normalize(k.to(dtype))
+    q, k = normalize(in_dtype(q, dtype)), normalize(in_dtype(k, dtype))
     pos = (q * k).sum(dim=1)
     if queue is not None:
         return pos, q @ queue.T
@@ -186,26 +183,6 @@ def check_multiview(views: object) -> Tensor:
     return v
 
 
-@functools.lru_cache(maxsize=32)
-def _other_views(v: int, device: torch.device) -> Tensor:
-    """``[V, V-1]``: row ``a`` lists the views other than ``a``, in order."""
-    views = torch.arange(v, device=device)
-    return torch.stack([views[views != a] for a in range(v)])
-
-
-@functools.lru_cache(maxsize=32)
-def _multiview_index(v: int, n: int, device: torch.device) -> tuple[Tensor, Tensor]:
-    """Column indices into the flattened ``[V·N]`` views: positives ``[V·N, V-1]`` and
-    negatives ``[V·N, V·(N-1)]`` of every row ``(view a, sample i)``."""
-    row_view = torch.arange(v, device=device).repeat_interleave(n)
-    row_sample = torch.arange(n, device=device).repeat(v)
-    pos_idx = _other_views(v, device)[row_view] * n + row_sample[:, None]
-    cols = torch.arange(v * n, device=device)
-    neg_keep = (cols[None] % n) != row_sample[:, None]
-    neg_idx = cols.expand(v * n, -1)[neg_keep].view(v * n, v * (n - 1))
-    return pos_idx, neg_idx
-
-
 @float32_compute
 def multiview_sq_distances(views: Tensor, queue: Tensor | None = None) -> tuple[Tensor, Tensor]:
     """Squared Euclidean costs of CACR's V-view layout (CACR §3.2, Eq. 5).
@@ -219,9 +196,9 @@ def multiview_sq_distances(views: Tensor, queue: Tensor | None = None) -> tuple[
     v, n, d = views.shape
     dtype = compute_dtype(views)
     queue = _check_queue(queue, d, dtype)
-    z = normalize(views.to(dtype)).reshape(v * n, d)
+    z = normalize(in_dtype(views, dtype)).reshape(v * n, d)
     sq = (2.0 - 2.0 * (z @ z.T)).clamp(min=0.0)
-    pos_idx, neg_idx = _multiview_index(v, n, z.device)
+    pos_idx, neg_idx = multiview_index(v, n, z.device)
     pos_cost, neg_cost = sq.gather(1, pos_idx), sq.gather(1, neg_idx)
     if queue is not None:
         neg_cost = torch.cat([neg_cost, (2.0 - 2.0 * (z @ queue.T)).clamp(min=0.0)], dim=1)
@@ -248,26 +225,17 @@ def multiview_negatives(
     v, n, d = views.shape
     dtype = compute_dtype(views)
     queue = _check_queue(queue, d, dtype)
-    z = normalize(views.to(dtype))
+    z = normalize(in_dtype(views, dtype))
     gram = torch.einsum("and,bnd->nab", z, z)  # [N, V, V] per-sample view similarities
-    rows = torch.arange(v, device=z.device)[:, None]
-    pos_sim = gram[:, rows, _other_views(v, z.device)]  # [N, V, V-1]
+    pos_sim = gram[:, view_rows(v, z.device), other_views(v, z.device)]  # [N, V, V-1]
     pos_sim = pos_sim.transpose(0, 1).reshape(v * n, v - 1)
     anchors, keys, total, offset = z.reshape(v * n, d), None, n, 0
     if gather_distributed and distributed.is_distributed():
         keys = torch.cat([distributed.gather_with_grad(view) for view in z])
         total, offset = n * distributed.world_size(), n * distributed.rank()
-    exclude = _multiview_exclude(v, n, total, offset, z.device)
+    exclude = multiview_exclude(v, n, total, offset, z.device)
     unit = queue is None
     return pos_sim, GramNegatives(anchors, keys, queue, exclude, block_size, backend, unit)
-
-
-@functools.lru_cache(maxsize=32)
-def _multiview_exclude(v: int, n: int, total: int, offset: int, device: torch.device) -> Tensor:
-    """``[V·n, V]`` global columns of each local row's own sample in all V views."""
-    local = torch.arange(n, device=device) + offset
-    cols = torch.arange(v, device=device)[None, :] * total + local[:, None]  # [n, V]
-    return cols.repeat(v, 1)
 
 
 def check_labels(labels: object, n: int) -> Tensor:
@@ -315,7 +283,7 @@ def _label_weighted_keys(
         cls = _class_ids(labels_all)
         cls2 = torch.cat([cls, cls])
         class_sum = keys.new_zeros(total, keys.shape[1]).index_add_(0, cls2, keys)
-        count = keys.new_zeros(total).index_add_(0, cls2, keys.new_ones(cls2.shape[0]))
+        count = keys.new_zeros(total).index_add_(0, cls2, ones(2 * total, keys.dtype, keys.device))
         local = cls[offset : offset + n]  # the local samples are contiguous: a view
         mine = torch.cat([local, local])
         return class_sum[mine] - anchors, count[mine] - 1.0
@@ -353,12 +321,11 @@ def supervised_terms(
     labels = check_labels(labels, z1.shape[0])
     dtype = compute_dtype(z1, z2)
     n, keys, labels_all, offset = z1.shape[0], None, labels, 0
-    anchors = normalize(torch.cat([z1, z2]).to(dtype))  # both views at once
-    a, b = anchors[:n], anchors[n:]
+    anchors = normalize(in_dtype(torch.cat([z1, z2]), dtype))  # both views at once
     if gather_distributed and distributed.is_distributed():
-        keys = torch.cat([distributed.gather_with_grad(a), distributed.gather_with_grad(b)])
+        keys = _gathered_views(anchors, n)
         labels_all, offset = distributed.gather(labels), n * distributed.rank()
-    exclude = _pair_exclude(n, labels_all.shape[0], offset, a.device)[:, :1]
+    exclude = self_exclude(n, labels_all.shape[0], offset, anchors.device)
     lse = gram_logsumexp(
         anchors, 1.0 / temperature, keys, None, exclude, block_size, backend, unit=True
     )
@@ -375,5 +342,5 @@ def two_view_similarity(z1: Tensor, z2: Tensor) -> Tensor:
     """``[2N, 2N]`` cosine similarities of ``cat(z1, z2)``, the SupCon/LASCon layout."""
     z1, z2 = check_views(z1, z2, min_rows=1)
     dtype = compute_dtype(z1, z2)
-    z = normalize(torch.cat([z1, z2]).to(dtype))
+    z = normalize(in_dtype(torch.cat([z1, z2]), dtype))
     return z @ z.T

@@ -76,6 +76,7 @@ def test_a_step_of_every_loss_reads_nothing_on_the_host(name: str, checks_off: N
     assert not _step(name)
 
 
+@pytest.mark.filterwarnings("error:Dynamo detected a call to a `functools.lru_cache`")
 @pytest.mark.parametrize("name", ["macl", "supcon"])
 def test_a_loss_compiles_into_one_graph(name: str, checks_off: None) -> None:
     """No host read means no graph break: MACL's adaptive τ and SupCon's class ids included."""

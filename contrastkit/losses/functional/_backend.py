@@ -35,16 +35,30 @@ def interpreted() -> bool:
 
 def resolve(backend: str, anchors: Tensor) -> str:
     """``"torch"`` or ``"triton"``: the implementation ``backend`` means for ``anchors``."""
+    if backend == "torch":  # the default, decided without looking at the tensors
+        return backend
     if backend not in BACKENDS:
         choices = ", ".join(map(repr, BACKENDS))
         raise ValueError(f"backend must be one of {choices}, got {backend!r}")
     unfit = _unfit(anchors)
     if backend == "auto":
-        usable = anchors.is_cuda and not unfit and importlib.util.find_spec("triton") is not None
+        usable = anchors.is_cuda and not unfit and _triton_installed()
         return "triton" if usable else "torch"
     if backend == "triton" and unfit:
         raise ValueError(f"backend='triton' {unfit}")
     return backend
+
+
+_FOUND: dict[str, bool] = {}  # whether triton is installed, looked up once
+
+
+def _triton_installed() -> bool:
+    """Whether the ``triton`` package can be imported (found once, not imported: a search
+    of the import path at every ``"auto"`` call where it is missing costs milliseconds)."""
+    found = _FOUND.get("triton")
+    if found is None:
+        found = _FOUND["triton"] = importlib.util.find_spec("triton") is not None
+    return found
 
 
 def _unfit(anchors: Tensor) -> str:

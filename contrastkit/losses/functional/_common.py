@@ -46,8 +46,15 @@ from typing import Any, TypeVar
 import torch
 from torch import Tensor
 
-from ._negatives import DenseNegatives, Negatives
-from ._precision import compute_dtype, no_autocast, upcast_tensor
+from ._negatives import DenseNegatives, GramNegatives, Negatives
+from ._precision import (
+    HALF,
+    autocast_on,
+    compute_dtype,
+    device_type_of,
+    no_autocast,
+    upcast_tensor,
+)
 
 _REDUCTIONS = ("mean", "sum", "none")
 
@@ -66,7 +73,7 @@ def reads_values(t: Tensor) -> bool:
     :func:`contrastkit.losses.set_check_finite` or ``CONTRASTKIT_CHECK_FINITE=1`` / ``0``
     turn them on / off everywhere."""
     mode = _VALUE_CHECKS["mode"]
-    return mode == "on" or (mode == "auto" and t.device.type == "cpu")
+    return mode == "on" or (mode == "auto" and device_type_of(t) == "cpu")
 
 
 def set_value_checks(mode: str) -> str:
@@ -147,11 +154,12 @@ def check_views(
     """Validate two row-aligned ``[N, d]`` views with at least ``min_rows`` rows."""
     a = check_tensor(z1, names[0], 2, "[N, d]")
     b = check_tensor(z2, names[1], 2, "[N, d]")
-    if a.shape != b.shape:
+    shape = a.shape
+    if shape != b.shape:
         raise ValueError(
-            f"{names[1]} must have the shape of {names[0]} {tuple(a.shape)}, got {tuple(b.shape)}"
+            f"{names[1]} must have the shape of {names[0]} {tuple(shape)}, got {tuple(b.shape)}"
         )
-    if a.shape[0] < min_rows:
+    if shape[0] < min_rows:
         raise ValueError(
             f"{names[0]} must have shape [N, d] with N >= {min_rows}, got {tuple(a.shape)}"
         )
@@ -166,7 +174,7 @@ def check_pos_neg(pos: object, neg: object) -> tuple[Tensor, Negatives]:
     negatives, in float32 when the inputs are half precision.
     """
     pos_t = check_tensor(pos, "pos", 1, "[M]")
-    if isinstance(neg, Negatives):
+    if type(neg) is GramNegatives or (not isinstance(neg, Tensor) and isinstance(neg, Negatives)):
         if neg.rows != pos_t.shape[0]:
             raise ValueError(
                 f"neg must describe M = len(pos) = {pos_t.shape[0]} anchors, got {neg.rows}"
@@ -211,7 +219,15 @@ def max_log_weight(dtype: torch.dtype) -> float:
     A weight ``exp(w)`` with ``w`` at this bound times a loss term of order one stays far
     from overflow in ``dtype`` (float32: w <= 44.4, so weights <= 1.8e19).
     """
-    return 0.5 * math.log(torch.finfo(dtype).max)
+    bound = _MAX_LOG_WEIGHT.get(dtype)
+    return 0.5 * math.log(torch.finfo(dtype).max) if bound is None else bound
+
+
+# max_log_weight of the floating dtypes, computed once (torch.finfo at every call is not free)
+_MAX_LOG_WEIGHT = {
+    dtype: 0.5 * math.log(torch.finfo(dtype).max)
+    for dtype in (torch.float16, torch.bfloat16, torch.float32, torch.float64)
+}
 
 
 def log1mexp(x: Tensor) -> Tensor:
@@ -229,21 +245,48 @@ def upcast(value: Any) -> Any:
     return value
 
 
+# Arguments that are never cast: tested before the (slower) abstract-class test for
+# :class:`Negatives` (the registry passes the module itself first).
+_NEVER_CAST = (int, float, str, torch.nn.Module)
+
+
 def call_in_float32(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     """``fn(*args, **kwargs)`` under the precision rule of this module: half-precision
     arguments (tensors, :class:`Negatives`) cast to float32 and autocast off on the device
-    of the first tensor argument."""
-    values = chain(args, kwargs.values())
-    device = next((v.device.type for v in values if isinstance(v, Tensor)), "cpu")
+    of the first tensor argument.
+
+    Every loss call goes through several of these (the registry's wrapper, the view
+    builder, the functional loss), so the common case costs one pass over the arguments:
+    nothing to cast (no half tensor; :meth:`Negatives.upcast` returns the negatives
+    themselves when they hold none) and autocast already off, ``fn`` is called as is."""
+    first, cast = None, False
+    for value in chain(args, kwargs.values()) if kwargs else args:
+        if isinstance(value, Tensor):
+            first = value if first is None else first
+            cast = cast or value.dtype in HALF
+        elif value is None or isinstance(value, _NEVER_CAST):
+            continue
+        elif (type(value) is GramNegatives or isinstance(value, Negatives)) and (
+            value.upcast() is not value
+        ):
+            cast = True
+    if cast:
+        args = tuple(map(upcast, args))
+        kwargs = {k: upcast(v) for k, v in kwargs.items()}
+    device = device_type_of(first)
+    if not autocast_on(device):
+        return fn(*args, **kwargs)
     with no_autocast(device):
-        return fn(*map(upcast, args), **{k: upcast(v) for k, v in kwargs.items()})
+        return fn(*args, **kwargs)
 
 
 _Fn = TypeVar("_Fn", bound=Callable[..., Any])
 
 
 def float32_compute(fn: _Fn) -> _Fn:
-    """Decorate a loss so that every call goes through :func:`call_in_float32`."""
+    """Decorate a loss so that every call goes through :func:`call_in_float32`; the
+    undecorated function stays reachable as ``__wrapped__``, for callers that run under
+    the rule already (a loss calling another on its own float32 terms)."""
 
     @functools.wraps(fn)
     def wrapped(*args: Any, **kwargs: Any) -> Any:

@@ -107,7 +107,14 @@ def _exp_block(
 
 def _tiny_over_eps(dtype: torch.dtype) -> float:
     """The smallest row sum kept as is: ``tiny/eps`` of ``dtype`` (float32: 1e-31)."""
-    return torch.finfo(dtype).tiny / torch.finfo(dtype).eps
+    ratio = _TINY_OVER_EPS.get(dtype)  # torch.finfo twice at every call is not free
+    return torch.finfo(dtype).tiny / torch.finfo(dtype).eps if ratio is None else ratio
+
+
+_TINY_OVER_EPS = {
+    dtype: torch.finfo(dtype).tiny / torch.finfo(dtype).eps
+    for dtype in (torch.float16, torch.bfloat16, torch.float32, torch.float64)
+}
 
 
 def needs_guard(scale: Scale, unit: bool, dtype: torch.dtype) -> bool:

@@ -28,7 +28,15 @@ from torch import Tensor
 
 from ..._optional import require
 from . import _backend, _gram_torch
-from ._precision import compute_dtype, no_autocast, upcast_tensor
+from ._precision import (
+    HALF,
+    autocast_on,
+    compute_dtype,
+    device_type_of,
+    in_dtype,
+    no_autocast,
+    upcast_tensor,
+)
 
 
 class Negatives(ABC):
@@ -87,7 +95,8 @@ class DenseNegatives(Negatives):
         return (p * torch.where(present, self.neg, 0.0)).sum(dim=1)
 
     def upcast(self) -> DenseNegatives:
-        return DenseNegatives(self.neg, compute_dtype(self.neg))
+        dtype = compute_dtype(self.neg)
+        return self if self.neg.dtype == dtype else DenseNegatives(self.neg, dtype)
 
 
 def _triton_gram() -> ModuleType:
@@ -118,14 +127,31 @@ def gram_softmax_mean(
     if block_size is not None and block_size < 1:
         raise ValueError(f"block_size must be a positive integer or None, got {block_size}")
     anchors, keys, extra = _common_dtype(anchors, keys, extra)
-    with no_autocast(anchors.device.type):
-        if _backend.resolve(backend, anchors) == "triton":
-            return _triton_gram().softmax_mean(
-                anchors, scale, keys, extra, exclude, detach_weights
-            )
-        return _gram_torch.softmax_mean(
-            anchors, float(scale), keys, extra, exclude, block_size, bool(detach_weights), unit
-        )
+    args = (anchors, scale, keys, extra, exclude, block_size, detach_weights, backend, unit)
+    device = device_type_of(anchors)
+    if not autocast_on(device):  # the common case: no region to build and enter
+        return _softmax_mean(*args)
+    with no_autocast(device):
+        return _softmax_mean(*args)
+
+
+def _softmax_mean(
+    anchors: Tensor,
+    scale: float,
+    keys: Tensor | None,
+    extra: Tensor | None,
+    exclude: Tensor | None,
+    block_size: int | None,
+    detach_weights: bool,
+    backend: str,
+    unit: bool,
+) -> Tensor:
+    """:func:`gram_softmax_mean` on the backend ``backend`` resolves to."""
+    if _backend.resolve(backend, anchors) == "triton":
+        return _triton_gram().softmax_mean(anchors, scale, keys, extra, exclude, detach_weights)
+    return _gram_torch.softmax_mean(
+        anchors, float(scale), keys, extra, exclude, block_size, bool(detach_weights), unit
+    )
 
 
 def gram_logsumexp(
@@ -154,11 +180,29 @@ def gram_logsumexp(
     if block_size is not None and block_size < 1:
         raise ValueError(f"block_size must be a positive integer or None, got {block_size}")
     anchors, keys, extra = _common_dtype(anchors, keys, extra)
-    with no_autocast(anchors.device.type):
-        if _backend.resolve(backend, anchors) == "triton":
-            return _triton_gram().logsumexp(anchors, float(scale), keys, extra, exclude)
-        scale = scale.detach() if isinstance(scale, Tensor) else float(scale)
-        return _gram_torch.logsumexp(anchors, scale, keys, extra, exclude, block_size, unit)
+    args = (anchors, scale, keys, extra, exclude, block_size, backend, unit)
+    device = device_type_of(anchors)
+    if not autocast_on(device):  # the common case: no region to build and enter
+        return _logsumexp(*args)
+    with no_autocast(device):
+        return _logsumexp(*args)
+
+
+def _logsumexp(
+    anchors: Tensor,
+    scale: float | Tensor,
+    keys: Tensor | None,
+    extra: Tensor | None,
+    exclude: Tensor | None,
+    block_size: int | None,
+    backend: str,
+    unit: bool,
+) -> Tensor:
+    """:func:`gram_logsumexp` on the backend ``backend`` resolves to."""
+    if _backend.resolve(backend, anchors) == "triton":
+        return _triton_gram().logsumexp(anchors, float(scale), keys, extra, exclude)
+    scale = scale.detach() if isinstance(scale, Tensor) else float(scale)
+    return _gram_torch.logsumexp(anchors, scale, keys, extra, exclude, block_size, unit)
 
 
 def _common_dtype(
@@ -166,10 +210,12 @@ def _common_dtype(
 ) -> tuple[Tensor, Tensor | None, Tensor | None]:
     """``anchors``, ``keys`` and the detached ``extra`` in their compute dtype (the
     promoted dtype, at least float32)."""
+    if keys is None and extra is None:  # the 2N layout: the anchors are their own keys
+        return in_dtype(anchors, compute_dtype(anchors)), None, None
     dtype = compute_dtype(*(t for t in (anchors, keys, extra) if t is not None))
-    keys = None if keys is None else keys.to(dtype)
-    extra = None if extra is None else extra.detach().to(dtype)
-    return anchors.to(dtype), keys, extra
+    keys = None if keys is None else in_dtype(keys, dtype)
+    extra = None if extra is None else in_dtype(extra.detach(), dtype)
+    return in_dtype(anchors, dtype), keys, extra
 
 
 class GramNegatives(Negatives):
@@ -207,6 +253,15 @@ class GramNegatives(Negatives):
         return self.anchors.new_full((self.rows,), float(self._count))
 
     def upcast(self) -> GramNegatives:
+        """Themselves when no tensor is half precision (the common case: every loss call
+        passes its negatives through :func:`~._common.call_in_float32` twice or more)."""
+        keys, extra = self.keys, self.extra
+        if (
+            self.anchors.dtype not in HALF
+            and (keys is None or keys.dtype not in HALF)
+            and (extra is None or extra.dtype not in HALF)
+        ):
+            return self
         keys, extra = (None if t is None else upcast_tensor(t) for t in (self.keys, self.extra))
         anchors = upcast_tensor(self.anchors)
         return GramNegatives(

@@ -21,10 +21,28 @@ def compute_dtype(*tensors: Tensor) -> torch.dtype:
     (and integer) inputs, float64 when any input is float64. Real floating dtypes are
     decided in Python (``torch.promote_types`` is a dispatched operator, one per input,
     at every loss call); any other dtype goes through it."""
+    if 0 < len(tensors) <= 2:  # the common calls: one or two tensors of one wide dtype
+        dtype = tensors[0].dtype
+        if (dtype is torch.float32 or dtype is torch.float64) and tensors[-1].dtype is dtype:
+            return dtype
     dtypes = {t.dtype for t in tensors}
     if dtypes <= _FLOATS:
         return torch.float64 if torch.float64 in dtypes else torch.float32
     return functools.reduce(torch.promote_types, dtypes, torch.float32)
+
+
+def device_type_of(t: Tensor | None) -> str:
+    """``t.device.type`` (``"cpu"`` for ``None``), without building a ``torch.device``
+    for the common CPU and CUDA tensors (the losses ask at every call)."""
+    if t is None or t.is_cpu:
+        return "cpu"
+    return "cuda" if t.is_cuda else t.device.type
+
+
+def in_dtype(x: Tensor, dtype: torch.dtype) -> Tensor:
+    """``x.to(dtype)``, without the call (several microseconds of host time) when ``x``
+    has that dtype already."""
+    return x if x.dtype is dtype else x.to(dtype)
 
 
 def upcast_tensor(x: Tensor) -> Tensor:
@@ -32,17 +50,23 @@ def upcast_tensor(x: Tensor) -> Tensor:
     return x.float() if x.dtype in HALF else x
 
 
+def autocast_on(device_type: str) -> bool:
+    """Whether autocast may be on for ``device_type``: ``False`` where it is off or torch
+    has no autocast for the device type (MPS before torch 2.5, meta), ``True`` where it is
+    on or torch cannot tell (torch < 2.4 has no per-device query)."""
+    try:
+        return torch.is_autocast_enabled(device_type)
+    except TypeError:  # torch < 2.4: no per-device query
+        return True
+    except RuntimeError:  # "unknown device type for autocast": autocast cannot be on there
+        return False
+
+
 def no_autocast(device_type: str) -> contextlib.AbstractContextManager[Any]:
     """A region with autocast off on ``device_type`` (``torch.autocast(..., enabled=False)``);
-    a no-op where it is off already (the losses nest these regions; building and entering
-    one is tens of microseconds of host time per call) or for a device type torch has no
-    autocast for (MPS before torch 2.5, meta)."""
-    try:
-        if not torch.is_autocast_enabled(device_type):
-            return contextlib.nullcontext()
-    except TypeError:  # torch < 2.4: no per-device query, so always open the region
-        pass
-    except RuntimeError:  # "unknown device type for autocast": autocast cannot be on there
+    a no-op where it is off already (:func:`autocast_on`: the losses nest these regions;
+    building and entering one is tens of microseconds of host time per call)."""
+    if not autocast_on(device_type):
         return contextlib.nullcontext()
     try:
         return torch.autocast(device_type, enabled=False)

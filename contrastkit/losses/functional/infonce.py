@@ -113,7 +113,7 @@ def info_nce(
     """
     pos, neg = check_pos_neg(pos, neg)
     temperature = check_positive(temperature, "temperature")
-    nll, _ = info_nce_terms(pos, neg, temperature)
+    nll, _ = info_nce_terms.__wrapped__(pos, neg, temperature)  # in float32 already
     return reduce(nll, check_reduction(reduction))
 
 
@@ -197,8 +197,9 @@ def dual_temperature(
     pos, neg = check_pos_neg(pos, neg)
     temperature = check_positive(temperature, "temperature")
     inter_temperature = check_positive(inter_temperature, "inter_temperature")
-    nll, log_w_intra = info_nce_terms(pos, neg, temperature)
-    _, log_w_inter = info_nce_terms(pos, neg, inter_temperature)
+    terms = info_nce_terms.__wrapped__  # in float32 already: without the precision wrapper
+    nll, log_w_intra = terms(pos, neg, temperature)
+    _, log_w_inter = terms(pos, neg, inter_temperature)
     log_ratio = (log_w_inter - log_w_intra).clamp(max=max_log_weight(nll.dtype))
     per_anchor = torch.exp(log_ratio).detach() * nll
     return reduce(per_anchor, check_reduction(reduction))

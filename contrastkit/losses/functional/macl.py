@@ -56,7 +56,8 @@ def macl_temperature(
     )
     if alignment is None:
         alignment = pos.detach().to(compute_dtype(pos)).mean()
-    return (temperature * (1.0 + alpha * (alignment - a0))).clamp(min=floor)
+    shifted = alignment if a0 == 0 else alignment - a0  # A - 0 is A: one operator fewer
+    return (temperature * (1.0 + alpha * shifted)).clamp(min=floor)
 
 
 @float32_compute
@@ -100,7 +101,7 @@ def macl(
         tau = torch.tensor(
             check_positive(temperature, "temperature"), dtype=compute_dtype(pos), device=pos.device
         )
-    nll, log_w = info_nce_terms(pos, neg, tau)
+    nll, log_w = info_nce_terms.__wrapped__(pos, neg, tau)  # in float32 already
     if reweight:
         weight = torch.exp((-log_w).clamp(max=max_log_weight(nll.dtype))).detach()
         nll = weight * nll
