@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Issue #38 on one GPU, in one go (about 8 minutes on an H100): forward + backward time
 # and extra memory of every InfoNCE-family loss (and SupCon, LASCon, CACR) on both backends
-# (torch, triton) for N = 1024, 4096, 16384 pairs, d = 128, float32 and bfloat16 inputs,
+# (torch, triton) for N = 1024, 4096, 8192, 16384 pairs, d = 128, float32 and bfloat16 inputs,
 # against the three-GEMM floor and the plain-torch NT-Xent measured in the same run; then
 # NT-Xent at 65,536 pairs: fused Triton vs torch's tiled mode vs dense torch; and the
 # training step (benchmarks/train_throughput.py): SimCLR + NT-Xent, ResNet-18 (width 64,
@@ -24,7 +24,7 @@
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 DEVICE=${DEVICE:-cuda}
-SIZES=${SIZES:-1024,4096,16384}
+SIZES=${SIZES:-1024,4096,8192,16384}
 DTYPES=${DTYPES:-fp32,bf16}
 LOSSES=${LOSSES:-ntxent,infonce,infonce_queue,dcl,dclw,flatnce,dual_temperature,hcl,macl,supcon,lascon,cacr}
 DIM=${DIM:-128}

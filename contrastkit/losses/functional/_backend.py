@@ -1,11 +1,19 @@
 """Which implementation computes the fused Gram primitives: plain torch or Triton kernels.
 
 ``backend`` is ``"torch"`` (the matrix products of :mod:`._negatives`), ``"triton"`` (the
-fused kernels of :mod:`._gram_triton`) or ``"auto"``: Triton for CUDA tensors when the
-``triton`` package imports, torch otherwise. Triton is optional (the ``gpu`` extra) and
-imported only when a call resolves to it, so ``import contrastkit`` never needs it.
-``"triton"`` on CPU tensors runs only under Triton's interpreter (``TRITON_INTERPRET=1``,
-set before triton is imported; the tests do so) and otherwise raises ``ValueError``.
+fused kernels of :mod:`._gram_triton`) or ``"auto"``, the default: Triton where it was
+measured to win, torch otherwise. ``"auto"`` picks Triton for CUDA tensors of at least
+:data:`AUTO_MIN_ROWS` rows (anchors) on a GPU with compute capability 8.0 or more (the
+kernels' ``tf32x3`` products need its tensor cores) when the ``triton`` package is
+installed and the kernels take the embeddings (:data:`DTYPES`, ``d <= MAX_DIM``). On an
+H200 (docs/guides/performance.md, third GPU run) Triton was faster than the torch path for
+all seven losses measured at 16,384 pairs (32,768 rows) and used 64 MiB of extra memory
+where the torch path used 4 GiB; at 4,096 pairs it was faster for five and slower for
+SupCon and LASCon; below that both are bound by launches. The threshold sits between the
+two measured sizes. Triton is optional (the ``gpu`` extra) and imported only when a call
+resolves to it, so ``import contrastkit`` never needs it. ``"triton"`` on CPU tensors runs
+only under Triton's interpreter (``TRITON_INTERPRET=1``, set before triton is imported; the
+tests do so) and otherwise raises ``ValueError``.
 
 Example:
     >>> import torch
@@ -22,7 +30,8 @@ import torch
 from torch import Tensor
 
 BACKENDS = ("auto", "torch", "triton")
-DEFAULT_BACKEND = "torch"  # "auto" once the GPU measurements of issue #38 justify it
+DEFAULT_BACKEND = "auto"
+AUTO_MIN_ROWS = 16_384  # anchors' rows from which "auto" picks Triton (see above)
 # What the kernels take: one [block, d] tile holds a whole embedding (d <= MAX_DIM).
 DTYPES = (torch.float32, torch.bfloat16, torch.float16)
 MAX_DIM = 256
@@ -35,15 +44,16 @@ def interpreted() -> bool:
 
 def resolve(backend: str, anchors: Tensor) -> str:
     """``"torch"`` or ``"triton"``: the implementation ``backend`` means for ``anchors``."""
-    if backend == "torch":  # the default, decided without looking at the tensors
+    if backend == "auto":  # the default: two attribute reads for CPU tensors
+        large = anchors.is_cuda and anchors.shape[0] >= AUTO_MIN_ROWS
+        usable = large and _triton_installed() and _tensor_cores(anchors.device)
+        return "triton" if usable and not _unfit(anchors) else "torch"
+    if backend == "torch":
         return backend
     if backend not in BACKENDS:
         choices = ", ".join(map(repr, BACKENDS))
         raise ValueError(f"backend must be one of {choices}, got {backend!r}")
     unfit = _unfit(anchors)
-    if backend == "auto":
-        usable = anchors.is_cuda and not unfit and _triton_installed()
-        return "triton" if usable else "torch"
     if backend == "triton" and unfit:
         raise ValueError(f"backend='triton' {unfit}")
     return backend
@@ -59,6 +69,17 @@ def _triton_installed() -> bool:
     if found is None:
         found = _FOUND["triton"] = importlib.util.find_spec("triton") is not None
     return found
+
+
+_CAPABLE: dict[torch.device, bool] = {}
+
+
+def _tensor_cores(device: torch.device) -> bool:
+    """Whether the CUDA ``device`` has compute capability >= 8.0 (asked once per device)."""
+    capable = _CAPABLE.get(device)
+    if capable is None:
+        capable = _CAPABLE[device] = torch.cuda.get_device_capability(device) >= (8, 0)
+    return capable
 
 
 def _unfit(anchors: Tensor) -> str:

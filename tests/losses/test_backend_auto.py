@@ -1,0 +1,60 @@
+"""``backend="auto"``, the default: Triton only where the GPU measurements of issue #38 say
+it wins (large batches of CUDA embeddings on compute capability >= 8.0, triton installed,
+embeddings the kernels take), the torch path everywhere else."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from contrastkit.losses.functional import _backend
+
+
+class _SaysCuda(torch.Tensor):
+    """A CPU tensor that reports ``is_cuda``: the policy reads only that, the shape and the
+    dtype (the device's capability is asked through ``_tensor_cores``)."""
+
+    @property
+    def is_cuda(self) -> bool:  # type: ignore[override]
+        return True
+
+
+def _rows(n: int, d: int = 8, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    return torch.empty(n, d, dtype=dtype).as_subclass(_SaysCuda)
+
+
+@pytest.fixture
+def gpu(monkeypatch: pytest.MonkeyPatch) -> dict[str, bool]:
+    """Triton installed and tensor cores present, unless a test says otherwise."""
+    state = {"installed": True, "capable": True}
+    monkeypatch.setattr(_backend, "_triton_installed", lambda: state["installed"])
+    monkeypatch.setattr(_backend, "_tensor_cores", lambda device: state["capable"])
+    return state
+
+
+def test_auto_is_the_default_and_picks_triton_from_the_threshold(gpu: dict) -> None:
+    assert _backend.DEFAULT_BACKEND == "auto"
+    big = _backend.AUTO_MIN_ROWS
+    assert _backend.resolve("auto", _rows(big - 1)) == "torch"
+    assert _backend.resolve("auto", _rows(big)) == "triton"
+    assert _backend.resolve("auto", _rows(big, dtype=torch.bfloat16)) == "triton"
+    assert _backend.resolve("auto", torch.empty(big, 8)) == "torch"  # a CPU tensor
+
+
+@pytest.mark.parametrize(
+    "why", ["not installed", "older GPU", "float64", "d > 256"]
+)
+def test_auto_keeps_the_torch_path_where_triton_cannot_or_was_not_measured(
+    gpu: dict, why: str
+) -> None:
+    rows = _rows(_backend.AUTO_MIN_ROWS)
+    if why == "not installed":
+        gpu["installed"] = False
+    elif why == "older GPU":
+        gpu["capable"] = False
+    elif why == "float64":
+        rows = _rows(_backend.AUTO_MIN_ROWS, dtype=torch.float64)
+    else:
+        rows = _rows(_backend.AUTO_MIN_ROWS, d=_backend.MAX_DIM + 1)
+    assert _backend.resolve("auto", rows) == "torch"
+    assert _backend.resolve("torch", rows) == "torch"
