@@ -11,6 +11,7 @@ call per view.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
@@ -100,8 +101,9 @@ def to_device(drawn: Drawn, device: torch.device) -> dict[str, Any]:
     cols = drawn.cols
     if cols:
         n = next(iter(cols.values())).shape[0]
-        widths = [c[0].numel() for c in cols.values()]
-        packed = _to(torch.cat([c.reshape(n, -1) for c in cols.values()], 1), device)
+        widths = [math.prod(c.shape[1:]) for c in cols.values()]
+        packed = torch.cat([c.reshape(n, w) for c, w in zip(cols.values(), widths, strict=True)], 1)
+        packed = _to(packed, device)
         for (name, col), part in zip(cols.items(), packed.split(widths, 1), strict=True):
             part = part.view(col.shape)
             out[name] = part.bool() if name in COINS else part
