@@ -143,11 +143,13 @@ class ImageAugment:
     def batched_views(
         augments: Sequence[ImageAugment], x: Tensor, generator: torch.Generator, n: int
     ) -> list[Tensor]:
-        """``n`` views of every sample of ``x``, view ``v`` by ``augments[v % len]``: bit
-        for bit the results of one call per view (the parameters are drawn view after
-        view, every op acts per sample), made in one pass over the ``n·B`` samples
-        (:mod:`.view_batch`), so a GPU launches each kernel once for all views. Augments
-        that cannot share a pass (one crops, another does not) get one pass per view."""
+        """``n`` views of every sample of ``x``, view ``v`` by ``augments[v % len]``: the
+        results of one call per view (the parameters are drawn view after view, every op
+        acts per sample; bit for bit on the CPU, where it is tested; on a GPU a per-image
+        mean may be summed in another order for another batch size), made in one pass
+        over the ``n·B`` samples (:mod:`.view_batch`), so a GPU launches each kernel once
+        for all views. Augments that cannot share a pass (one crops, another does not) get
+        one pass per view."""
         if not isinstance(x, Tensor) or x.dim() != 4:
             got = tuple(x.shape) if isinstance(x, Tensor) else type(x).__name__
             raise ValueError(f"x must have shape [B, C, H, W] for image augmentations, got {got}")
