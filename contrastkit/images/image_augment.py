@@ -165,8 +165,8 @@ class ImageAugment:
         self, b: int, g: torch.Generator, device: torch.device, color: bool = True
     ) -> dict[str, Any]:
         """The random parameters of ``b`` views on ``device`` (see
-        :func:`.view_batch.to_device`): coins ``flip`` (without crop), ``jitter``, ``gray``,
-        ``blur``, ``solarize`` ``[B]`` bool; ``theta [B, 2, 3]`` (crop and flip), ``coef
+        :func:`.view_batch.to_device`): coins ``flip`` (without crop), ``gray``, ``blur``,
+        ``solarize`` ``[B]`` bool; ``theta [B, 2, 3]`` (crop and flip), ``coef
         [B, 4, 4]``, ``hue_rows`` and ``blends`` (the colour jitter, see
         :class:`.colour.JitterPlan`), ``kernel [B, K]`` (the blur)."""
         return to_device(self._draw_cpu(b, g, color), device)
