@@ -51,7 +51,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
 
 import torch
 from torch import Tensor
@@ -160,16 +159,6 @@ class ImageAugment:
             return [apply(x, to_device(d, x.device)) for d in drawn]
         p = to_device(stack(drawn), x.device)
         return list(apply(x.repeat(n, 1, 1, 1) if n > 1 else x, p).split(b))
-
-    def draw(
-        self, b: int, g: torch.Generator, device: torch.device, color: bool = True
-    ) -> dict[str, Any]:
-        """The random parameters of ``b`` views on ``device`` (see
-        :func:`.view_batch.to_device`): coins ``flip`` (without crop), ``gray``, ``blur``,
-        ``solarize`` ``[B]`` bool; ``theta [B, 2, 3]`` (crop and flip), ``coef
-        [B, 4, 4]``, ``hue_rows`` and ``blends`` (the colour jitter, see
-        :class:`.colour.JitterPlan`), ``kernel [B, K]`` (the blur)."""
-        return to_device(self._draw_cpu(b, g, color), device)
 
     def _draw_cpu(self, b: int, g: torch.Generator, color: bool) -> Drawn:
         """The parameters of ``b`` views drawn on the CPU from ``g`` in a fixed order (flip,
