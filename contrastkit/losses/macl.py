@@ -13,15 +13,18 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+import torch
 from torch import Tensor
 
 from .. import distributed
 from . import functional as F
 from .functional import Negatives
 from .functional._backend import DEFAULT_BACKEND
+from .functional.macl import reweighted
 from .hparams import FINITE, FLAG, NONNEGATIVE, Param
 from .infonce import TwoViewContrastive
 from .registry import register
+from .views import fused_pair_terms, ntxent_terms
 
 
 @register(
@@ -79,6 +82,36 @@ class MACL(TwoViewContrastive):
         # τ_a and A of the last call, in a plain dict: storing tensors as module attributes
         # goes through nn.Module.__setattr__ (parameter/buffer/submodule checks), at every call
         self._last: dict[str, Tensor] = {}
+
+    def forward(self, z1: Tensor, z2: Tensor, queue: Tensor | None = None) -> Tensor:
+        """As :meth:`TwoViewContrastive.forward`; without a queue, where
+        :func:`views.fused_pair_terms` allows at the lowest τ_a this module can reach
+        (:meth:`_lowest_temperature`), in one fused ``autograd.Function`` (same values and
+        gradients to float32 rounding, about a third less host time per call)."""
+        setting = (self.block_size, self.gather_distributed, self.backend)
+        if queue is None and fused_pair_terms(z1, self._lowest_temperature(), *setting):
+            nll, log_w, tau, alignment = ntxent_terms(z1, z2, self._temperature_of)
+            self._last["tau"], self._last["alignment"] = tau, alignment
+            return (reweighted(nll, log_w) if self.reweight else nll).mean()
+        return super().forward(z1, z2, queue)
+
+    def _lowest_temperature(self) -> float:
+        """The least τ_a of Eq. (7) over every alignment ``A >= -1`` (unit rows), floored
+        as :func:`~contrastkit.losses.functional.macl_temperature` floors it: with α >= 0,
+        ``max(floor, τ0·(1 - α·(1 + A0)))``; τ0 when not adaptive."""
+        if not self.adaptive:
+            return self.temperature
+        floor = 0.1 * self.temperature if self.min_temperature is None else self.min_temperature
+        return max(floor, self.temperature * (1.0 - self.alpha * (1.0 + self.a0)))
+
+    def _temperature_of(self, alignment: Tensor) -> Tensor:
+        """τ_a (0-d) for the batch's alignment ``A`` (0-d): Eq. (7), or τ0 when not adaptive
+        (filled on the device: a host tensor would be a blocking copy on CUDA)."""
+        if not self.adaptive:
+            return torch.full_like(alignment, self.temperature)
+        return F.macl_temperature(
+            alignment, self.temperature, self.alpha, self.a0, self.min_temperature, alignment
+        )
 
     def similarity_loss(self, pos: Tensor, neg: Tensor | Negatives) -> Tensor:
         alignment = distributed.global_mean(pos) if self.gather_distributed else pos.detach().mean()

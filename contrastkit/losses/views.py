@@ -27,7 +27,7 @@ from ._indices import (
     self_exclude,
     view_rows,
 )
-from .functional._backend import DEFAULT_BACKEND
+from .functional._backend import DEFAULT_BACKEND, resolve
 from .functional._common import (
     check_tensor,
     check_views,
@@ -35,7 +35,9 @@ from .functional._common import (
     float32_compute,
     unit_rows,
 )
+from .functional._gram_torch import needs_guard
 from .functional._negatives import GramNegatives, gram_logsumexp
+from .functional._pair_terms import Temperature, pair_terms
 from .functional._precision import in_dtype
 from .functional.supervised import LabelSimilarity, label_similarity
 
@@ -107,6 +109,36 @@ def ntxent_negatives(
     exclude = pair_exclude(n, total, offset, anchors.device)
     unit = queue is None  # the queue's rows are the caller's, of any norm
     return pos, GramNegatives(anchors, keys, queue, exclude, block_size, backend, unit)
+
+
+def fused_pair_terms(
+    z1: Tensor, temperature: float, block_size: int | None, gather_distributed: bool, backend: str
+) -> bool:
+    """Whether :func:`ntxent_terms` computes a 2N-layout call without a queue: the torch
+    backend for its 2N rows, no ``block_size``, nothing gathered across ranks, two-dimensional
+    views, and no row sum that could underflow at ``temperature``
+    (:func:`._gram_torch.needs_guard`; every ``τ > 0.028`` in float32)."""
+    if block_size is not None or (gather_distributed and distributed.is_distributed()):
+        return False
+    if z1.dim() != 2 or resolve(backend, z1, rows=2 * z1.shape[0]) != "torch":
+        return False
+    return not needs_guard(1.0 / temperature, True, compute_dtype(z1))
+
+
+@float32_compute
+def ntxent_terms(
+    z1: Tensor, z2: Tensor, temperature: Temperature
+) -> tuple[Tensor, Tensor, Tensor | None, Tensor | None]:
+    """``(-log P, log W)`` ``[2N]`` of the layout of :func:`ntxent_negatives` (no queue)
+    in one fused ``autograd.Function`` (:mod:`.functional._pair_terms`): the same values
+    as ``info_nce_terms(*ntxent_negatives(z1, z2), temperature)`` to float32 rounding, in
+    a third less host time per call; then τ and the alignment A where ``temperature`` is a
+    callable ``A -> τ`` (MACL), else ``None, None``. For calls :func:`fused_pair_terms`
+    accepts (at the lowest τ the callable can return)."""
+    z1, z2 = check_views(z1, z2)
+    dtype, n = compute_dtype(z1, z2), z1.shape[0]
+    exclude = pair_exclude(n, n, 0, z1.device)
+    return pair_terms(in_dtype(z1, dtype), in_dtype(z2, dtype), temperature, exclude)
 
 
 def _gathered_views(anchors: Tensor, n: int) -> Tensor:

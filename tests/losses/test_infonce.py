@@ -7,8 +7,9 @@ import math
 import pytest
 import torch
 
-from contrastkit.losses import DCL, DCLW, HCL, DualTemperature, FlatNCE, InfoNCE, NTXent
+from contrastkit.losses import DCL, DCLW, HCL, MACL, DualTemperature, FlatNCE, InfoNCE, NTXent
 from contrastkit.losses import functional as F
+from contrastkit.losses.views import ntxent_negatives
 
 SHAPES = [(3, 1), (5, 4), (16, 31)]
 TAUS = [0.05, 0.1, 0.5, 2.0]
@@ -232,3 +233,21 @@ def test_infonce_cross_view_and_queue_layouts() -> None:
     moco = [ref_info_nce(float(qn[i] @ kn[i]), (qn[i] @ un.T).tolist(), 0.1) for i in range(6)]
     assert InfoNCE(0.1)(q, k).item() == pytest.approx(sum(cross) / 6)
     assert InfoNCE(0.1)(q, k, queue).item() == pytest.approx(sum(moco) / 6)
+
+
+def test_the_terms_keep_float32_accuracy_where_the_positive_dominates() -> None:
+    """``-log P`` near 1e-3 at ``p = pos/τ`` near 10: formed as ``logaddexp(p, l) - p`` it
+    lost ``eps·p`` to cancellation (relative error up to ~1e-3 in float32), which MACL's
+    weight ``1/W`` multiplies back into the loss; as ``softplus(l - p)`` it keeps ~1e-6."""
+    g = torch.Generator().manual_seed(0)
+    z1 = torch.randn(9, 6, generator=g)
+    z2 = z1 + 0.05 * torch.randn(9, 6, generator=g)
+    exact = F.info_nce_terms(*ntxent_negatives(z1.double(), z2.double()), temperature=0.1)
+    got = F.info_nce_terms(*ntxent_negatives(z1, z2), temperature=0.1)
+    assert float(exact[0].median()) < 2e-2  # most positives dominate
+    for term, want in zip(got, exact, strict=True):
+        assert float(((term.double() - want) / want).abs().max()) < 2e-5
+    for module in (MACL(), MACL(adaptive=False)):
+        general = module.similarity_loss(*ntxent_negatives(z1, z2)).item()
+        want = module.similarity_loss(*ntxent_negatives(z1.double(), z2.double())).item()
+        assert abs(general - want) < 2e-6 * want and abs(module(z1, z2).item() - want) < 2e-6 * want

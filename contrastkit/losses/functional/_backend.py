@@ -42,10 +42,12 @@ def interpreted() -> bool:
     return os.environ.get("TRITON_INTERPRET", "0") == "1"
 
 
-def resolve(backend: str, anchors: Tensor) -> str:
-    """``"torch"`` or ``"triton"``: the implementation ``backend`` means for ``anchors``."""
+def resolve(backend: str, anchors: Tensor, rows: int | None = None) -> str:
+    """``"torch"`` or ``"triton"``: the implementation ``backend`` means for ``anchors``
+    (``rows`` anchors if given, e.g. the 2N rows that two ``[N, d]`` views make)."""
     if backend == "auto":  # the default: two attribute reads for CPU tensors
-        large = anchors.is_cuda and anchors.shape[0] >= AUTO_MIN_ROWS
+        rows = anchors.shape[0] if rows is None else rows
+        large = anchors.is_cuda and rows >= AUTO_MIN_ROWS
         usable = large and _triton_installed() and _tensor_cores(anchors.device)
         return "triton" if usable and not _unfit(anchors) else "torch"
     if backend == "torch":

@@ -102,8 +102,13 @@ def macl(
             check_positive(temperature, "temperature"), dtype=compute_dtype(pos), device=pos.device
         )
     nll, log_w = info_nce_terms.__wrapped__(pos, neg, tau)  # in float32 already
-    if reweight:
-        weight = torch.exp((-log_w).clamp(max=max_log_weight(nll.dtype))).detach()
-        nll = weight * nll
-    loss = reduce(nll, check_reduction(reduction))
+    loss = reduce(reweighted(nll, log_w) if reweight else nll, check_reduction(reduction))
     return (loss, tau) if return_temperature else loss
+
+
+def reweighted(nll: Tensor, log_w: Tensor) -> Tensor:
+    """Eq. (11)'s per-anchor loss from InfoNCE's terms ``(-log P, log W)``:
+    ``sg[1/W]·(-log P)``, the weight ``exp(-log W)`` with ``-log W`` clamped as
+    :func:`macl` states."""
+    weight = torch.exp((-log_w).clamp(max=max_log_weight(nll.dtype))).detach()
+    return weight * nll

@@ -1,0 +1,155 @@
+"""InfoNCE's per-anchor terms over SimCLR's 2N layout, from the raw views, in one
+``autograd.Function`` (the torch backend's path for NT-Xent and DCL; issue #38).
+
+For views ``z1, z2 [N, d]``: ``u = unit rows of cat(z1, z2)`` ``[2N, d]``, ``s = u·uᵀ``,
+``σ = 1/τ``; anchor ``i``'s positive is row ``π(i) = (i + N) mod 2N`` and its negatives the
+rows ``j ∉ {i, π(i)}``. With ``l_i = log Σ_{j ∉ {i, π(i)}} exp(σ·s_ij)`` and
+``p_i = σ·s_iπ(i)``:
+
+* ``-log P_i = log(1 + exp(l_i - p_i))`` (NT-Xent's per-anchor loss, MACL Eq. 1),
+* ``log W_i = log(1 - P_i)`` (MACL Eq. 8),
+
+the same pair as :func:`.infonce.info_nce_terms` on the layout of
+:func:`contrastkit.losses.views.ntxent_negatives`; DCL's per-anchor loss is
+``l_i - p_i = -log P_i + log W_i``.
+
+Why one Function: from a few hundred to a few thousand pairs a loss call is bound by host
+time, not arithmetic. The general path (normalisation, Gram log-sum-exp and terms, three
+Functions over a :class:`~._negatives.Negatives`) took about twice the host time of the
+ten-line NT-Xent most code uses (``benchmarks/call_overhead.py``); this path does the
+whole computation in one node with fewer operators.
+
+Numerics. Rows are unit vectors, so every logit is at most ``σ``: the logits are shifted by
+that bound (``σ·(s_ij - 1)``, the bias of the one matrix product), never overflow, and for
+``2σ < log(eps/tiny)`` (every ``τ > 0.028`` in float32) no row sum can underflow; callers
+check that with :func:`._gram_torch.needs_guard` and take the general path otherwise.
+Both terms are formed from the gap ``l - p`` of the shifted values (the shift cancels) as
+``softplus`` and ``logsigmoid`` (:func:`.infonce.terms_of_gap`). Rows of norm
+<= ``NORM_EPS`` are zero rows with a zero gradient, as :func:`._common.unit_rows` makes them.
+
+Backward in closed form. With upstream gradients ``g`` (of ``-log P``) and ``h`` (of
+``log W``): ``δ_i = g_i·W_i + h_i·P_i`` is the gradient of ``l_i`` and ``-δ_i`` that of
+``p_i``; with ``q_ij = e_ij / Σ_j e_ij`` the negatives' softmax (``e`` the kept
+exponentials, 0 at excluded columns) and ``r = σ·δ / Σ_j e_ij``,
+
+``∂u = diag(r)·e·u + eᵀ·diag(r)·u - σ·(δ + δ∘π)∘(u∘π)``, ``∂z = (∂u - u·(u·∂u)) / ‖z‖``
+
+(``∘π``: rows rolled by ``N``). Double backward: exact; a backward run with grad mode on
+(``create_graph=True``) differentiates a recomputation from the saved views with plain
+differentiable operations (:func:`_recomputed`), so autograd records it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import torch
+from torch import Tensor
+
+from ._common import NORM_EPS, unit_rows
+from ._gram_grad import differentiating_backward
+from ._precision import no_autocast
+from .infonce import terms_of_gap
+
+Temperature = float | Callable[[Tensor], Tensor]  # τ, or the alignment A -> τ (MACL Eq. 7)
+
+
+class _PairTerms(torch.autograd.Function):
+    """``(-log P [2N], log W [2N], τ, A)`` from ``z1, z2 [N, d]`` (see the module
+    docstring); ``exclude [2N, 2]`` holds each anchor's own and positive column, in that
+    order. A number ``temperature`` is τ (then ``τ`` and ``A`` come back ``None``); a
+    callable maps the batch's alignment ``A = mean_i u_i·u_π(i)`` (0-d, no gradient) to a
+    0-d τ, and both are returned (no gradient; MACL's adaptive temperature)."""
+
+    @staticmethod
+    def forward(  # type: ignore[override]
+        ctx, z1: Tensor, z2: Tensor, temperature: Temperature, exclude: Tensor
+    ) -> tuple[Tensor, Tensor, Tensor | None, Tensor | None]:
+        n, z = z1.shape[0], torch.cat([z1, z2])
+        norm = torch.linalg.vector_norm(z, dim=1, keepdim=True)
+        norm = norm.masked_fill_(norm <= NORM_EPS, math.inf)
+        u = z / norm
+        tau = alignment = None
+        if callable(temperature):
+            alignment = (u[:n] * u[n:]).sum() / n
+            tau = temperature(alignment)
+            scale = tau.reciprocal()  # σ·(s - 1), a tensor σ on the [2N, d] rows
+            logits = torch.addmm(scale.neg(), u * scale, u.T)
+            ctx.mark_non_differentiable(tau, alignment)
+        else:
+            scale = 1.0 / temperature
+            logits = torch.addmm(z.new_full((), -scale), u, u.T, alpha=scale)
+        p = logits.gather(1, exclude[:, 1:]).squeeze(1)
+        e = logits.exp_().scatter_(1, exclude, 0.0)
+        row_sum = e.sum(dim=1)
+        nll, log_w = terms_of_gap(row_sum.log() - p)
+        ctx.save_for_backward(z1, z2, exclude, u, norm, e, row_sum, nll, log_w)
+        ctx.scale = scale
+        ctx.set_materialize_grads(False)
+        return nll, log_w, tau, alignment
+
+    @staticmethod
+    def backward(ctx, grad_nll: Tensor | None, grad_log_w: Tensor | None, *_: None) -> tuple:  # type: ignore[override]
+        z1, z2, exclude, u, norm, e, row_sum, nll, log_w = ctx.saved_tensors
+        scale, n = ctx.scale, z1.shape[0]
+        if differentiating_backward():
+            return *_recomputed_grads(ctx, z1, z2, exclude, grad_nll, grad_log_w), None, None
+        delta = None  # δ = ∂l = g·W + h·P, then σ·δ
+        if grad_nll is not None:
+            delta = grad_nll * log_w.exp()
+        if grad_log_w is not None:
+            prob = nll.neg().exp_()
+            delta = grad_log_w * prob if delta is None else delta.addcmul_(grad_log_w, prob)
+        if delta is None:
+            return None, None, None, None
+        with no_autocast(u.device.type):  # a backward inside autocast keeps float32 products
+            delta = delta.mul_(scale)
+            r = (delta / row_sum)[:, None]
+            partner = u.roll(n, 0)
+            by_row = (r * (e @ u)).sub_((delta + delta.roll(n))[:, None] * partner)
+            grad_u = torch.addmm(by_row, e.T, r * u)
+        radial = (grad_u * u).sum(dim=1, keepdim=True)
+        grad_z = grad_u.addcmul_(u, radial, value=-1.0).div_(norm)
+        return grad_z[:n], grad_z[n:], None, None
+
+
+def _recomputed(
+    z1: Tensor, z2: Tensor, scale: float | Tensor, exclude: Tensor
+) -> tuple[Tensor, Tensor]:
+    """The two terms by plain differentiable operations (the double-backward path)."""
+    u = unit_rows(torch.cat([z1, z2]))
+    logits = scale * (u @ u.T)
+    p = logits.gather(1, exclude[:, 1:]).squeeze(1)
+    return terms_of_gap(logits.scatter(1, exclude, -math.inf).logsumexp(dim=1) - p)
+
+
+def _recomputed_grads(
+    ctx: torch.autograd.function.FunctionCtx,
+    z1: Tensor,
+    z2: Tensor,
+    exclude: Tensor,
+    grad_nll: Tensor | None,
+    grad_log_w: Tensor | None,
+) -> tuple[Tensor | None, Tensor | None]:
+    """``∂/∂(z1, z2)`` of ``g·(-log P) + h·log W``, recorded by autograd."""
+    needs = ctx.needs_input_grad[:2]  # type: ignore[attr-defined]
+    inputs = [z for z, need in zip((z1, z2), needs, strict=True) if need]
+    terms = _recomputed(z1, z2, ctx.scale, exclude)  # type: ignore[attr-defined]
+    pairs = [(t, g) for t, g in zip(terms, (grad_nll, grad_log_w), strict=True) if g is not None]
+    if not inputs or not pairs:
+        return None, None
+    outputs, grads = zip(*pairs, strict=True)
+    found = iter(torch.autograd.grad(outputs, inputs, grads, create_graph=True))
+    return tuple(next(found) if need else None for need in needs)  # type: ignore[return-value]
+
+
+def pair_terms(
+    z1: Tensor, z2: Tensor, temperature: Temperature, exclude: Tensor
+) -> tuple[Tensor, Tensor, Tensor | None, Tensor | None]:
+    """``(-log P, log W)`` ``[2N]`` over the 2N layout of ``z1, z2`` ``[N, d]`` (one dtype;
+    no autocast: the caller applies the precision rule), then ``τ`` and the alignment ``A``
+    when ``temperature`` is a callable ``A -> τ`` (else ``None, None``);
+    ``exclude [2N, 2]``: each anchor's own and positive column. Valid only where no row sum
+    can underflow (see the module docstring)."""
+    return _PairTerms.apply(z1, z2, temperature, exclude)

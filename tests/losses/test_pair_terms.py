@@ -1,0 +1,204 @@
+"""NT-Xent and DCL's fused path from the views (:mod:`contrastkit.losses.functional._pair_terms`).
+
+The modules take it where :func:`~contrastkit.losses.views.fused_pair_terms` allows; it must
+give the general path's values and gradients (``info_nce`` / ``dcl`` on
+:func:`~contrastkit.losses.views.ntxent_negatives`) to rounding, and exact first and second
+derivatives of its own.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import Tensor
+
+from contrastkit import losses
+from contrastkit.losses import functional as F
+from contrastkit.losses import infonce
+from contrastkit.losses import macl as macl_module
+from contrastkit.losses._indices import pair_exclude
+from contrastkit.losses.functional._pair_terms import pair_terms
+from contrastkit.losses.views import fused_pair_terms, ntxent_negatives
+
+GENERAL = {"ntxent": F.info_nce, "dcl": F.dcl}
+
+
+def _views(n: int, d: int, dtype: torch.dtype, seed: int = 0) -> tuple[Tensor, Tensor]:
+    g = torch.Generator().manual_seed(seed)
+    z1, z2 = (torch.randn(n, d, generator=g, dtype=torch.float64).to(dtype) for _ in range(2))
+    return z1.requires_grad_(), z2.requires_grad_()
+
+
+def _value_and_grads(fn, z1: Tensor, z2: Tensor) -> tuple[Tensor, tuple[Tensor, ...]]:
+    value = fn(z1, z2)
+    return value, torch.autograd.grad(value, (z1, z2))
+
+
+@pytest.fixture
+def taken(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Counts the calls that take the fused path."""
+    calls: list[int] = []
+    original = infonce.ntxent_terms
+
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(infonce, "ntxent_terms", counted)
+    return calls
+
+
+@pytest.mark.parametrize("name", sorted(GENERAL))
+@pytest.mark.parametrize(
+    ("dtype", "tol"), [(torch.float64, 1e-12), (torch.float32, 2e-6), (torch.bfloat16, 2e-6)]
+)
+@pytest.mark.parametrize("n", [2, 7, 33])
+def test_the_fused_path_gives_the_general_paths_loss_and_gradients(
+    name: str, dtype: torch.dtype, tol: float, n: int, taken: list[int]
+) -> None:
+    z1, z2 = _views(n, 5, dtype, seed=n)
+    with torch.no_grad():
+        z1[n // 2] = 0.0  # a zero row: zero in the loss, zero gradient
+    module = losses.get(name, temperature=0.2, backend="torch")
+    fused, fused_grads = _value_and_grads(module, z1, z2)
+    assert taken == [1]
+
+    def general(a: Tensor, b: Tensor) -> Tensor:
+        return GENERAL[name](*ntxent_negatives(a, b), temperature=0.2)
+
+    want, want_grads = _value_and_grads(general, z1, z2)
+    assert fused.dtype == want.dtype
+    assert abs((fused - want).item()) <= tol * max(1.0, abs(want.item()))
+    for got, ref in zip(fused_grads, want_grads, strict=True):
+        assert got.dtype == dtype
+        assert float((got.double() - ref.double()).abs().max()) <= tol * float(ref.abs().max())
+    assert float(fused_grads[0][n // 2].abs().max()) == 0.0
+
+
+def test_calls_the_fused_path_cannot_take_go_the_general_way(
+    taken: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    z1, z2 = _views(6, 4, torch.float32)
+    queue = torch.randn(5, 4)
+    cases = [
+        (losses.get("ntxent", block_size=4), (z1, z2)),
+        (losses.get("ntxent", temperature=0.01), (z1, z2)),  # a row sum could underflow
+        (losses.get("ntxent"), (z1, z2, queue)),
+        (losses.get("flatnce"), (z1, z2)),  # no from_terms
+    ]
+    for module, args in cases:
+        assert torch.isfinite(module(*args))
+    assert taken == []
+    assert fused_pair_terms(z1, 0.1, None, False, "auto")
+    assert not fused_pair_terms(z1, 0.02, None, False, "auto")
+    assert not fused_pair_terms(z1, 0.1, 8, False, "auto")
+    assert not fused_pair_terms(z1[0], 0.1, None, False, "auto")  # a 1-D input: the checks
+    monkeypatch.setenv("TRITON_INTERPRET", "0")  # where Triton kernels run on the CPU
+    with pytest.raises(ValueError, match="backend='triton' needs CUDA"):
+        fused_pair_terms(z1, 0.1, None, False, "triton")
+
+
+@pytest.mark.parametrize("outputs", [(0, 1), (0,), (1,)])
+@pytest.mark.parametrize("grads_of", [(True, True), (True, False)])
+def test_first_and_second_derivatives_are_exact(
+    outputs: tuple[int, ...], grads_of: tuple[bool, bool]
+) -> None:
+    z1, z2 = _views(5, 4, torch.float64, seed=3)
+    z2.requires_grad_(grads_of[1])
+    exclude = pair_exclude(5, 5, 0, z1.device)
+
+    def terms(*views: Tensor) -> tuple[Tensor, ...]:
+        both = pair_terms(*views, temperature=0.4, exclude=exclude)
+        return tuple(both[i] for i in outputs)
+
+    assert torch.autograd.gradcheck(terms, (z1, z2))
+    assert torch.autograd.gradgradcheck(terms, (z1, z2))
+
+
+def test_the_terms_are_infonces_terms() -> None:
+    z1, z2 = _views(9, 6, torch.float64, seed=5)
+    nll, log_w, tau, alignment = pair_terms(z1, z2, 0.3, pair_exclude(9, 9, 0, z1.device))
+    assert tau is None and alignment is None
+    want_nll, want_log_w = F.info_nce_terms(*ntxent_negatives(z1, z2), temperature=0.3)
+    torch.testing.assert_close(nll, want_nll, rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(log_w, want_log_w, rtol=1e-12, atol=1e-12)
+    z = torch.nn.functional.normalize(torch.cat([z1, z2]).detach(), dim=1)
+    for i in range(18):  # a float64 loop over one anchor at a time
+        positive = (i + 9) % 18
+        logits = [float(z[i] @ z[j]) / 0.3 for j in range(18) if j != i]
+        lse = torch.tensor(logits, dtype=torch.float64).logsumexp(0)
+        assert nll[i].item() == pytest.approx(float(lse) - float(z[i] @ z[positive]) / 0.3)
+
+
+MACL_SETTINGS = [
+    {},
+    {"adaptive": False},
+    {"reweight": False},
+    {"temperature": 0.2, "alpha": 0.3, "a0": 0.2},
+    {"temperature": 0.1, "alpha": 2.0, "a0": 0.8},  # the sentence setting: τ_a may reach 0.01
+]
+
+
+@pytest.fixture
+def macl_taken(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    calls: list[int] = []
+    original = macl_module.ntxent_terms
+
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(macl_module, "ntxent_terms", counted)
+    return calls
+
+
+@pytest.mark.parametrize("setting", MACL_SETTINGS)
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+def test_macl_takes_the_fused_path_with_its_adaptive_temperature(
+    setting: dict, dtype: torch.dtype, macl_taken: list[int]
+) -> None:
+    g = torch.Generator().manual_seed(7)
+    z1 = torch.randn(10, 6, generator=g, dtype=dtype)
+    z2 = (z1 + 0.5 * torch.randn(10, 6, generator=g, dtype=dtype)).requires_grad_()
+    z1.requires_grad_()
+    module, general = losses.get("macl", **setting), losses.get("macl", **setting)
+    fused, fused_grads = _value_and_grads(module, z1, z2)
+    want, want_grads = _value_and_grads(
+        lambda a, b: general.similarity_loss(*ntxent_negatives(a, b)), z1, z2
+    )
+    # fused unless a row sum could underflow at the lowest τ_a (0.01 in float32)
+    assert macl_taken == ([] if setting.get("alpha") == 2.0 and dtype == torch.float32 else [1])
+    tol = 1e-12 if dtype == torch.float64 else 2e-5
+    assert abs((fused - want).item()) <= tol * abs(want.item())
+    for got, ref in zip(fused_grads, want_grads, strict=True):
+        assert float((got - ref).abs().max()) <= tol * float(ref.abs().max())
+    for key, value in general.diagnostics().items():
+        assert module.diagnostics()[key] == pytest.approx(value, rel=tol, abs=tol)
+
+
+def test_a_callable_temperature_acts_as_the_detached_tau_it_returns() -> None:
+    """τ = f(A) carries no gradient (MACL's sg), so the first and second derivatives are
+    those of the number τ: compared with the number path (exact itself, above)."""
+    z1, z2 = _views(5, 4, torch.float64, seed=9)
+    exclude = pair_exclude(5, 5, 0, z1.device)
+
+    def tau_of(alignment: Tensor) -> Tensor:
+        return 0.3 * (1.0 + 0.5 * alignment)
+
+    nll, _, tau, alignment = pair_terms(z1, z2, tau_of, exclude)
+    u1, u2 = (torch.nn.functional.normalize(z.detach(), dim=1) for z in (z1, z2))
+    assert alignment.item() == pytest.approx(float((u1 * u2).sum(1).mean()), rel=1e-12)
+    assert tau.item() == pytest.approx(0.3 * (1.0 + 0.5 * alignment.item()), rel=1e-12)
+    assert not tau.requires_grad and not alignment.requires_grad
+    probe = torch.randn(2, 5, 4, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
+    results = []
+    for temperature in (tau_of, tau.item()):
+        nll, log_w, _, _ = pair_terms(z1, z2, temperature, exclude)
+        value = (nll * torch.linspace(0.5, 1.5, 10, dtype=torch.float64)).sum() + log_w.sum()
+        grads = torch.autograd.grad(value, (z1, z2), create_graph=True)
+        hvp = torch.autograd.grad(
+            (grads[0] * probe[0]).sum() + (grads[1] * probe[1]).sum(), (z1, z2)
+        )
+        results.append((value.detach(), *(g.detach() for g in grads), *hvp))
+    for got, want in zip(*results, strict=True):
+        torch.testing.assert_close(got, want, rtol=1e-10, atol=1e-12)
