@@ -29,14 +29,17 @@ Both terms are formed from the gap ``l - p`` of the shifted values (the shift ca
 
 Backward in closed form. With upstream gradients ``g`` (of ``-log P``) and ``h`` (of
 ``log W``): ``δ_i = g_i·W_i + h_i·P_i`` is the gradient of ``l_i`` and ``-δ_i`` that of
-``p_i``; with ``q_ij = e_ij / Σ_j e_ij`` the negatives' softmax (``e`` the kept
-exponentials, 0 at excluded columns) and ``r = σ·δ / Σ_j e_ij``,
+``p_i``. Let ``c_i = Σ_j e_ij`` over the negatives (``e`` the exponentials) and keep
+``E``: ``e_ij`` at the negatives, ``-c_i`` at the positive ``j = π(i)``, 0 at ``j = i``.
+With ``r = σ·δ / c``, ``r_i·E_ij`` is ``∂L/∂s_ij`` everywhere (``σ·δ_i·q_ij`` for a
+negative, ``q`` its softmax; ``-σ·δ_i`` for the positive), so
 
-``∂u = diag(r)·e·u + eᵀ·diag(r)·u - σ·(δ + δ∘π)∘(u∘π)``, ``∂z = (∂u - u·(u·∂u)) / ‖z‖``
+``∂u = diag(r)·E·u + Eᵀ·diag(r)·u``, ``∂z = (∂u - u·(u·∂u)) / ‖z‖``:
 
-(``∘π``: rows rolled by ``N``). Double backward: exact; a backward run with grad mode on
-(``create_graph=True``) differentiates a recomputation from the saved views with plain
-differentiable operations (:func:`_recomputed`), so autograd records it.
+two products and no separate term for the positives. Double backward: exact; a backward
+run with grad mode on (``create_graph=True``) differentiates a recomputation from the
+saved views with plain differentiable operations (:func:`_recomputed`), so autograd
+records it.
 """
 
 from __future__ import annotations
@@ -84,14 +87,15 @@ class _PairTerms(torch.autograd.Function):
         e = logits.exp_().scatter_(1, exclude, 0.0)
         row_sum = e.sum(dim=1)
         nll, log_w = terms_of_gap(row_sum.log() - p)
-        ctx.save_for_backward(z1, z2, exclude, u, norm, e, row_sum, nll, log_w)
+        coef = e.scatter_(1, exclude[:, 1:], row_sum.neg()[:, None])  # E of the docstring
+        ctx.save_for_backward(z1, z2, exclude, u, norm, coef, row_sum, nll, log_w)
         ctx.scale = scale
         ctx.set_materialize_grads(False)
         return nll, log_w, tau, alignment
 
     @staticmethod
     def backward(ctx, grad_nll: Tensor | None, grad_log_w: Tensor | None, *_: None) -> tuple:  # type: ignore[override]
-        z1, z2, exclude, u, norm, e, row_sum, nll, log_w = ctx.saved_tensors
+        z1, z2, exclude, u, norm, coef, row_sum, nll, log_w = ctx.saved_tensors
         scale, n = ctx.scale, z1.shape[0]
         if differentiating_backward():
             return *_recomputed_grads(ctx, z1, z2, exclude, grad_nll, grad_log_w), None, None
@@ -103,13 +107,10 @@ class _PairTerms(torch.autograd.Function):
             delta = grad_log_w * prob if delta is None else delta.addcmul_(grad_log_w, prob)
         if delta is None:
             return None, None, None, None
+        r = (delta.mul_(scale) / row_sum)[:, None]
         with no_autocast(u.device.type):  # a backward inside autocast keeps float32 products
-            delta = delta.mul_(scale)
-            r = (delta / row_sum)[:, None]
-            partner = u.roll(n, 0)
-            by_row = (r * (e @ u)).sub_((delta + delta.roll(n))[:, None] * partner)
-            grad_u = torch.addmm(by_row, e.T, r * u)
-        radial = (grad_u * u).sum(dim=1, keepdim=True)
+            grad_u = torch.addmm(r * (coef @ u), coef.T, r * u)
+        radial = torch.linalg.vecdot(grad_u, u)[:, None]
         grad_z = grad_u.addcmul_(u, radial, value=-1.0).div_(norm)
         return grad_z[:n], grad_z[n:], None, None
 
