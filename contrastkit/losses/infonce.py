@@ -23,6 +23,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import ClassVar
 
+import torch
 from torch import Tensor, nn
 
 from .. import distributed
@@ -119,6 +120,13 @@ class SingleTemperature(TwoViewContrastive):
 def _minus_log_p(nll: Tensor, log_w: Tensor) -> Tensor:
     """NT-Xent's per-anchor loss from InfoNCE's terms: ``-log P``."""
     return nll
+
+
+def _flat(nll: Tensor, log_w: Tensor) -> Tensor:
+    """FlatNCE's per-anchor loss from InfoNCE's terms (:func:`F.flatnce`): with
+    ``v = l - p = -log P + log W``, ``sg(-log P) + exp(v - sg(v)) - 1``."""
+    v = nll + log_w
+    return nll.detach() + torch.exp(v - v.detach()) - 1.0
 
 
 def _decoupled(nll: Tensor, log_w: Tensor) -> Tensor:
@@ -224,6 +232,7 @@ class FlatNCE(SingleTemperature):
     """FlatNCE: reports InfoNCE's value, follows DCL's gradient."""
 
     loss_fn = staticmethod(F.flatnce)
+    from_terms = staticmethod(_flat)
 
 
 @register("dual_temperature", "pair", "Zhang et al., CVPR 2022", fused_backends=True)

@@ -20,7 +20,7 @@ from contrastkit.losses._indices import pair_exclude
 from contrastkit.losses.functional._pair_terms import pair_terms
 from contrastkit.losses.views import fused_pair_terms, ntxent_negatives
 
-GENERAL = {"ntxent": F.info_nce, "dcl": F.dcl}
+GENERAL = {"ntxent": F.info_nce, "dcl": F.dcl, "flatnce": F.flatnce}
 
 
 def _views(n: int, d: int, dtype: torch.dtype, seed: int = 0) -> tuple[Tensor, Tensor]:
@@ -84,7 +84,7 @@ def test_calls_the_fused_path_cannot_take_go_the_general_way(
         (losses.get("ntxent", block_size=4), (z1, z2)),
         (losses.get("ntxent", temperature=0.01), (z1, z2)),  # a row sum could underflow
         (losses.get("ntxent"), (z1, z2, queue)),
-        (losses.get("flatnce"), (z1, z2)),  # no from_terms
+        (losses.get("hcl"), (z1, z2)),  # not a SingleTemperature loss
     ]
     for module, args in cases:
         assert torch.isfinite(module(*args))
