@@ -23,7 +23,7 @@ from .functional._backend import DEFAULT_BACKEND
 from .functional.supervised import LabelSimilarity
 from .hparams import BACKEND, BLOCK_SIZE, FLAG, POSITIVE, Param
 from .registry import register
-from .views import check_labels, supervised_terms, two_view_similarity
+from .supervised_views import check_labels, supervised_terms, two_view_similarity
 
 
 def _duplicated_pairs(matrix: Tensor) -> Tensor:
@@ -36,7 +36,7 @@ class SupCon(nn.Module):
     """SupCon, "out" version: positives are the other views with the same label.
 
     Computed as LASCon-out with the indicator similarity through the fused statistics of
-    :func:`views.supervised_terms` (per-class sums, no ``[2N, 2N]`` tensor in autograd).
+    :func:`supervised_views.supervised_terms` (per-class sums, no ``[2N, 2N]`` tensor in autograd).
 
     Args:
         temperature: τ = 0.1 (SupCon's default).
@@ -97,7 +97,7 @@ class LASCon(nn.Module):
             (``backend="auto"`` is plain torch for ``"in"``).
 
     The two views of a sample have label distance 0, so ``s = 1`` between them. The
-    ``"out"`` variant runs on the fused statistics of :func:`views.supervised_terms`; the
+    ``"out"`` variant runs on the fused statistics of :func:`supervised_views.supervised_terms`; the
     ``"in"`` variant on the dense ``[2N, 2N]`` similarities.
     """
 

@@ -1,9 +1,10 @@
 """View construction: turn raw embeddings into the (pos, neg) or cost inputs of the core.
 
 Kept apart from the formulas in :mod:`contrastkit.losses.functional`: the same formula
-serves SimCLR's 2N layout, MoCo's queue, SimCSE's cross-view pairs and V-view batches.
-Negatives that must not count (an anchor with itself, with its own positive) are masked in
-place with ``-inf`` on the similarity matrix, never gathered into a copy.
+serves SimCLR's 2N layout, MoCo's queue, SimCSE's cross-view pairs and V-view batches
+(the supervised 2N layouts with labels are in :mod:`.supervised_views`). Negatives that
+must not count (an anchor with itself, with its own positive) are masked in place with
+``-inf`` on the similarity matrix, never gathered into a copy.
 
 Every builder follows the precision rule of :mod:`.functional._common`: it runs with
 autocast off and returns similarities in the compute dtype of the embeddings (float32 for
@@ -19,12 +20,10 @@ from .. import distributed
 from ._indices import (
     multiview_exclude,
     multiview_index,
-    ones,
     other_views,
     pair_exclude,
     pair_mask,
     query_exclude,
-    self_exclude,
     view_rows,
 )
 from .functional._backend import DEFAULT_BACKEND, resolve
@@ -36,10 +35,9 @@ from .functional._common import (
     unit_rows,
 )
 from .functional._gram_torch import needs_guard
-from .functional._negatives import GramNegatives, gram_logsumexp
+from .functional._negatives import GramNegatives
 from .functional._pair_terms import Temperature, pair_terms
 from .functional._precision import in_dtype
-from .functional.supervised import LabelSimilarity, label_similarity
 
 
 def normalize(z: Tensor) -> Tensor:
@@ -268,111 +266,3 @@ def multiview_negatives(
     exclude = multiview_exclude(v, n, total, offset, z.device)
     unit = queue is None
     return pos_sim, GramNegatives(anchors, keys, queue, exclude, block_size, backend, unit)
-
-
-def check_labels(labels: object, n: int) -> Tensor:
-    """Labels for ``n`` samples: ``[N]`` or ``[N, D]``."""
-    if not isinstance(labels, Tensor):
-        raise TypeError(
-            f"labels must be a tensor of shape [N] or [N, D], got {type(labels).__name__}"
-        )
-    if labels.dim() not in (1, 2) or labels.shape[0] != n:
-        raise ValueError(
-            f"labels must have shape [N] or [N, D] with N = {n}, got {tuple(labels.shape)}"
-        )
-    return labels
-
-
-def _class_ids(labels: Tensor) -> Tensor:
-    """``[N]`` class index of each sample in ``[0, N)``, numbered in sorted label order (as
-    ``torch.unique(..., return_inverse=True)`` numbers them). Class labels ``[N]`` go
-    through a sort and a running count, which never waits for the device; label rows
-    ``[N, C]`` through ``torch.unique(dim=0)``, which does (its output size is data)."""
-    if labels.dim() == 2:
-        return torch.unique(labels, dim=0, return_inverse=True)[1]
-    sorted_labels, order = torch.sort(labels)
-    starts = torch.ones_like(order)
-    starts[1:] = sorted_labels[1:] != sorted_labels[:-1]
-    return torch.empty_like(order).scatter_(0, order, starts.cumsum(0) - 1)
-
-
-def _label_weighted_keys(
-    labels_all: Tensor,
-    keys: Tensor,
-    anchors: Tensor,
-    offset: int,
-    similarity: LabelSimilarity,
-    c: float,
-) -> tuple[Tensor, Tensor]:
-    """``(Σ_{j∈A(i)} s_ij·k_j, Σ_{j∈A(i)} s_ij)`` for the 2n local anchors of the 2N layout.
-
-    ``keys = cat(z1_all, z2_all)`` ``[2N, d]``; local sample ``i`` is global ``offset + i``.
-    The indicator similarity (SupCon) goes through per-class sums, O(N·d) time and memory;
-    any other through the ``[n, N]`` label similarities of the local samples.
-    """
-    n, total = anchors.shape[0] // 2, labels_all.shape[0]
-    if similarity == "indicator":
-        cls = _class_ids(labels_all)
-        cls2 = torch.cat([cls, cls])
-        class_sum = keys.new_zeros(total, keys.shape[1]).index_add_(0, cls2, keys)
-        count = keys.new_zeros(total).index_add_(0, cls2, ones(2 * total, keys.dtype, keys.device))
-        local = cls[offset : offset + n]  # the local samples are contiguous: a view
-        mine = torch.cat([local, local])
-        return class_sum[mine] - anchors, count[mine] - 1.0
-    with torch.no_grad():  # the local rows are a contiguous slice: a view, not a copy
-        s = label_similarity(labels_all, similarity, c)[offset : offset + n].to(keys.dtype)
-    s_self = torch.diagonal(s, offset)  # [n, N]: local sample i is column offset + i
-    half = s @ (keys[:total] + keys[total:])
-    weighted = torch.cat([half, half]) - torch.cat([s_self, s_self])[:, None] * anchors
-    mass = 2.0 * s.sum(dim=1) - s_self
-    return weighted, torch.cat([mass, mass])
-
-
-@float32_compute
-def supervised_terms(
-    z1: Tensor,
-    z2: Tensor,
-    labels: Tensor,
-    temperature: float,
-    similarity: LabelSimilarity = "indicator",
-    c: float = 1.0,
-    block_size: int | None = None,
-    gather_distributed: bool = False,
-    backend: str = DEFAULT_BACKEND,
-) -> tuple[Tensor, Tensor, Tensor]:
-    """The sufficient statistics of LASCon-out (and SupCon) for the 2N views, fused.
-
-    Returns, per local anchor ``i`` of ``cat(z1, z2)``: ``lse_i = log Σ_{j∈A(i)}
-    exp(z_i·z_j/τ)`` (from :func:`gram_logsumexp`, never a ``[2N, 2N]`` tensor through
-    autograd), ``weighted_sim_i = Σ_{j∈A(i)} s̃_ij z_i·z_j`` and whether the anchor has any
-    target mass. With ``gather_distributed`` the keys and labels are every rank's.
-    ``backend`` computes ``lse`` (:func:`gram_logsumexp`); the label-weighted sums are
-    O(N·d) (indicator) or one ``[N, N]`` label-similarity product, plain torch.
-    """
-    z1, z2 = check_views(z1, z2, min_rows=1)
-    labels = check_labels(labels, z1.shape[0])
-    dtype = compute_dtype(z1, z2)
-    n, keys, labels_all, offset = z1.shape[0], None, labels, 0
-    anchors = normalize(in_dtype(torch.cat([z1, z2]), dtype))  # both views at once
-    if gather_distributed and distributed.is_distributed():
-        keys = _gathered_views(anchors, n)
-        labels_all, offset = distributed.gather(labels), n * distributed.rank()
-    exclude = self_exclude(n, labels_all.shape[0], offset, anchors.device)
-    lse = gram_logsumexp(
-        anchors, 1.0 / temperature, keys, None, exclude, block_size, backend, unit=True
-    )
-    weighted, mass = _label_weighted_keys(
-        labels_all, anchors if keys is None else keys, anchors, offset, similarity, c
-    )
-    has_target = mass > 0
-    weighted_sim = (anchors * weighted).sum(dim=1) / mass.clamp(min=torch.finfo(dtype).tiny)
-    return lse, weighted_sim, has_target
-
-
-@float32_compute
-def two_view_similarity(z1: Tensor, z2: Tensor) -> Tensor:
-    """``[2N, 2N]`` cosine similarities of ``cat(z1, z2)``, the SupCon/LASCon layout."""
-    z1, z2 = check_views(z1, z2, min_rows=1)
-    dtype = compute_dtype(z1, z2)
-    z = normalize(in_dtype(torch.cat([z1, z2]), dtype))
-    return z @ z.T

@@ -21,7 +21,7 @@ from contrastkit import losses
 from contrastkit.losses.examples import build, example_inputs
 from contrastkit.losses.functional import _gram_torch
 from contrastkit.losses.functional._common import reads_values
-from contrastkit.losses.views import _class_ids
+from contrastkit.losses.supervised_views import _class_ids
 
 # Operators that read a value on the host, or whose output size depends on the data.
 HOST_READS = {
