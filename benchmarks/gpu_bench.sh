@@ -24,7 +24,7 @@
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 DEVICE=${DEVICE:-cuda}
-SIZES=${SIZES:-1024,4096,8192,16384}
+SIZES=${SIZES:-256,1024,4096,8192,16384}
 DTYPES=${DTYPES:-fp32,bf16}
 LOSSES=${LOSSES:-ntxent,infonce,infonce_queue,dcl,dclw,flatnce,dual_temperature,hcl,macl,supcon,lascon,cacr}
 DIM=${DIM:-128}

@@ -23,7 +23,13 @@ from .functional._backend import DEFAULT_BACKEND
 from .functional.supervised import LabelSimilarity
 from .hparams import BACKEND, BLOCK_SIZE, FLAG, POSITIVE, Param
 from .registry import register
-from .supervised_views import check_labels, supervised_terms, two_view_similarity
+from .supervised_views import (
+    check_labels,
+    fused_supervised_terms,
+    supervised_terms,
+    two_view_similarity,
+)
+from .views import fused_pair_terms
 
 
 def _duplicated_pairs(matrix: Tensor) -> Tensor:
@@ -68,18 +74,29 @@ class SupCon(nn.Module):
         self.backend = backend
 
     def forward(self, z1: Tensor, z2: Tensor, labels: Tensor) -> Tensor:
-        terms = supervised_terms(
-            z1,
-            z2,
-            labels,
-            self.temperature,
-            "indicator",
-            1.0,
-            self.block_size,
-            self.gather_distributed,
-            self.backend,
-        )
-        return F.lascon_out_terms(*terms, self.temperature).mean().to(z1.dtype)
+        return _lascon_out(self, z1, z2, labels, "indicator", 1.0)
+
+
+def _lascon_out(
+    loss: SupCon | LASCon,
+    z1: Tensor,
+    z2: Tensor,
+    labels: Tensor,
+    similarity: LabelSimilarity,
+    c: float,
+) -> Tensor:
+    """LASCon-out's mean over the 2N anchors with ``loss``'s settings: one fused
+    ``autograd.Function`` where :func:`views.fused_pair_terms` allows (the torch backend, no
+    ``block_size``, nothing gathered, no row sum that could underflow), else the fused
+    statistics of :func:`supervised_views.supervised_terms`; the same values and gradients
+    to float32 rounding."""
+    setting = (loss.block_size, loss.gather_distributed, loss.backend)
+    if fused_pair_terms(z1, loss.temperature, *setting):
+        per_anchor = fused_supervised_terms(z1, z2, labels, loss.temperature, similarity, c)
+    else:
+        terms = supervised_terms(z1, z2, labels, loss.temperature, similarity, c, *setting)
+        per_anchor = F.lascon_out_terms(*terms, loss.temperature)
+    return per_anchor.mean().to(z1.dtype)
 
 
 @register("lascon", "labeled", "Kim et al., 2023 (LASCon), §3.4, Eq. (5)-(6)", fused_backends=True)
@@ -136,18 +153,7 @@ class LASCon(nn.Module):
 
     def forward(self, z1: Tensor, z2: Tensor, labels: Tensor) -> Tensor:
         if self.variant == "out":
-            terms = supervised_terms(
-                z1,
-                z2,
-                labels,
-                self.temperature,
-                self.similarity,
-                self.c,
-                self.block_size,
-                self.gather_distributed,
-                self.backend,
-            )
-            return F.lascon_out_terms(*terms, self.temperature).mean().to(z1.dtype)
+            return _lascon_out(self, z1, z2, labels, self.similarity, self.c)
         sim = two_view_similarity(z1, z2)
         labels = check_labels(labels, z1.shape[0])
         with torch.no_grad():

@@ -5,6 +5,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 from torch import Tensor
 
@@ -13,6 +15,7 @@ from ._indices import ones, self_exclude
 from .functional._backend import DEFAULT_BACKEND
 from .functional._common import check_views, compute_dtype, float32_compute
 from .functional._negatives import gram_logsumexp
+from .functional._pair_terms import supervised_pair_terms
 from .functional._precision import in_dtype
 from .functional.supervised import LabelSimilarity, label_similarity
 from .views import _gathered_views, normalize
@@ -44,36 +47,53 @@ def _class_ids(labels: Tensor) -> Tensor:
     return torch.empty_like(order).scatter_(0, order, starts.cumsum(0) - 1)
 
 
-def _label_weighted_keys(
+LabelWeights = Callable[[Tensor, Tensor], Tensor]  # (keys, anchors) -> weighted keys
+
+
+def label_weights(
     labels_all: Tensor,
-    keys: Tensor,
-    anchors: Tensor,
+    n: int,
     offset: int,
     similarity: LabelSimilarity,
     c: float,
-) -> tuple[Tensor, Tensor]:
-    """``(Σ_{j∈A(i)} s_ij·k_j, Σ_{j∈A(i)} s_ij)`` for the 2n local anchors of the 2N layout.
+    dtype: torch.dtype,
+    device: torch.device,
+) -> tuple[LabelWeights, Tensor]:
+    """The target weights ``s_ij`` of the ``2n`` local anchors of the 2N layout (``j`` over
+    ``A(i)``, every view but the anchor itself) as a linear map and its row sums:
+    ``weigh(keys, anchors) = Σ_{j∈A(i)} s_ij·k_j`` ``[2n, d]`` and ``mass_i = Σ_{j∈A(i)} s_ij``.
 
     ``keys = cat(z1_all, z2_all)`` ``[2N, d]``; local sample ``i`` is global ``offset + i``.
     The indicator similarity (SupCon) goes through per-class sums, O(N·d) time and memory;
-    any other through the ``[n, N]`` label similarities of the local samples.
-    """
-    n, total = anchors.shape[0] // 2, labels_all.shape[0]
+    any other through the ``[n, N]`` label similarities of the local samples. With
+    ``offset = 0`` and ``keys = anchors = x``, ``weigh(x, x)`` is ``S·x`` for the symmetric
+    ``[2N, 2N]`` target matrix ``S`` (zero diagonal), which the fused supervised terms
+    apply in forward and backward (:mod:`.functional._pair_terms`)."""
+    total = labels_all.shape[0]
     if similarity == "indicator":
         cls = _class_ids(labels_all)
         cls2 = torch.cat([cls, cls])
-        class_sum = keys.new_zeros(total, keys.shape[1]).index_add_(0, cls2, keys)
-        count = keys.new_zeros(total).index_add_(0, cls2, ones(2 * total, keys.dtype, keys.device))
+        count = cls.new_zeros(total, dtype=dtype)
+        count = count.index_add_(0, cls2, ones(2 * total, dtype, device))
         local = cls[offset : offset + n]  # the local samples are contiguous: a view
         mine = torch.cat([local, local])
-        return class_sum[mine] - anchors, count[mine] - 1.0
+
+        def by_class(keys: Tensor, anchors: Tensor) -> Tensor:
+            class_sum = keys.new_zeros(total, keys.shape[1]).index_add_(0, cls2, keys)
+            return class_sum[mine] - anchors
+
+        return by_class, count[mine] - 1.0
     with torch.no_grad():  # the local rows are a contiguous slice: a view, not a copy
-        s = label_similarity(labels_all, similarity, c)[offset : offset + n].to(keys.dtype)
+        s = label_similarity(labels_all, similarity, c)[offset : offset + n].to(dtype)
     s_self = torch.diagonal(s, offset)  # [n, N]: local sample i is column offset + i
-    half = s @ (keys[:total] + keys[total:])
-    weighted = torch.cat([half, half]) - torch.cat([s_self, s_self])[:, None] * anchors
+    s_self2 = torch.cat([s_self, s_self])[:, None]
+
+    def by_similarity(keys: Tensor, anchors: Tensor) -> Tensor:
+        half = s @ (keys[:total] + keys[total:])
+        return torch.cat([half, half]) - s_self2 * anchors
+
     mass = 2.0 * s.sum(dim=1) - s_self
-    return weighted, torch.cat([mass, mass])
+    return by_similarity, torch.cat([mass, mass])
 
 
 @float32_compute
@@ -109,12 +129,33 @@ def supervised_terms(
     lse = gram_logsumexp(
         anchors, 1.0 / temperature, keys, None, exclude, block_size, backend, unit=True
     )
-    weighted, mass = _label_weighted_keys(
-        labels_all, anchors if keys is None else keys, anchors, offset, similarity, c
-    )
+    weigh, mass = label_weights(labels_all, n, offset, similarity, c, dtype, anchors.device)
+    weighted = weigh(anchors if keys is None else keys, anchors)
     has_target = mass > 0
     weighted_sim = (anchors * weighted).sum(dim=1) / mass.clamp(min=torch.finfo(dtype).tiny)
     return lse, weighted_sim, has_target
+
+
+@float32_compute
+def fused_supervised_terms(
+    z1: Tensor,
+    z2: Tensor,
+    labels: Tensor,
+    temperature: float,
+    similarity: LabelSimilarity = "indicator",
+    c: float = 1.0,
+) -> Tensor:
+    """LASCon-out's (SupCon's, with the indicator) per-anchor loss ``[2N]`` in one fused
+    ``autograd.Function`` (:func:`.functional._pair_terms.supervised_pair_terms`): the same
+    values as ``lascon_out_terms(*supervised_terms(...), temperature)`` to float32 rounding.
+    For calls :func:`.views.fused_pair_terms` accepts."""
+    z1, z2 = check_views(z1, z2, min_rows=1)
+    labels = check_labels(labels, z1.shape[0])
+    dtype, n = compute_dtype(z1, z2), z1.shape[0]
+    weigh, mass = label_weights(labels, n, 0, similarity, c, dtype, z1.device)
+    exclude = self_exclude(n, n, 0, z1.device)
+    z1, z2 = in_dtype(z1, dtype), in_dtype(z2, dtype)
+    return supervised_pair_terms(z1, z2, temperature, exclude, weigh, mass)
 
 
 @float32_compute

@@ -1,9 +1,11 @@
-"""NT-Xent and DCL's fused path from the views (:mod:`contrastkit.losses.functional._pair_terms`).
+"""The fused paths from the views (:mod:`contrastkit.losses.functional._pair_terms`):
+NT-Xent, DCL, FlatNCE and MACL (InfoNCE's terms), SupCon and LASCon-out (the supervised terms).
 
-The modules take it where :func:`~contrastkit.losses.views.fused_pair_terms` allows; it must
-give the general path's values and gradients (``info_nce`` / ``dcl`` on
-:func:`~contrastkit.losses.views.ntxent_negatives`) to rounding, and exact first and second
-derivatives of its own.
+The modules take them where :func:`~contrastkit.losses.views.fused_pair_terms` allows; they
+must give the general path's values and gradients (the functional losses on
+:func:`~contrastkit.losses.views.ntxent_negatives` or
+:func:`~contrastkit.losses.supervised_views.supervised_terms`) to rounding, and exact first
+and second derivatives of their own.
 """
 
 from __future__ import annotations
@@ -16,8 +18,10 @@ from contrastkit import losses
 from contrastkit.losses import functional as F
 from contrastkit.losses import infonce
 from contrastkit.losses import macl as macl_module
-from contrastkit.losses._indices import pair_exclude
-from contrastkit.losses.functional._pair_terms import pair_terms
+from contrastkit.losses import supervised as supervised_module
+from contrastkit.losses._indices import pair_exclude, self_exclude
+from contrastkit.losses.functional._pair_terms import pair_terms, supervised_pair_terms
+from contrastkit.losses.supervised_views import label_weights, supervised_terms
 from contrastkit.losses.views import fused_pair_terms, ntxent_negatives
 
 GENERAL = {"ntxent": F.info_nce, "dcl": F.dcl, "flatnce": F.flatnce}
@@ -202,3 +206,89 @@ def test_a_callable_temperature_acts_as_the_detached_tau_it_returns() -> None:
         results.append((value.detach(), *(g.detach() for g in grads), *hvp))
     for got, want in zip(*results, strict=True):
         torch.testing.assert_close(got, want, rtol=1e-10, atol=1e-12)
+
+
+def _zero_for_label_zero(a: Tensor, b: Tensor) -> Tensor:
+    """A label similarity with no target mass for the samples labelled 0."""
+    return ((a == b) & (a != 0)).to(torch.float32)
+
+
+SUPERVISED = [
+    ("supcon", {}, "classes"),
+    ("lascon", {}, "values"),
+    ("lascon", {"similarity": "tanh", "c": 2.0}, "values"),
+    ("lascon", {"similarity": "linear"}, "rows"),
+    ("lascon", {"similarity": "indicator"}, "classes"),
+    ("lascon", {"similarity": _zero_for_label_zero}, "classes"),
+]
+
+
+@pytest.fixture
+def supervised_taken(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    calls: list[int] = []
+    original = supervised_module.fused_supervised_terms
+
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(supervised_module, "fused_supervised_terms", counted)
+    return calls
+
+
+@pytest.mark.parametrize(("name", "setting", "kind"), SUPERVISED)
+@pytest.mark.parametrize(
+    ("dtype", "tol"), [(torch.float64, 1e-12), (torch.float32, 2e-6), (torch.bfloat16, 2e-6)]
+)
+def test_supcon_and_lascon_out_take_the_fused_path(
+    name: str, setting: dict, kind: str, dtype: torch.dtype, tol: float, supervised_taken: list[int]
+) -> None:
+    g = torch.Generator().manual_seed(11)
+    z1, z2 = _views(9, 5, dtype, seed=11)
+    labels = {
+        "classes": torch.tensor([0, 1, 0, 2, 1, 0, 3, 1, 2]),
+        "values": torch.rand(9, generator=g),
+        "rows": torch.rand(9, 3, generator=g),
+    }[kind]
+    module = losses.get(name, temperature=0.2, **setting)
+    fused, fused_grads = _value_and_grads(lambda a, b: module(a, b, labels), z1, z2)
+    assert supervised_taken == [1]
+    similarity = setting.get("similarity", "indicator" if name == "supcon" else "linear")
+
+    def general(a: Tensor, b: Tensor) -> Tensor:
+        terms = supervised_terms(a, b, labels, 0.2, similarity, setting.get("c", 1.0))
+        return F.lascon_out_terms(*terms, 0.2).mean()
+
+    want, want_grads = _value_and_grads(general, z1, z2)
+    assert abs((fused - want).item()) <= tol * max(1.0, abs(want.item()))
+    for got, ref in zip(fused_grads, want_grads, strict=True):
+        assert got.dtype == dtype
+        assert float((got.double() - ref.double()).abs().max()) <= tol * float(ref.abs().max())
+
+
+@pytest.mark.parametrize("similarity", ["indicator", "linear", _zero_for_label_zero])
+def test_the_supervised_terms_have_exact_first_and_second_derivatives(similarity) -> None:
+    z1, z2 = _views(5, 4, torch.float64, seed=13)
+    labels = torch.tensor([0, 1, 0, 2, 1]) if similarity != "linear" else torch.rand(5)
+    weigh, mass = label_weights(labels, 5, 0, similarity, 1.0, torch.float64, z1.device)
+    exclude = self_exclude(5, 5, 0, z1.device)
+
+    def per_anchor(*views: Tensor) -> Tensor:
+        return supervised_pair_terms(*views, 0.3, exclude, weigh, mass)
+
+    assert torch.autograd.gradcheck(per_anchor, (z1, z2))
+    assert torch.autograd.gradgradcheck(per_anchor, (z1, z2))
+
+
+def test_supervised_calls_the_fused_path_cannot_take_go_the_general_way(
+    supervised_taken: list[int],
+) -> None:
+    z1, z2 = _views(6, 4, torch.float32)
+    labels = torch.tensor([0, 1, 0, 1, 2, 2])
+    for module in (
+        losses.get("supcon", block_size=4),
+        losses.get("supcon", temperature=0.01),
+        losses.get("lascon", variant="in"),
+    ):
+        assert torch.isfinite(module(z1, z2, labels))
+    assert supervised_taken == []

@@ -69,10 +69,8 @@ class _PairTerms(torch.autograd.Function):
     def forward(  # type: ignore[override]
         ctx, z1: Tensor, z2: Tensor, temperature: Temperature, exclude: Tensor
     ) -> tuple[Tensor, Tensor, Tensor | None, Tensor | None]:
-        n, z = z1.shape[0], torch.cat([z1, z2])
-        norm = torch.linalg.vector_norm(z, dim=1, keepdim=True)
-        norm = norm.masked_fill_(norm <= NORM_EPS, math.inf)
-        u = z / norm
+        n = z1.shape[0]
+        u, norm = _unit(torch.cat([z1, z2]))
         tau = alignment = None
         if callable(temperature):
             alignment = (u[:n] * u[n:]).sum() / n
@@ -82,7 +80,7 @@ class _PairTerms(torch.autograd.Function):
             ctx.mark_non_differentiable(tau, alignment)
         else:
             scale = 1.0 / temperature
-            logits = torch.addmm(z.new_full((), -scale), u, u.T, alpha=scale)
+            logits = torch.addmm(u.new_full((), -scale), u, u.T, alpha=scale)
         p = logits.gather(1, exclude[:, 1:]).squeeze(1)
         e = logits.exp_().scatter_(1, exclude, 0.0)
         row_sum = e.sum(dim=1)
@@ -98,7 +96,12 @@ class _PairTerms(torch.autograd.Function):
         z1, z2, exclude, u, norm, coef, row_sum, nll, log_w = ctx.saved_tensors
         scale, n = ctx.scale, z1.shape[0]
         if differentiating_backward():
-            return *_recomputed_grads(ctx, z1, z2, exclude, grad_nll, grad_log_w), None, None
+
+            def recompute(a: Tensor, b: Tensor) -> tuple[Tensor, Tensor]:
+                return _recomputed(a, b, scale, exclude)
+
+            grads = _recomputed_grads(ctx, z1, z2, recompute, (grad_nll, grad_log_w))
+            return *grads, None, None
         delta = None  # δ = ∂l = g·W + h·P, then σ·δ
         if grad_nll is not None:
             delta = grad_nll * log_w.exp()
@@ -110,9 +113,91 @@ class _PairTerms(torch.autograd.Function):
         r = (delta.mul_(scale) / row_sum)[:, None]
         with no_autocast(u.device.type):  # a backward inside autocast keeps float32 products
             grad_u = torch.addmm(r * (coef @ u), coef.T, r * u)
-        radial = torch.linalg.vecdot(grad_u, u)[:, None]
-        grad_z = grad_u.addcmul_(u, radial, value=-1.0).div_(norm)
-        return grad_z[:n], grad_z[n:], None, None
+        return *_unit_backward(grad_u, u, norm, n), None, None
+
+
+class _SupervisedTerms(torch.autograd.Function):
+    """LASCon-out's (and SupCon's) per-anchor loss ``[2N]`` from ``z1, z2 [N, d]``:
+    ``lse_i - σ·(u_i·(S·u)_i)/m_i``, 0 for an anchor with no target mass ``m_i``, where
+    ``lse_i = log Σ_{j≠i} exp(σ·s_ij)`` (LASCon Eq. 3's denominator over ``A(i)``), ``S``
+    the symmetric target weights (zero diagonal), ``weigh(x, x) = S·x``, ``m = S·1``.
+
+    Backward: with ``k = g/m`` (0 where ``m = 0``) and ``r = σ·g / Σ_j e_ij`` (``e`` the
+    exponentials, 0 on the diagonal), ``∂u = diag(r)·e·u + eᵀ·diag(r)·u
+    - σ·(k∘(S·u) + S·(k∘u))``: two products over ``[2N, 2N]`` and two applications of the
+    label map; then the normalisation's backward. Double backward as :class:`_PairTerms`."""
+
+    @staticmethod
+    def forward(  # type: ignore[override]
+        ctx,
+        z1: Tensor,
+        z2: Tensor,
+        temperature: float,
+        exclude: Tensor,
+        weigh: Callable[[Tensor, Tensor], Tensor],
+        mass: Tensor,
+    ) -> Tensor:
+        u, norm = _unit(torch.cat([z1, z2]))
+        scale = 1.0 / temperature
+        logits = torch.addmm(u.new_full((), -scale), u, u.T, alpha=scale)  # σ·(s - 1)
+        e = logits.exp_().scatter_(1, exclude, 0.0)
+        row_sum = e.sum(dim=1)
+        targets, has = weigh(u, u), mass > 0
+        inv_mass = has / mass.clamp(min=torch.finfo(mass.dtype).tiny)  # 0 without targets
+        weighted_sim = torch.linalg.vecdot(u, targets).mul_(inv_mass)
+        per_anchor = row_sum.log().sub_(weighted_sim, alpha=scale).add_(scale).mul_(has)
+        ctx.save_for_backward(z1, z2, exclude, mass, u, norm, e, row_sum, targets, inv_mass, has)
+        ctx.scale, ctx.weigh = scale, weigh
+        return per_anchor
+
+    @staticmethod
+    def backward(ctx, grad: Tensor) -> tuple:  # type: ignore[override]
+        z1, z2, exclude, mass, u, norm, e, row_sum, targets, inv_mass, has = ctx.saved_tensors
+        scale, weigh, n = ctx.scale, ctx.weigh, z1.shape[0]
+        if differentiating_backward():
+
+            def recompute(a: Tensor, b: Tensor) -> tuple[Tensor]:
+                return (_supervised(a, b, scale, exclude, weigh, mass),)
+
+            return *_recomputed_grads(ctx, z1, z2, recompute, (grad,)), None, None, None, None
+        k = grad * inv_mass
+        r = torch.where(has, grad * scale / row_sum, 0.0)[:, None]
+        ku = k[:, None] * u
+        pull = (k[:, None] * targets).add_(weigh(ku, ku)).mul_(scale)
+        with no_autocast(u.device.type):  # a backward inside autocast keeps float32 products
+            grad_u = torch.addmm((r * (e @ u)).sub_(pull), e.T, r * u)
+        return *_unit_backward(grad_u, u, norm, n), None, None, None, None
+
+
+def _supervised(
+    z1: Tensor,
+    z2: Tensor,
+    scale: float,
+    exclude: Tensor,
+    weigh: Callable[[Tensor, Tensor], Tensor],
+    mass: Tensor,
+) -> Tensor:
+    """:class:`_SupervisedTerms` by plain differentiable operations."""
+    u = unit_rows(torch.cat([z1, z2]))
+    lse = (scale * (u @ u.T)).scatter(1, exclude, -math.inf).logsumexp(dim=1)
+    has = mass > 0
+    weighted_sim = (u * weigh(u, u)).sum(dim=1) / mass.clamp(min=torch.finfo(mass.dtype).tiny)
+    return torch.where(has, lse - scale * weighted_sim, 0.0)
+
+
+def _unit(z: Tensor) -> tuple[Tensor, Tensor]:
+    """Unit rows and the norms ``[M, 1]``, ``inf`` for rows of norm <= ``NORM_EPS`` (zero
+    rows with a zero gradient, as :func:`._common.unit_rows`)."""
+    norm = torch.linalg.vector_norm(z, dim=1, keepdim=True)
+    norm = norm.masked_fill_(norm <= NORM_EPS, math.inf)
+    return z / norm, norm
+
+
+def _unit_backward(grad_u: Tensor, u: Tensor, norm: Tensor, n: int) -> tuple[Tensor, Tensor]:
+    """``∂z = (∂u - u·(u·∂u)) / ‖z‖`` (in place in ``grad_u``), split into the two views."""
+    radial = torch.linalg.vecdot(grad_u, u)[:, None]
+    grad_z = grad_u.addcmul_(u, radial, value=-1.0).div_(norm)
+    return grad_z[:n], grad_z[n:]
 
 
 def _recomputed(
@@ -129,15 +214,15 @@ def _recomputed_grads(
     ctx: torch.autograd.function.FunctionCtx,
     z1: Tensor,
     z2: Tensor,
-    exclude: Tensor,
-    grad_nll: Tensor | None,
-    grad_log_w: Tensor | None,
+    recompute: Callable[[Tensor, Tensor], tuple[Tensor, ...]],
+    upstream: tuple[Tensor | None, ...],
 ) -> tuple[Tensor | None, Tensor | None]:
-    """``∂/∂(z1, z2)`` of ``g·(-log P) + h·log W``, recorded by autograd."""
+    """``∂/∂(z1, z2)`` of ``Σ_k g_k·t_k`` for the outputs ``t = recompute(z1, z2)`` (plain
+    differentiable operations) and their upstream gradients ``g`` (``None``: unused),
+    recorded by autograd."""
     needs = ctx.needs_input_grad[:2]  # type: ignore[attr-defined]
     inputs = [z for z, need in zip((z1, z2), needs, strict=True) if need]
-    terms = _recomputed(z1, z2, ctx.scale, exclude)  # type: ignore[attr-defined]
-    pairs = [(t, g) for t, g in zip(terms, (grad_nll, grad_log_w), strict=True) if g is not None]
+    pairs = [(t, g) for t, g in zip(recompute(z1, z2), upstream, strict=True) if g is not None]
     if not inputs or not pairs:
         return None, None
     outputs, grads = zip(*pairs, strict=True)
@@ -154,3 +239,18 @@ def pair_terms(
     ``exclude [2N, 2]``: each anchor's own and positive column. Valid only where no row sum
     can underflow (see the module docstring)."""
     return _PairTerms.apply(z1, z2, temperature, exclude)
+
+
+def supervised_pair_terms(
+    z1: Tensor,
+    z2: Tensor,
+    temperature: float,
+    exclude: Tensor,
+    weigh: Callable[[Tensor, Tensor], Tensor],
+    mass: Tensor,
+) -> Tensor:
+    """LASCon-out's per-anchor loss ``[2N]`` over the 2N views ``z1, z2 [N, d]`` (one
+    dtype, no autocast) with the target weights ``weigh(x, x) = S·x``, ``mass = S·1``
+    (:func:`contrastkit.losses.supervised_views.label_weights`); ``exclude [2N, 1]``: each
+    anchor's own column. Valid only where no row sum can underflow."""
+    return _SupervisedTerms.apply(z1, z2, temperature, exclude, weigh, mass)
