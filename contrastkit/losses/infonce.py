@@ -94,6 +94,14 @@ class SingleTemperature(TwoViewContrastive):
     loss_fn: ClassVar[Callable[..., Tensor]]
     from_terms: ClassVar[Callable[[Tensor, Tensor], Tensor] | None] = None
 
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        """A subclass that redefines the loss (``loss_fn``, ``similarity_loss``) without
+        ``from_terms`` of its own takes the general path: its inherited ``from_terms``
+        would compute the parent's loss."""
+        super().__init_subclass__(**kwargs)
+        if {"loss_fn", "similarity_loss"} & vars(cls).keys() and "from_terms" not in vars(cls):
+            cls.from_terms = None
+
     def __init__(
         self,
         temperature: float = 0.1,

@@ -89,7 +89,8 @@ class MACL(TwoViewContrastive):
         (:meth:`_lowest_temperature`), in one fused ``autograd.Function`` (same values and
         gradients to float32 rounding, about a third less host time per call)."""
         setting = (self.block_size, self.gather_distributed, self.backend)
-        if queue is None and fused_pair_terms(z1, self._lowest_temperature(), *setting):
+        own = type(self).similarity_loss is MACL.similarity_loss  # a subclass may redefine it
+        if own and queue is None and fused_pair_terms(z1, self._lowest_temperature(), *setting):
             nll, log_w, tau, alignment = ntxent_terms(z1, z2, self._temperature_of)
             self._last["tau"], self._last["alignment"] = tau, alignment
             return (reweighted(nll, log_w) if self.reweight else nll).mean()

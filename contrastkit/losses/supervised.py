@@ -41,8 +41,9 @@ def _duplicated_pairs(matrix: Tensor) -> Tensor:
 class SupCon(nn.Module):
     """SupCon, "out" version: positives are the other views with the same label.
 
-    Computed as LASCon-out with the indicator similarity through the fused statistics of
-    :func:`supervised_views.supervised_terms` (per-class sums, no ``[2N, 2N]`` tensor in autograd).
+    Computed as LASCon-out with the indicator similarity (per-class sums, no ``[2N, 2N]``
+    tensor in autograd): one fused ``autograd.Function`` where it applies, else the fused
+    statistics of :func:`supervised_views.supervised_terms` (see :func:`_lascon_out`).
 
     Args:
         temperature: τ = 0.1 (SupCon's default).
@@ -114,8 +115,8 @@ class LASCon(nn.Module):
             (``backend="auto"`` is plain torch for ``"in"``).
 
     The two views of a sample have label distance 0, so ``s = 1`` between them. The
-    ``"out"`` variant runs on the fused statistics of :func:`supervised_views.supervised_terms`; the
-    ``"in"`` variant on the dense ``[2N, 2N]`` similarities.
+    ``"out"`` variant runs as SupCon does (:func:`_lascon_out`); the ``"in"`` variant on the
+    dense ``[2N, 2N]`` similarities.
     """
 
     param_ranges: ClassVar[dict[str, Param]] = {

@@ -292,3 +292,19 @@ def test_supervised_calls_the_fused_path_cannot_take_go_the_general_way(
     ):
         assert torch.isfinite(module(z1, z2, labels))
     assert supervised_taken == []
+
+
+def test_a_subclass_that_redefines_the_loss_keeps_its_own_definition() -> None:
+    z1, z2 = _views(6, 4, torch.float32)
+
+    class Halved(losses.NTXent):
+        def similarity_loss(self, pos: Tensor, neg) -> Tensor:
+            return 0.5 * super().similarity_loss(pos, neg)
+
+    class HalvedMACL(losses.MACL):
+        def similarity_loss(self, pos: Tensor, neg) -> Tensor:
+            return 0.5 * super().similarity_loss(pos, neg)
+
+    assert Halved.from_terms is None and losses.NTXent.from_terms is not None
+    for child, parent in ((Halved(), losses.NTXent()), (HalvedMACL(), losses.MACL())):
+        assert child(z1, z2).item() == pytest.approx(0.5 * parent(z1, z2).item(), rel=1e-6)

@@ -1,5 +1,7 @@
-"""InfoNCE's per-anchor terms over SimCLR's 2N layout, from the raw views, in one
-``autograd.Function`` (the torch backend's path for NT-Xent and DCL; issue #38).
+"""Per-anchor losses over SimCLR's 2N layout, from the raw views, each in one
+``autograd.Function``: InfoNCE's terms (:class:`_PairTerms`: NT-Xent, DCL, FlatNCE, MACL)
+and LASCon-out's (:class:`_SupervisedTerms`: SupCon, LASCon). The torch backend's path for
+those losses where it applies (issue #38).
 
 For views ``z1, z2 [N, d]``: ``u = unit rows of cat(z1, z2)`` ``[2N, d]``, ``s = u·uᵀ``,
 ``σ = 1/τ``; anchor ``i``'s positive is row ``π(i) = (i + N) mod 2N`` and its negatives the
@@ -163,8 +165,8 @@ class _SupervisedTerms(torch.autograd.Function):
         k = grad * inv_mass
         r = torch.where(has, grad * scale / row_sum, 0.0)[:, None]
         ku = k[:, None] * u
-        pull = (k[:, None] * targets).add_(weigh(ku, ku)).mul_(scale)
         with no_autocast(u.device.type):  # a backward inside autocast keeps float32 products
+            pull = (k[:, None] * targets).add_(weigh(ku, ku)).mul_(scale)
             grad_u = torch.addmm((r * (e @ u)).sub_(pull), e.T, r * u)
         return *_unit_backward(grad_u, u, norm, n), None, None, None, None
 
