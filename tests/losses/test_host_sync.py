@@ -18,6 +18,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from contrastkit import losses
+from contrastkit.engine.kernels import BlockingTransfers
 from contrastkit.losses.examples import build, example_inputs
 from contrastkit.losses.functional import _gram_torch
 from contrastkit.losses.functional._common import reads_values
@@ -89,6 +90,35 @@ def test_a_loss_compiles_into_one_graph(name: str, checks_off: None) -> None:
     loss.backward()
     assert loss.item() == pytest.approx(module(*inputs).item(), rel=1e-5)
     assert all(bool(torch.isfinite(x.grad).all()) for x in leaves)
+
+
+@pytest.mark.parametrize("name", losses.available())
+def test_a_step_of_every_loss_makes_no_blocking_copy_to_the_device(
+    name: str, checks_off: None
+) -> None:
+    """A tensor made from host values on the device (``torch.tensor(x, device=...)``) is a
+    copy that blocks the host on CUDA, as a read does; :class:`BlockingTransfers` lists
+    them on ``meta`` tensors. The first call may build cached index tensors (on ``meta``
+    some cannot be built, e.g. by boolean indexing): the second must make no copy."""
+    module = build(name).to("meta")
+    inputs = example_inputs(name, n=12, d=16, generator=torch.Generator().manual_seed(0))
+    meta = [x.to("meta").requires_grad_(x.is_floating_point()) for x in inputs]
+    try:
+        module(*meta).sum().backward()
+    except (NotImplementedError, RuntimeError) as error:
+        pytest.skip(f"its first call cannot run on meta: {str(error)[:60]}")
+    with BlockingTransfers() as transfers:
+        module(*meta).sum().backward()
+    assert transfers.found == []
+
+
+def test_macl_with_a_fixed_temperature_makes_no_blocking_copy_on_its_general_path() -> None:
+    """Its τ0 was ``torch.tensor(τ0, device=...)`` at every call (found by the test above's
+    tool; the module's own calls take the fused path, which fills τ on the device)."""
+    pos, neg = torch.empty(8, device="meta"), torch.empty(8, 7, device="meta")
+    with BlockingTransfers() as transfers:
+        losses.get("macl", adaptive=False).similarity_loss(pos, neg)
+    assert transfers.found == []
 
 
 def test_the_value_checks_read_on_the_cpu_by_default_and_nowhere_when_off() -> None:

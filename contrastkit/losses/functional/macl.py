@@ -98,9 +98,8 @@ def macl(
     if adaptive:
         tau = macl_temperature(pos, temperature, alpha, a0, min_temperature, alignment)
     else:
-        tau = torch.tensor(
-            check_positive(temperature, "temperature"), dtype=compute_dtype(pos), device=pos.device
-        )
+        # filled on the device: a host tensor would be a blocking copy on CUDA at every call
+        tau = pos.new_full((), check_positive(temperature, "temperature"), dtype=compute_dtype(pos))
     nll, log_w = info_nce_terms.__wrapped__(pos, neg, tau)  # in float32 already
     loss = reduce(reweighted(nll, log_w) if reweight else nll, check_reduction(reduction))
     return (loss, tau) if return_temperature else loss
