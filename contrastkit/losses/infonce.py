@@ -32,7 +32,13 @@ from .functional import Negatives
 from .functional._backend import DEFAULT_BACKEND
 from .hparams import BACKEND, BLOCK_SIZE, FLAG, NONNEGATIVE, POSITIVE, Param
 from .registry import register
-from .views import cross_view_negatives, fused_pair_terms, ntxent_negatives, ntxent_terms
+from .views import (
+    cross_view_negatives,
+    fused_pair_terms,
+    moco_terms,
+    ntxent_negatives,
+    ntxent_terms,
+)
 
 
 class TwoViewContrastive(nn.Module, ABC):
@@ -190,6 +196,15 @@ class InfoNCE(nn.Module):
         self.backend = backend
 
     def forward(self, query: Tensor, key: Tensor, queue: Tensor | None = None) -> Tensor:
+        """With a queue, one fused ``autograd.Function`` (:func:`views.moco_terms`) where
+        :func:`views.fused_pair_terms` allows and ``similarity_loss`` is this class's; the
+        same values and gradients to float32 rounding."""
+        if (
+            queue is not None
+            and type(self).similarity_loss is InfoNCE.similarity_loss
+            and fused_pair_terms(query, self.temperature, self.block_size, False, self.backend, 1)
+        ):
+            return moco_terms(query, key, queue, self.temperature)[0].mean()
         pos, neg = cross_view_negatives(
             query, key, queue, self.block_size, self.gather_distributed, self.backend
         )

@@ -36,7 +36,7 @@ from .functional._common import (
 )
 from .functional._gram_torch import needs_guard
 from .functional._negatives import GramNegatives
-from .functional._pair_terms import Temperature, pair_terms
+from .functional._pair_terms import Temperature, pair_terms, queue_terms
 from .functional._precision import in_dtype
 
 
@@ -47,12 +47,15 @@ def normalize(z: Tensor) -> Tensor:
 
 def _check_queue(queue: Tensor | None, dim: int, dtype: torch.dtype) -> Tensor | None:
     """The ``[Q, d]`` queue normalised in ``dtype`` (the compute dtype of the embeddings)."""
-    if queue is None:
-        return None
+    return None if queue is None else normalize(_queue_in(queue, dim, dtype))
+
+
+def _queue_in(queue: object, dim: int, dtype: torch.dtype) -> Tensor:
+    """The ``[Q, d]`` queue, checked, in ``dtype``."""
     queue = check_tensor(queue, "queue", 2, "[Q, d]")
     if queue.shape[1] != dim:
         raise ValueError(f"queue must have shape [Q, d] with d = {dim}, got {tuple(queue.shape)}")
-    return normalize(in_dtype(queue, dtype))
+    return in_dtype(queue, dtype)
 
 
 @float32_compute
@@ -110,15 +113,21 @@ def ntxent_negatives(
 
 
 def fused_pair_terms(
-    z1: Tensor, temperature: float, block_size: int | None, gather_distributed: bool, backend: str
+    z1: Tensor,
+    temperature: float,
+    block_size: int | None,
+    gather_distributed: bool,
+    backend: str,
+    views: int = 2,
 ) -> bool:
-    """Whether :func:`ntxent_terms` computes a 2N-layout call without a queue: the torch
-    backend for its 2N rows, no ``block_size``, nothing gathered across ranks, two-dimensional
-    views, and no row sum that could underflow at ``temperature``
-    (:func:`._gram_torch.needs_guard`; every ``τ > 0.028`` in float32)."""
+    """Whether a fused Function from the views computes a call (:func:`ntxent_terms`, the
+    supervised and the MoCo layouts): the torch backend for its ``views·N`` anchor rows,
+    no ``block_size``, nothing gathered across ranks, two-dimensional views, and no row sum
+    that could underflow at ``temperature`` (:func:`._gram_torch.needs_guard`; every
+    ``τ > 0.028`` in float32)."""
     if block_size is not None or (gather_distributed and distributed.is_distributed()):
         return False
-    if z1.dim() != 2 or resolve(backend, z1, rows=2 * z1.shape[0]) != "torch":
+    if z1.dim() != 2 or resolve(backend, z1, rows=views * z1.shape[0]) != "torch":
         return False
     return not needs_guard(1.0 / temperature, True, compute_dtype(z1))
 
@@ -137,6 +146,20 @@ def ntxent_terms(
     dtype, n = compute_dtype(z1, z2), z1.shape[0]
     exclude = pair_exclude(n, n, 0, z1.device)
     return pair_terms(in_dtype(z1, dtype), in_dtype(z2, dtype), temperature, exclude)
+
+
+@float32_compute
+def moco_terms(
+    query: Tensor, key: Tensor, queue: Tensor, temperature: float
+) -> tuple[Tensor, Tensor]:
+    """``(-log P, log W)`` ``[N]`` of the layout of :func:`cross_view_negatives` with a
+    queue (MoCo: the negatives are the queue's rows, a constant) in one fused
+    ``autograd.Function`` (:func:`.functional._pair_terms.queue_terms`). For calls
+    :func:`fused_pair_terms` accepts (with ``views=1``)."""
+    q, k = check_views(query, key, min_rows=1, names=("query", "key"))
+    dtype = compute_dtype(q, k)
+    w = _queue_in(queue, q.shape[1], dtype)
+    return queue_terms(in_dtype(q, dtype), in_dtype(k, dtype), w, temperature)
 
 
 def _gathered_views(anchors: Tensor, n: int) -> Tensor:

@@ -1,5 +1,6 @@
 """The fused paths from the views (:mod:`contrastkit.losses.functional._pair_terms`):
-NT-Xent, DCL, FlatNCE and MACL (InfoNCE's terms), SupCon and LASCon-out (the supervised terms).
+NT-Xent, DCL, FlatNCE and MACL (InfoNCE's terms), MoCo's InfoNCE with a queue (the queue
+terms), SupCon and LASCon-out (the supervised terms).
 
 The modules take them where :func:`~contrastkit.losses.views.fused_pair_terms` allows; they
 must give the general path's values and gradients (the functional losses on
@@ -20,9 +21,13 @@ from contrastkit.losses import infonce
 from contrastkit.losses import macl as macl_module
 from contrastkit.losses import supervised as supervised_module
 from contrastkit.losses._indices import pair_exclude, self_exclude
-from contrastkit.losses.functional._pair_terms import pair_terms, supervised_pair_terms
+from contrastkit.losses.functional._pair_terms import (
+    pair_terms,
+    queue_terms,
+    supervised_pair_terms,
+)
 from contrastkit.losses.supervised_views import label_weights, supervised_terms
-from contrastkit.losses.views import fused_pair_terms, ntxent_negatives
+from contrastkit.losses.views import cross_view_negatives, fused_pair_terms, ntxent_negatives
 
 GENERAL = {"ntxent": F.info_nce, "dcl": F.dcl, "flatnce": F.flatnce}
 
@@ -308,3 +313,71 @@ def test_a_subclass_that_redefines_the_loss_keeps_its_own_definition() -> None:
     assert Halved.from_terms is None and losses.NTXent.from_terms is not None
     for child, parent in ((Halved(), losses.NTXent()), (HalvedMACL(), losses.MACL())):
         assert child(z1, z2).item() == pytest.approx(0.5 * parent(z1, z2).item(), rel=1e-6)
+
+
+@pytest.fixture
+def moco_taken(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    calls: list[int] = []
+    original = infonce.moco_terms
+
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(infonce, "moco_terms", counted)
+    return calls
+
+
+@pytest.mark.parametrize(
+    ("dtype", "tol"), [(torch.float64, 1e-12), (torch.float32, 2e-6), (torch.bfloat16, 2e-6)]
+)
+@pytest.mark.parametrize("key_grad", [True, False])
+def test_moco_with_a_queue_takes_the_fused_path(
+    dtype: torch.dtype, tol: float, key_grad: bool, moco_taken: list[int]
+) -> None:
+    query, key = _views(7, 5, dtype, seed=17)
+    key.requires_grad_(key_grad)
+    queue = torch.randn(11, 5, dtype=dtype, generator=torch.Generator().manual_seed(3))
+    queue.requires_grad_()  # a constant all the same: no gradient reaches it
+    with torch.no_grad():
+        query[2] = 0.0
+    leaves = (query, key) if key_grad else (query,)
+    module = losses.get("infonce", temperature=0.2)
+    fused = module(query, key, queue)
+    fused_grads = torch.autograd.grad(fused, leaves)
+    assert moco_taken == [1] and queue.grad is None
+    want = F.info_nce(*cross_view_negatives(query, key, queue), temperature=0.2)
+    want_grads = torch.autograd.grad(want, leaves)
+    assert abs((fused - want).item()) <= tol * max(1.0, abs(want.item()))
+    for got, ref in zip(fused_grads, want_grads, strict=True):
+        assert got.dtype == dtype
+        assert float((got.double() - ref.double()).abs().max()) <= tol * float(ref.abs().max())
+
+
+@pytest.mark.parametrize("outputs", [(0, 1), (0,)])
+def test_the_queue_terms_have_exact_first_and_second_derivatives(outputs: tuple[int, ...]) -> None:
+    query, key = _views(4, 3, torch.float64, seed=19)
+    queue = torch.randn(6, 3, dtype=torch.float64, generator=torch.Generator().manual_seed(5))
+
+    def terms(*inputs: Tensor) -> tuple[Tensor, ...]:
+        both = queue_terms(*inputs, queue, 0.4)
+        return tuple(both[i] for i in outputs)
+
+    assert torch.autograd.gradcheck(terms, (query, key))
+    assert torch.autograd.gradgradcheck(terms, (query, key))
+
+
+def test_moco_calls_the_fused_path_cannot_take_go_the_general_way(moco_taken: list[int]) -> None:
+    query, key = _views(6, 4, torch.float32)
+    queue = torch.randn(9, 4)
+
+    class Halved(losses.InfoNCE):
+        def similarity_loss(self, pos: Tensor, neg) -> Tensor:
+            return 0.5 * super().similarity_loss(pos, neg)
+
+    for module in (losses.get("infonce", block_size=4), losses.get("infonce", temperature=0.01)):
+        assert torch.isfinite(module(query, key, queue))
+    assert losses.get("infonce")(query, key).isfinite()  # SimCSE's layout: no queue
+    halved = Halved()(query, key, queue).item()
+    assert moco_taken == []
+    assert halved == pytest.approx(0.5 * losses.get("infonce")(query, key, queue).item())

@@ -1,7 +1,8 @@
-"""Per-anchor losses over SimCLR's 2N layout, from the raw views, each in one
-``autograd.Function``: InfoNCE's terms (:class:`_PairTerms`: NT-Xent, DCL, FlatNCE, MACL)
-and LASCon-out's (:class:`_SupervisedTerms`: SupCon, LASCon). The torch backend's path for
-those losses where it applies (issue #38).
+"""Per-anchor losses from the raw views, each in one ``autograd.Function``: InfoNCE's terms
+over SimCLR's 2N layout (:class:`_PairTerms`: NT-Xent, DCL, FlatNCE, MACL) and over MoCo's
+queries, keys and queue (:class:`_QueueTerms`), and LASCon-out's over the 2N layout
+(:class:`_SupervisedTerms`: SupCon, LASCon). The torch backend's path for those losses
+where it applies (issue #38).
 
 For views ``z1, z2 [N, d]``: ``u = unit rows of cat(z1, z2)`` ``[2N, d]``, ``s = u·uᵀ``,
 ``σ = 1/τ``; anchor ``i``'s positive is row ``π(i) = (i + N) mod 2N`` and its negatives the
@@ -104,18 +105,85 @@ class _PairTerms(torch.autograd.Function):
 
             grads = _recomputed_grads(ctx, z1, z2, recompute, (grad_nll, grad_log_w))
             return *grads, None, None
-        delta = None  # δ = ∂l = g·W + h·P, then σ·δ
-        if grad_nll is not None:
-            delta = grad_nll * log_w.exp()
-        if grad_log_w is not None:
-            prob = nll.neg().exp_()
-            delta = grad_log_w * prob if delta is None else delta.addcmul_(grad_log_w, prob)
+        delta = _delta(grad_nll, grad_log_w, nll, log_w)
         if delta is None:
             return None, None, None, None
         r = (delta.mul_(scale) / row_sum)[:, None]
         with no_autocast(u.device.type):  # a backward inside autocast keeps float32 products
             grad_u = torch.addmm(r * (coef @ u), coef.T, r * u)
         return *_unit_backward(grad_u, u, norm, n), None, None
+
+
+class _QueueTerms(torch.autograd.Function):
+    """``(-log P [N], log W [N])`` of MoCo's layout from queries and keys ``[N, d]`` and a
+    constant ``queue [Q, d]``: anchor ``i``'s positive is key ``i`` and its negatives the
+    queue's rows, ``p_i = σ·u_i·v_i`` and ``l_i = log Σ_q exp(σ·u_i·w_q)`` (``u, v, w`` the
+    unit rows of the queries, keys and queue); the same terms as :class:`_PairTerms`.
+
+    Backward, with ``δ`` as there and ``e`` the kept exponentials ``[N, Q]``:
+    ``∂u = σ·(δ/Σ_q e)·(e·w) - σ·δ∘v`` and ``∂v = -σ·δ∘u``, then the normalisations'
+    backward. Double backward as :class:`_PairTerms`."""
+
+    @staticmethod
+    def forward(  # type: ignore[override]
+        ctx, query: Tensor, key: Tensor, queue: Tensor, temperature: float
+    ) -> tuple[Tensor, Tensor]:
+        scale = 1.0 / temperature
+        u, norm_u = _unit(query)
+        v, norm_v = _unit(key)
+        w = _unit(queue)[0]
+        p = torch.linalg.vecdot(u, v).sub_(1.0).mul_(scale)  # σ·(s - 1), the shift of l
+        e = torch.addmm(u.new_full((), -scale), u, w.T, alpha=scale).exp_()
+        row_sum = e.sum(dim=1)
+        nll, log_w = terms_of_gap(row_sum.log() - p)
+        ctx.save_for_backward(query, key, queue, u, norm_u, v, norm_v, w, e, row_sum, nll, log_w)
+        ctx.scale = scale
+        ctx.set_materialize_grads(False)
+        return nll, log_w
+
+    @staticmethod
+    def backward(ctx, grad_nll: Tensor | None, grad_log_w: Tensor | None) -> tuple:  # type: ignore[override]
+        query, key, queue, u, norm_u, v, norm_v, w, e, row_sum, nll, log_w = ctx.saved_tensors
+        scale = ctx.scale
+        if differentiating_backward():
+
+            def recompute(a: Tensor, b: Tensor) -> tuple[Tensor, Tensor]:
+                return _queue_recomputed(a, b, queue, scale)
+
+            grads = _recomputed_grads(ctx, query, key, recompute, (grad_nll, grad_log_w))
+            return *grads, None, None
+        delta = _delta(grad_nll, grad_log_w, nll, log_w)
+        if delta is None:
+            return None, None, None, None
+        delta = delta.mul_(scale)[:, None]
+        with no_autocast(u.device.type):  # a backward inside autocast keeps float32 products
+            grad_u = torch.mm(e, w).mul_(delta / row_sum[:, None]).sub_(delta * v)
+        grad_q = _unit_grad(grad_u, u, norm_u)
+        grad_k = _unit_grad(delta * u, v, norm_v).neg_() if ctx.needs_input_grad[1] else None
+        return grad_q, grad_k, None, None
+
+
+def _delta(
+    grad_nll: Tensor | None, grad_log_w: Tensor | None, nll: Tensor, log_w: Tensor
+) -> Tensor | None:
+    """``δ = g·W + h·P``, the gradient of ``l`` (and ``-δ`` that of ``p``) for upstream
+    gradients ``g`` of ``-log P`` and ``h`` of ``log W`` (``None``: absent); a new tensor."""
+    delta = None
+    if grad_nll is not None:
+        delta = grad_nll * log_w.exp()
+    if grad_log_w is not None:
+        prob = nll.neg().exp_()
+        delta = grad_log_w * prob if delta is None else delta.addcmul_(grad_log_w, prob)
+    return delta
+
+
+def _queue_recomputed(
+    query: Tensor, key: Tensor, queue: Tensor, scale: float
+) -> tuple[Tensor, Tensor]:
+    """:class:`_QueueTerms` by plain differentiable operations."""
+    u, v, w = unit_rows(query), unit_rows(key), unit_rows(queue)
+    p = scale * (u * v).sum(dim=1)
+    return terms_of_gap((scale * (u @ w.T)).logsumexp(dim=1) - p)
 
 
 class _SupervisedTerms(torch.autograd.Function):
@@ -195,10 +263,15 @@ def _unit(z: Tensor) -> tuple[Tensor, Tensor]:
     return z / norm, norm
 
 
-def _unit_backward(grad_u: Tensor, u: Tensor, norm: Tensor, n: int) -> tuple[Tensor, Tensor]:
-    """``∂z = (∂u - u·(u·∂u)) / ‖z‖`` (in place in ``grad_u``), split into the two views."""
+def _unit_grad(grad_u: Tensor, u: Tensor, norm: Tensor) -> Tensor:
+    """``∂z = (∂u - u·(u·∂u)) / ‖z‖`` for ``u = z/‖z‖``, in place in ``grad_u``."""
     radial = torch.linalg.vecdot(grad_u, u)[:, None]
-    grad_z = grad_u.addcmul_(u, radial, value=-1.0).div_(norm)
+    return grad_u.addcmul_(u, radial, value=-1.0).div_(norm)
+
+
+def _unit_backward(grad_u: Tensor, u: Tensor, norm: Tensor, n: int) -> tuple[Tensor, Tensor]:
+    """:func:`_unit_grad` of ``cat(z1, z2)``, split into the two views."""
+    grad_z = _unit_grad(grad_u, u, norm)
     return grad_z[:n], grad_z[n:]
 
 
@@ -256,3 +329,12 @@ def supervised_pair_terms(
     (:func:`contrastkit.losses.supervised_views.label_weights`); ``exclude [2N, 1]``: each
     anchor's own column. Valid only where no row sum can underflow."""
     return _SupervisedTerms.apply(z1, z2, temperature, exclude, weigh, mass)
+
+
+def queue_terms(
+    query: Tensor, key: Tensor, queue: Tensor, temperature: float
+) -> tuple[Tensor, Tensor]:
+    """``(-log P, log W)`` ``[N]`` of MoCo's layout: queries and keys ``[N, d]``, the
+    constant ``queue [Q, d]`` as the negatives (one dtype, no autocast; normalised inside).
+    Valid only where no row sum can underflow."""
+    return _QueueTerms.apply(query, key, queue.detach(), temperature)
