@@ -43,18 +43,24 @@ def _value_and_grads(fn, z1: Tensor, z2: Tensor) -> tuple[Tensor, tuple[Tensor, 
     return value, torch.autograd.grad(value, (z1, z2))
 
 
-@pytest.fixture
-def taken(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """Counts the calls that take the fused path."""
+def _count_calls(monkeypatch: pytest.MonkeyPatch, module: object, name: str) -> list[int]:
+    """Wraps ``module.name`` so that each call appends to the returned list: which calls
+    take a fused path."""
     calls: list[int] = []
-    original = infonce.ntxent_terms
+    original = getattr(module, name)
 
     def counted(*args, **kwargs):
         calls.append(1)
         return original(*args, **kwargs)
 
-    monkeypatch.setattr(infonce, "ntxent_terms", counted)
+    monkeypatch.setattr(module, name, counted)
     return calls
+
+
+@pytest.fixture
+def taken(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Counts the calls that take the fused path."""
+    return _count_calls(monkeypatch, infonce, "ntxent_terms")
 
 
 @pytest.mark.parametrize("name", sorted(GENERAL))
@@ -150,15 +156,7 @@ MACL_SETTINGS = [
 
 @pytest.fixture
 def macl_taken(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    calls: list[int] = []
-    original = macl_module.ntxent_terms
-
-    def counted(*args, **kwargs):
-        calls.append(1)
-        return original(*args, **kwargs)
-
-    monkeypatch.setattr(macl_module, "ntxent_terms", counted)
-    return calls
+    return _count_calls(monkeypatch, macl_module, "ntxent_terms")
 
 
 @pytest.mark.parametrize("setting", MACL_SETTINGS)
@@ -230,15 +228,7 @@ SUPERVISED = [
 
 @pytest.fixture
 def supervised_taken(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    calls: list[int] = []
-    original = supervised_module.fused_supervised_terms
-
-    def counted(*args, **kwargs):
-        calls.append(1)
-        return original(*args, **kwargs)
-
-    monkeypatch.setattr(supervised_module, "fused_supervised_terms", counted)
-    return calls
+    return _count_calls(monkeypatch, supervised_module, "fused_supervised_terms")
 
 
 @pytest.mark.parametrize(("name", "setting", "kind"), SUPERVISED)
@@ -317,15 +307,7 @@ def test_a_subclass_that_redefines_the_loss_keeps_its_own_definition() -> None:
 
 @pytest.fixture
 def moco_taken(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    calls: list[int] = []
-    original = infonce.moco_terms
-
-    def counted(*args, **kwargs):
-        calls.append(1)
-        return original(*args, **kwargs)
-
-    monkeypatch.setattr(infonce, "moco_terms", counted)
-    return calls
+    return _count_calls(monkeypatch, infonce, "moco_terms")
 
 
 @pytest.mark.parametrize(
