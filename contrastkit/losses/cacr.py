@@ -23,10 +23,17 @@ from .. import distributed
 from . import functional as F
 from .functional import GramNegatives
 from .functional._backend import DEFAULT_BACKEND
+from .functional._common import check_positive
 from .functional.cacr import REPULSION_COSTS, WEIGHTS, check_variant
 from .hparams import BACKEND, BLOCK_SIZE, FLAG, NONNEGATIVE, POSITIVE, Param
 from .registry import register
-from .views import check_multiview, cross_view_similarities, multiview_negatives
+from .views import (
+    check_multiview,
+    cross_view_similarities,
+    fused_pair_terms,
+    multiview_negatives,
+    multiview_terms,
+)
 
 
 @register(
@@ -116,10 +123,31 @@ class CACR(nn.Module):
         self._last: dict[str, Tensor] = {}
 
     def forward(self, views: Tensor, queue: Tensor | None = None) -> Tensor:
+        """The loss over ``views [V, N, d]`` (and ``queue``); without a queue, with
+        conditional negative weights and the Euclidean cost, where
+        :func:`views.fused_pair_terms` allows at ``τ = 1/(2·t⁻)``, in one fused
+        ``autograd.Function`` (:func:`views.multiview_terms`: same values and gradients to
+        float32 rounding, fewer operators)."""
+        if queue is None and self._fusable(views):
+            t_pos, t_neg = check_positive(self.t_pos, "t_pos"), check_positive(self.t_neg, "t_neg")
+            t_pos = 0.0 if self.variant["pos_weights"] == "uniform" else t_pos  # w/o π⁺
+            detach = (self.detach_pos_weights, self.detach_neg_weights)
+            attraction, repulsion = multiview_terms(views, t_pos, t_neg, *detach)
+            return self._record(attraction.mean(), repulsion.mean())
         pos_sim, negatives = multiview_negatives(
             views, queue, self.block_size, self.gather_distributed, self.backend
         )
         return self._loss(pos_sim, negatives)
+
+    def _fusable(self, views: Tensor) -> bool:
+        """Whether :meth:`forward` takes the fused path (before the queue test)."""
+        variant = self.variant["neg_weights"], self.variant["repulsion_cost"]
+        if variant != ("conditional", "euclidean") or not self.t_neg > 0:
+            return False
+        if not isinstance(views, Tensor) or views.dim() != 3:
+            return False  # the general path's checks say what is wrong
+        setting = (self.block_size, self.gather_distributed, self.backend)
+        return fused_pair_terms(views[0], 0.5 / self.t_neg, *setting, views=views.shape[0])
 
     def queue_loss(self, query: Tensor, key: Tensor, queue: Tensor) -> Tensor:
         """CACR's MoCo form (Algorithm 3, K = 1): unit-norm ``query [N, d]`` against its
@@ -143,8 +171,12 @@ class CACR(nn.Module):
             return_parts=True,
             **self.variant,
         )
+        return self._record(attraction, repulsion, total)
+
+    def _record(self, attraction: Tensor, repulsion: Tensor, total: Tensor | None = None) -> Tensor:
+        """Keeps ``(L_CA, L_CR)`` for :attr:`last_parts`; returns their sum (``total``)."""
         self._last["attraction"], self._last["repulsion"] = attraction.detach(), repulsion.detach()
-        return total
+        return attraction + repulsion if total is None else total
 
     @property
     def last_parts(self) -> tuple[float, float] | None:

@@ -38,6 +38,7 @@ from .functional._gram_torch import needs_guard
 from .functional._negatives import GramNegatives
 from .functional._pair_terms import Temperature, pair_terms, queue_terms
 from .functional._precision import in_dtype
+from .functional._view_terms import view_terms
 
 
 def normalize(z: Tensor) -> Tensor:
@@ -121,10 +122,10 @@ def fused_pair_terms(
     views: int = 2,
 ) -> bool:
     """Whether a fused Function from the views computes a call (:func:`ntxent_terms`, the
-    supervised and the MoCo layouts): the torch backend for its ``views·N`` anchor rows,
-    no ``block_size``, nothing gathered across ranks, two-dimensional views, and no row sum
-    that could underflow at ``temperature`` (:func:`._gram_torch.needs_guard`; every
-    ``τ > 0.028`` in float32)."""
+    supervised, the MoCo and CACR's V-view layouts): the torch backend for its ``views·N``
+    anchor rows, no ``block_size``, nothing gathered across ranks, two-dimensional views,
+    and no row sum that could underflow at ``temperature`` (:func:`._gram_torch.needs_guard`;
+    every ``τ > 0.028`` in float32)."""
     if block_size is not None or (gather_distributed and distributed.is_distributed()):
         return False
     if z1.dim() != 2 or resolve(backend, z1, rows=views * z1.shape[0]) != "torch":
@@ -225,6 +226,23 @@ def cross_view_similarities(
         return pos, q @ queue.T
     eye = torch.eye(q.shape[0], dtype=torch.bool, device=q.device)
     return pos, (q @ k.T).masked_fill_(eye, float("-inf"))
+
+
+def multiview_terms(
+    views: Tensor,
+    t_pos: float,
+    t_neg: float,
+    detach_pos_weights: bool = False,
+    detach_neg_weights: bool = False,
+) -> tuple[Tensor, Tensor]:
+    """CACR's per-anchor attraction and repulsion ``[V·N]`` over the layout of
+    :func:`multiview_negatives` (no queue) in one fused ``autograd.Function``
+    (:mod:`.functional._view_terms`): their means are the ``L_CA`` and ``L_CR`` of
+    ``cacr_cosine(*multiview_negatives(views), t_pos, t_neg, ...)`` to float32 rounding.
+    For calls :func:`fused_pair_terms` accepts at ``τ = 1/(2·t_neg)``."""
+    views = check_multiview(views)
+    z = in_dtype(views, compute_dtype(views))
+    return view_terms(z, t_pos, t_neg, detach_pos_weights, detach_neg_weights)
 
 
 def check_multiview(views: object) -> Tensor:

@@ -103,7 +103,7 @@ class _PairTerms(torch.autograd.Function):
             def recompute(a: Tensor, b: Tensor) -> tuple[Tensor, Tensor]:
                 return _recomputed(a, b, scale, exclude)
 
-            grads = _recomputed_grads(ctx, z1, z2, recompute, (grad_nll, grad_log_w))
+            grads = _recomputed_grads(ctx, (z1, z2), recompute, (grad_nll, grad_log_w))
             return *grads, None, None
         delta = _delta(grad_nll, grad_log_w, nll, log_w)
         if delta is None:
@@ -150,7 +150,7 @@ class _QueueTerms(torch.autograd.Function):
             def recompute(a: Tensor, b: Tensor) -> tuple[Tensor, Tensor]:
                 return _queue_recomputed(a, b, queue, scale)
 
-            grads = _recomputed_grads(ctx, query, key, recompute, (grad_nll, grad_log_w))
+            grads = _recomputed_grads(ctx, (query, key), recompute, (grad_nll, grad_log_w))
             return *grads, None, None
         delta = _delta(grad_nll, grad_log_w, nll, log_w)
         if delta is None:
@@ -229,7 +229,7 @@ class _SupervisedTerms(torch.autograd.Function):
             def recompute(a: Tensor, b: Tensor) -> tuple[Tensor]:
                 return (_supervised(a, b, scale, exclude, weigh, mass),)
 
-            return *_recomputed_grads(ctx, z1, z2, recompute, (grad,)), None, None, None, None
+            return *_recomputed_grads(ctx, (z1, z2), recompute, (grad,)), None, None, None, None
         k = grad * inv_mass
         r = torch.where(has, grad * scale / row_sum, 0.0)[:, None]
         ku = k[:, None] * u
@@ -287,22 +287,21 @@ def _recomputed(
 
 def _recomputed_grads(
     ctx: torch.autograd.function.FunctionCtx,
-    z1: Tensor,
-    z2: Tensor,
-    recompute: Callable[[Tensor, Tensor], tuple[Tensor, ...]],
+    inputs: tuple[Tensor, ...],
+    recompute: Callable[..., tuple[Tensor, ...]],
     upstream: tuple[Tensor | None, ...],
-) -> tuple[Tensor | None, Tensor | None]:
-    """``∂/∂(z1, z2)`` of ``Σ_k g_k·t_k`` for the outputs ``t = recompute(z1, z2)`` (plain
-    differentiable operations) and their upstream gradients ``g`` (``None``: unused),
-    recorded by autograd."""
-    needs = ctx.needs_input_grad[:2]  # type: ignore[attr-defined]
-    inputs = [z for z, need in zip((z1, z2), needs, strict=True) if need]
-    pairs = [(t, g) for t, g in zip(recompute(z1, z2), upstream, strict=True) if g is not None]
-    if not inputs or not pairs:
-        return None, None
+) -> tuple[Tensor | None, ...]:
+    """``∂/∂inputs`` (the Function's first ``len(inputs)`` arguments) of ``Σ_k g_k·t_k`` for
+    the outputs ``t = recompute(*inputs)`` (plain differentiable operations) and their
+    upstream gradients ``g`` (``None``: unused), recorded by autograd."""
+    needs = ctx.needs_input_grad[: len(inputs)]  # type: ignore[attr-defined]
+    wanted = [z for z, need in zip(inputs, needs, strict=True) if need]
+    pairs = [(t, g) for t, g in zip(recompute(*inputs), upstream, strict=True) if g is not None]
+    if not wanted or not pairs:
+        return (None,) * len(inputs)
     outputs, grads = zip(*pairs, strict=True)
-    found = iter(torch.autograd.grad(outputs, inputs, grads, create_graph=True))
-    return tuple(next(found) if need else None for need in needs)  # type: ignore[return-value]
+    found = iter(torch.autograd.grad(outputs, wanted, grads, create_graph=True))
+    return tuple(next(found) if need else None for need in needs)
 
 
 def pair_terms(

@@ -1,0 +1,136 @@
+"""CACR's per-anchor attraction and repulsion from the raw views ``[V, N, d]`` in one
+``autograd.Function`` (:class:`_ViewTerms`): the torch backend's path for
+:class:`contrastkit.losses.CACR` with conditional negative weights and the Euclidean cost,
+no queue, no ``block_size`` and nothing gathered (issue #38; the same reasons as
+:mod:`._pair_terms`).
+
+Layout (that of :func:`contrastkit.losses.views.multiview_negatives`): row ``m = a·N + n``
+is view ``a`` of sample ``n``, ``u`` the unit rows ``[M, d]`` (``M = V·N``), ``s = u·uᵀ``.
+Anchor ``m``'s positives are sample ``n``'s ``K = V - 1`` other views, its negatives the
+``V·(N - 1)`` views of the other samples. With ``c = 2 - 2s`` (CACR §3.1) and
+``a = 2·t⁻``:
+
+* attraction ``A_m = Σ_k π⁺_mk·c_mk``, ``π⁺ = softmax_k(t⁺·c)`` (Eq. 3);
+* repulsion ``R_m = 2·E_m - 2`` with ``E_m = Σ_j π⁻_mj·s_mj``, ``π⁻ = softmax_j(a·s)``
+  over the negatives (Eq. 4 in similarities, as :func:`.cacr.cacr_cosine`).
+
+CACR's loss is ``mean_m A_m + mean_m R_m``.
+
+Numerics. The one matrix product gives the shifted logits ``L = a·(s - 1) <= 0`` (the
+shift as its bias), so no exponential overflows, and for ``2a < log(eps/tiny)`` (every
+``t⁻ < 17`` in float32) no row sum underflows; callers check that with
+:func:`._gram_torch.needs_guard`. The repulsion is formed as ``R = (2/a)·L̄`` with
+``L̄_m = Σ_j π⁻_mj·L_mj = a·(E_m - 1)``, and the costs as ``c = -(2/a)·L``: neither
+subtracts two numbers near 1.
+
+Backward in closed form. ``∂E_m/∂s_mj = π⁻_mj·(1 + L_mj - L̄_m)`` (``π⁻_mj`` alone when
+π⁻ is detached) and ``∂A_m/∂s_mk = -2·π⁺_mk·(1 + t⁺·(c_mk - A_m))`` (``-2·π⁺_mk``
+detached). Forward keeps ``Γ = e∘(1 + L - L̄)`` (``e`` the exponentials, 0 off the
+negatives), so with ``r = 2·g_R/Σ_j e`` the repulsion's gradient is
+``diag(r)·Γ·u + Γᵀ·diag(r)·u``, two products; the attraction's is a ``[V, V]`` product per
+sample. Then the normalisation's backward. Double backward: exact, by differentiating a
+recomputation (:func:`_recomputed`), as in :mod:`._pair_terms`.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor
+
+from ._common import unit_rows
+from ._gram_grad import differentiating_backward
+from ._pair_terms import _recomputed_grads, _unit, _unit_grad
+from ._precision import no_autocast
+
+
+class _ViewTerms(torch.autograd.Function):
+    """``(A [V·N], R [V·N])`` from ``views [V, N, d]`` (see the module docstring) for t⁺
+    ``t_pos``, ``a = 2·t⁻`` ``scale`` and the two detach flags."""
+
+    @staticmethod
+    def forward(  # type: ignore[override]
+        ctx, views: Tensor, t_pos: float, scale: float, detach_pos: bool, detach_neg: bool
+    ) -> tuple[Tensor, Tensor]:
+        v, n, d = views.shape
+        u, norm = _unit(views.reshape(v * n, d))
+        logits = torch.addmm(u.new_full((), -scale), u, u.T, alpha=scale)  # L = a·(s - 1)
+        cost = torch.diagonal(logits.view(v, n, v, n), 0, 1, 3).mul(-2.0 / scale)  # [V, V, N]
+        sharp = cost.mul(t_pos)
+        sharp.diagonal(0, 0, 1).fill_(-math.inf)  # a view is not its own positive
+        pos_w = torch.softmax(sharp, dim=1)
+        attraction = torch.linalg.vecdot(pos_w, cost, dim=1)  # [V, N]
+        e = logits.exp()
+        torch.diagonal(e.view(v, n, v, n), 0, 1, 3).zero_()  # only the negatives count
+        row_sum = e.sum(dim=1)
+        mean_logit = torch.linalg.vecdot(e, logits).div_(row_sum)  # L̄ = a·(E - 1)
+        repulsion = mean_logit.mul(2.0 / scale)
+        coef = e if detach_neg else logits.sub_((mean_logit - 1.0)[:, None]).mul_(e)  # Γ
+        ctx.save_for_backward(views, u, norm, coef, row_sum, pos_w, cost, attraction)
+        ctx.setting = (t_pos, scale, detach_pos, detach_neg)
+        ctx.set_materialize_grads(False)
+        return attraction.reshape(v * n), repulsion
+
+    @staticmethod
+    def backward(ctx, grad_a: Tensor | None, grad_r: Tensor | None) -> tuple:  # type: ignore[override]
+        views, u, norm, coef, row_sum, pos_w, cost, attraction = ctx.saved_tensors
+        setting = ctx.setting
+        t_pos, detach_pos = setting[0], setting[2]
+        nothing = (None,) * 4
+        if differentiating_backward():
+
+            def recompute(z: Tensor) -> tuple[Tensor, Tensor]:
+                return _recomputed(z, *setting)
+
+            return *_recomputed_grads(ctx, (views,), recompute, (grad_a, grad_r)), *nothing
+        v, n, d = views.shape
+        grad_u = None
+        with no_autocast(u.device.type):  # a backward inside autocast keeps float32 products
+            if grad_r is not None:
+                r = (grad_r * 2.0 / row_sum)[:, None]
+                grad_u = torch.addmm(r * (coef @ u), coef.T, r * u)
+            if grad_a is not None:
+                pull = pos_w  # ∂A/∂c, then ∂L/∂s of the positives
+                if not detach_pos:
+                    pull = (cost - attraction[:, None]).mul_(t_pos).add_(1.0).mul_(pos_w)
+                pull = pull * (-2.0 * grad_a.view(v, 1, n))
+                pull = (pull + pull.transpose(0, 1))[..., None]  # [V, V, N, 1], symmetric
+                near = (pull * u.view(1, v, n, d)).sum(dim=1).view(v * n, d)
+                grad_u = near if grad_u is None else grad_u.add_(near)
+        if grad_u is None:
+            return None, *nothing
+        return _unit_grad(grad_u, u, norm).view(v, n, d), *nothing
+
+
+def _recomputed(
+    views: Tensor, t_pos: float, scale: float, detach_pos: bool, detach_neg: bool
+) -> tuple[Tensor, Tensor]:
+    """:class:`_ViewTerms` by plain differentiable operations (the double-backward path)."""
+    v, n, d = views.shape
+    u = unit_rows(views.reshape(v * n, d))
+    sim = u @ u.T
+    cost = 2.0 - 2.0 * torch.diagonal(sim.view(v, n, v, n), 0, 1, 3)  # [V, V, N]
+    own = torch.eye(v, dtype=torch.bool, device=views.device)[:, :, None]
+    pos_w = torch.softmax((t_pos * cost).masked_fill(own, -math.inf), dim=1)
+    attraction = ((pos_w.detach() if detach_pos else pos_w) * cost).sum(dim=1)
+    sample = torch.arange(n, device=views.device).repeat(v)
+    same = sample[:, None] == sample[None, :]
+    neg_w = torch.softmax((scale * sim).masked_fill(same, -math.inf), dim=1)
+    repulsion = 2.0 * ((neg_w.detach() if detach_neg else neg_w) * sim).sum(dim=1) - 2.0
+    return attraction.reshape(v * n), repulsion
+
+
+def view_terms(
+    views: Tensor,
+    t_pos: float,
+    t_neg: float,
+    detach_pos_weights: bool = False,
+    detach_neg_weights: bool = False,
+) -> tuple[Tensor, Tensor]:
+    """CACR's per-anchor attraction and repulsion ``[V·N]`` over the V-view layout of
+    ``views [V, N, d]`` (one dtype, no autocast: the caller applies the precision rule;
+    normalised inside), with t⁺ ``t_pos >= 0`` (0: uniform π⁺, CACR Table 8's w/o π⁺) and
+    t⁻ ``t_neg > 0``. Valid only where no row sum can underflow
+    (``needs_guard(2·t_neg, True, dtype)`` is false)."""
+    return _ViewTerms.apply(views, t_pos, 2.0 * t_neg, detach_pos_weights, detach_neg_weights)
