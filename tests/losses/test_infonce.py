@@ -78,6 +78,15 @@ def test_info_nce_terms_give_the_gradient_scale_w(m: int, k: int) -> None:
     torch.testing.assert_close(log_w.exp(), per_anchor(ref_w, pos, neg, 0.2))
 
 
+def test_info_nce_terms_take_a_detached_tensor_tau_and_refuse_one_that_needs_grad() -> None:
+    pos, neg = random_sims(4, 5, seed=8)
+    tau = torch.tensor(0.2, dtype=pos.dtype)
+    got, want = F.info_nce_terms(pos, neg, tau), F.info_nce_terms(pos, neg, 0.2)
+    torch.testing.assert_close(got, want)
+    with pytest.raises(ValueError, match="temperature: info_nce_terms gives τ no gradient"):
+        F.info_nce_terms(pos, neg, tau.requires_grad_())
+
+
 @pytest.mark.parametrize("m,k", SHAPES)
 @pytest.mark.parametrize("tau", [0.1, 0.5])
 def test_dual_temperature_matches_loop(m: int, k: int, tau: float) -> None:

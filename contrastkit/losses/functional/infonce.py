@@ -57,8 +57,16 @@ def info_nce_terms(
     ``P`` is the softmax of ``[pos, neg] / τ`` at the positive (MACL Eq. 2 with j = i) and
     ``W = 1 - P`` the gradient scaling factor of MACL Eq. (8); ``log W`` is formed in log
     space, never as ``log(1 - P)``, so it stays finite when ``P`` rounds to 1.
+
+    ``temperature``: a number, or a 0-d tensor without gradient (MACL's adaptive τ); the
+    terms give τ no gradient, so a τ that requires one is an error, not a silent zero.
     """
     pos, neg = check_pos_neg(pos, neg)
+    if isinstance(temperature, Tensor) and temperature.requires_grad:
+        raise ValueError(
+            "temperature: info_nce_terms gives τ no gradient; pass a number or a tensor "
+            "without grad (τ.detach()), got a tensor that requires grad"
+        )
     # a tensor τ stays on the device (no read); its reciprocal is one operator, 1.0 / τ two
     scale = temperature.reciprocal() if isinstance(temperature, Tensor) else 1.0 / temperature
     lse_neg = neg.logsumexp(scale)
