@@ -34,8 +34,8 @@ from .hparams import BACKEND, BLOCK_SIZE, FLAG, NONNEGATIVE, POSITIVE, Param
 from .registry import register
 from .views import (
     cross_view_negatives,
+    cross_view_terms,
     fused_pair_terms,
-    moco_terms,
     ntxent_negatives,
     ntxent_terms,
 )
@@ -196,15 +196,16 @@ class InfoNCE(nn.Module):
         self.backend = backend
 
     def forward(self, query: Tensor, key: Tensor, queue: Tensor | None = None) -> Tensor:
-        """With a queue, one fused ``autograd.Function`` (:func:`views.moco_terms`) where
-        :func:`views.fused_pair_terms` allows and ``similarity_loss`` is this class's; the
-        same values and gradients to float32 rounding."""
-        if (
-            queue is not None
-            and type(self).similarity_loss is InfoNCE.similarity_loss
-            and fused_pair_terms(query, self.temperature, self.block_size, False, self.backend, 1)
+        """One fused ``autograd.Function`` (:func:`views.cross_view_terms`) where
+        :func:`views.fused_pair_terms` allows (nothing is gathered with a queue) and
+        ``similarity_loss`` is this class's; the same values and gradients to float32
+        rounding."""
+        gather = self.gather_distributed and queue is None
+        setting = (self.block_size, gather, self.backend)
+        if type(self).similarity_loss is InfoNCE.similarity_loss and fused_pair_terms(
+            query, self.temperature, *setting, views=1
         ):
-            return moco_terms(query, key, queue, self.temperature)[0].mean()
+            return cross_view_terms(query, key, queue, self.temperature)[0].mean()
         pos, neg = cross_view_negatives(
             query, key, queue, self.block_size, self.gather_distributed, self.backend
         )

@@ -36,7 +36,7 @@ from .functional._common import (
 )
 from .functional._gram_torch import needs_guard
 from .functional._negatives import GramNegatives
-from .functional._pair_terms import Temperature, pair_terms, queue_terms
+from .functional._pair_terms import Temperature, cross_terms, pair_terms
 from .functional._precision import in_dtype
 from .functional._view_terms import view_terms
 
@@ -150,17 +150,18 @@ def ntxent_terms(
 
 
 @float32_compute
-def moco_terms(
-    query: Tensor, key: Tensor, queue: Tensor, temperature: float
+def cross_view_terms(
+    query: Tensor, key: Tensor, queue: Tensor | None, temperature: float
 ) -> tuple[Tensor, Tensor]:
-    """``(-log P, log W)`` ``[N]`` of the layout of :func:`cross_view_negatives` with a
-    queue (MoCo: the negatives are the queue's rows, a constant) in one fused
-    ``autograd.Function`` (:func:`.functional._pair_terms.queue_terms`). For calls
+    """``(-log P, log W)`` ``[N]`` of the layout of :func:`cross_view_negatives` (the
+    other keys as the negatives, or a queue's rows, a constant: MoCo) in one fused
+    ``autograd.Function`` (:func:`.functional._pair_terms.cross_terms`). For calls
     :func:`fused_pair_terms` accepts (with ``views=1``)."""
-    q, k = check_views(query, key, min_rows=1, names=("query", "key"))
+    min_rows = 1 if queue is not None else 2
+    q, k = check_views(query, key, min_rows=min_rows, names=("query", "key"))
     dtype = compute_dtype(q, k)
-    w = _queue_in(queue, q.shape[1], dtype)
-    return queue_terms(in_dtype(q, dtype), in_dtype(k, dtype), w, temperature)
+    w = None if queue is None else _queue_in(queue, q.shape[1], dtype)
+    return cross_terms(in_dtype(q, dtype), in_dtype(k, dtype), w, temperature)
 
 
 def _gathered_views(anchors: Tensor, n: int) -> Tensor:

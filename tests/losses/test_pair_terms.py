@@ -1,6 +1,6 @@
 """The fused paths from the views (:mod:`contrastkit.losses.functional._pair_terms`):
-NT-Xent, DCL, FlatNCE and MACL (InfoNCE's terms), MoCo's InfoNCE with a queue (the queue
-terms), SupCon and LASCon-out (the supervised terms).
+NT-Xent, DCL, FlatNCE and MACL (InfoNCE's terms), InfoNCE over queries and keys with or
+without MoCo's queue (the cross terms), SupCon and LASCon-out (the supervised terms).
 
 The modules take them where :func:`~contrastkit.losses.views.fused_pair_terms` allows; they
 must give the general path's values and gradients (the functional losses on
@@ -22,8 +22,8 @@ from contrastkit.losses import macl as macl_module
 from contrastkit.losses import supervised as supervised_module
 from contrastkit.losses._indices import pair_exclude, self_exclude
 from contrastkit.losses.functional._pair_terms import (
+    cross_terms,
     pair_terms,
-    queue_terms,
     supervised_pair_terms,
 )
 from contrastkit.losses.supervised_views import label_weights, supervised_terms
@@ -306,28 +306,33 @@ def test_a_subclass_that_redefines_the_loss_keeps_its_own_definition() -> None:
 
 
 @pytest.fixture
-def moco_taken(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    return _count_calls(monkeypatch, infonce, "moco_terms")
+def cross_taken(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    return _count_calls(monkeypatch, infonce, "cross_view_terms")
 
 
 @pytest.mark.parametrize(
     ("dtype", "tol"), [(torch.float64, 1e-12), (torch.float32, 2e-6), (torch.bfloat16, 2e-6)]
 )
 @pytest.mark.parametrize("key_grad", [True, False])
-def test_moco_with_a_queue_takes_the_fused_path(
-    dtype: torch.dtype, tol: float, key_grad: bool, moco_taken: list[int]
+@pytest.mark.parametrize("queue_rows", [11, 0])
+def test_infonce_with_and_without_a_queue_takes_the_fused_path(
+    dtype: torch.dtype, tol: float, key_grad: bool, queue_rows: int, cross_taken: list[int]
 ) -> None:
+    """MoCo's layout (a queue of 11 keys) and SimCSE's (no queue: the other keys are the
+    negatives and take gradients)."""
     query, key = _views(7, 5, dtype, seed=17)
     key.requires_grad_(key_grad)
-    queue = torch.randn(11, 5, dtype=dtype, generator=torch.Generator().manual_seed(3))
-    queue.requires_grad_()  # a constant all the same: no gradient reaches it
+    queue = None
+    if queue_rows:
+        queue = torch.randn(queue_rows, 5, dtype=dtype, generator=torch.Generator().manual_seed(3))
+        queue.requires_grad_()  # a constant all the same: no gradient reaches it
     with torch.no_grad():
         query[2] = 0.0
     leaves = (query, key) if key_grad else (query,)
     module = losses.get("infonce", temperature=0.2)
     fused = module(query, key, queue)
     fused_grads = torch.autograd.grad(fused, leaves)
-    assert moco_taken == [1] and queue.grad is None
+    assert cross_taken == [1] and (queue is None or queue.grad is None)
     want = F.info_nce(*cross_view_negatives(query, key, queue), temperature=0.2)
     want_grads = torch.autograd.grad(want, leaves)
     assert abs((fused - want).item()) <= tol * max(1.0, abs(want.item()))
@@ -336,20 +341,26 @@ def test_moco_with_a_queue_takes_the_fused_path(
         assert float((got.double() - ref.double()).abs().max()) <= tol * float(ref.abs().max())
 
 
-@pytest.mark.parametrize("outputs", [(0, 1), (0,)])
-def test_the_queue_terms_have_exact_first_and_second_derivatives(outputs: tuple[int, ...]) -> None:
+@pytest.mark.parametrize("outputs", [(0, 1), (0,), (1,)])
+@pytest.mark.parametrize("queue_rows", [6, 0])
+def test_the_cross_terms_have_exact_first_and_second_derivatives(
+    outputs: tuple[int, ...], queue_rows: int
+) -> None:
     query, key = _views(4, 3, torch.float64, seed=19)
-    queue = torch.randn(6, 3, dtype=torch.float64, generator=torch.Generator().manual_seed(5))
+    g = torch.Generator().manual_seed(5)
+    queue = torch.randn(queue_rows, 3, dtype=torch.float64, generator=g) if queue_rows else None
 
     def terms(*inputs: Tensor) -> tuple[Tensor, ...]:
-        both = queue_terms(*inputs, queue, 0.4)
+        both = cross_terms(*inputs, queue, 0.4)
         return tuple(both[i] for i in outputs)
 
     assert torch.autograd.gradcheck(terms, (query, key))
     assert torch.autograd.gradgradcheck(terms, (query, key))
 
 
-def test_moco_calls_the_fused_path_cannot_take_go_the_general_way(moco_taken: list[int]) -> None:
+def test_infonce_calls_the_fused_path_cannot_take_go_the_general_way(
+    cross_taken: list[int],
+) -> None:
     query, key = _views(6, 4, torch.float32)
     queue = torch.randn(9, 4)
 
@@ -358,8 +369,7 @@ def test_moco_calls_the_fused_path_cannot_take_go_the_general_way(moco_taken: li
             return 0.5 * super().similarity_loss(pos, neg)
 
     for module in (losses.get("infonce", block_size=4), losses.get("infonce", temperature=0.01)):
-        assert torch.isfinite(module(query, key, queue))
-    assert losses.get("infonce")(query, key).isfinite()  # SimCSE's layout: no queue
+        assert torch.isfinite(module(query, key, queue)) and torch.isfinite(module(query, key))
     halved = Halved()(query, key, queue).item()
-    assert moco_taken == []
+    assert cross_taken == []
     assert halved == pytest.approx(0.5 * losses.get("infonce")(query, key, queue).item())

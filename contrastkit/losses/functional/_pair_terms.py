@@ -1,8 +1,8 @@
 """Per-anchor losses from the raw views, each in one ``autograd.Function``: InfoNCE's terms
-over SimCLR's 2N layout (:class:`_PairTerms`: NT-Xent, DCL, FlatNCE, MACL) and over MoCo's
-queries, keys and queue (:class:`_QueueTerms`), and LASCon-out's over the 2N layout
-(:class:`_SupervisedTerms`: SupCon, LASCon). The torch backend's path for those losses
-where it applies (issue #38).
+over SimCLR's 2N layout (:class:`_PairTerms`: NT-Xent, DCL, FlatNCE, MACL) and over
+queries and keys (:class:`_CrossTerms`: InfoNCE's in-batch and MoCo's queue layouts), and
+LASCon-out's over the 2N layout (:class:`_SupervisedTerms`: SupCon, LASCon). The torch
+backend's path for those losses where it applies (issue #38).
 
 For views ``z1, z2 [N, d]``: ``u = unit rows of cat(z1, z2)`` ``[2N, d]``, ``s = u·uᵀ``,
 ``σ = 1/τ``; anchor ``i``'s positive is row ``π(i) = (i + N) mod 2N`` and its negatives the
@@ -114,26 +114,34 @@ class _PairTerms(torch.autograd.Function):
         return *_unit_backward(grad_u, u, norm, n), None, None
 
 
-class _QueueTerms(torch.autograd.Function):
-    """``(-log P [N], log W [N])`` of MoCo's layout from queries and keys ``[N, d]`` and a
-    constant ``queue [Q, d]``: anchor ``i``'s positive is key ``i`` and its negatives the
-    queue's rows, ``p_i = σ·u_i·v_i`` and ``l_i = log Σ_q exp(σ·u_i·w_q)`` (``u, v, w`` the
-    unit rows of the queries, keys and queue); the same terms as :class:`_PairTerms`.
+class _CrossTerms(torch.autograd.Function):
+    """``(-log P [N], log W [N])`` of the query-key layouts from queries and keys
+    ``[N, d]``: anchor ``i``'s positive is key ``i``, ``p_i = σ·u_i·v_i`` (``u, v`` the unit
+    rows), and its negatives ``w`` are
 
-    Backward, with ``δ`` as there and ``e`` the kept exponentials ``[N, Q]``:
-    ``∂u = σ·(δ/Σ_q e)·(e·w) - σ·δ∘v`` and ``∂v = -σ·δ∘u``, then the normalisations'
-    backward. Double backward as :class:`_PairTerms`."""
+    * the other keys ``v_j, j ≠ i`` without a queue (SimCSE's cross-view layout; they take
+      gradients), or
+    * the rows of a constant ``queue [Q, d]`` (MoCo's; normalised, no gradient),
+
+    with ``l_i = log Σ_j exp(σ·u_i·w_j)``: the same terms as :class:`_PairTerms`.
+
+    Backward, with ``δ`` as there, ``e`` the kept exponentials (0 at the excluded
+    positive) and ``r = σ·δ/Σ_j e``: ``∂u = r∘(e·w) - σ·δ∘v`` and
+    ``∂v = -σ·δ∘u (+ eᵀ·(r∘u) for in-batch keys)``, then the normalisations' backward.
+    Double backward as :class:`_PairTerms`."""
 
     @staticmethod
     def forward(  # type: ignore[override]
-        ctx, query: Tensor, key: Tensor, queue: Tensor, temperature: float
+        ctx, query: Tensor, key: Tensor, queue: Tensor | None, temperature: float
     ) -> tuple[Tensor, Tensor]:
         scale = 1.0 / temperature
         u, norm_u = _unit(query)
         v, norm_v = _unit(key)
-        w = _unit(queue)[0]
+        w = v if queue is None else _unit(queue)[0]
         p = torch.linalg.vecdot(u, v).sub_(1.0).mul_(scale)  # σ·(s - 1), the shift of l
         e = torch.addmm(u.new_full((), -scale), u, w.T, alpha=scale).exp_()
+        if queue is None:
+            e.diagonal().zero_()  # a query's own key is its positive, not a negative
         row_sum = e.sum(dim=1)
         nll, log_w = terms_of_gap(row_sum.log() - p)
         ctx.save_for_backward(query, key, queue, u, norm_u, v, norm_v, w, e, row_sum, nll, log_w)
@@ -148,7 +156,7 @@ class _QueueTerms(torch.autograd.Function):
         if differentiating_backward():
 
             def recompute(a: Tensor, b: Tensor) -> tuple[Tensor, Tensor]:
-                return _queue_recomputed(a, b, queue, scale)
+                return _cross_recomputed(a, b, queue, scale)
 
             grads = _recomputed_grads(ctx, (query, key), recompute, (grad_nll, grad_log_w))
             return *grads, None, None
@@ -156,11 +164,15 @@ class _QueueTerms(torch.autograd.Function):
         if delta is None:
             return None, None, None, None
         delta = delta.mul_(scale)[:, None]
+        r = delta / row_sum[:, None]
         with no_autocast(u.device.type):  # a backward inside autocast keeps float32 products
-            grad_u = torch.mm(e, w).mul_(delta / row_sum[:, None]).sub_(delta * v)
-        grad_q = _unit_grad(grad_u, u, norm_u)
-        grad_k = _unit_grad(delta * u, v, norm_v).neg_() if ctx.needs_input_grad[1] else None
-        return grad_q, grad_k, None, None
+            grad_q = _unit_grad(torch.mm(e, w).mul_(r).sub_(delta * v), u, norm_u)
+            if not ctx.needs_input_grad[1]:
+                return grad_q, None, None, None
+            grad_v = (delta * u).neg_()
+            if queue is None:
+                grad_v = torch.addmm(grad_v, e.T, r * u)
+        return grad_q, _unit_grad(grad_v, v, norm_v), None, None
 
 
 def _delta(
@@ -177,13 +189,16 @@ def _delta(
     return delta
 
 
-def _queue_recomputed(
-    query: Tensor, key: Tensor, queue: Tensor, scale: float
+def _cross_recomputed(
+    query: Tensor, key: Tensor, queue: Tensor | None, scale: float
 ) -> tuple[Tensor, Tensor]:
-    """:class:`_QueueTerms` by plain differentiable operations."""
-    u, v, w = unit_rows(query), unit_rows(key), unit_rows(queue)
+    """:class:`_CrossTerms` by plain differentiable operations."""
+    u, v = unit_rows(query), unit_rows(key)
     p = scale * (u * v).sum(dim=1)
-    return terms_of_gap((scale * (u @ w.T)).logsumexp(dim=1) - p)
+    if queue is not None:
+        return terms_of_gap((scale * (u @ unit_rows(queue).T)).logsumexp(dim=1) - p)
+    own = torch.eye(u.shape[0], dtype=torch.bool, device=u.device)
+    return terms_of_gap((scale * (u @ v.T)).masked_fill(own, -math.inf).logsumexp(dim=1) - p)
 
 
 class _SupervisedTerms(torch.autograd.Function):
@@ -330,10 +345,11 @@ def supervised_pair_terms(
     return _SupervisedTerms.apply(z1, z2, temperature, exclude, weigh, mass)
 
 
-def queue_terms(
-    query: Tensor, key: Tensor, queue: Tensor, temperature: float
+def cross_terms(
+    query: Tensor, key: Tensor, queue: Tensor | None, temperature: float
 ) -> tuple[Tensor, Tensor]:
-    """``(-log P, log W)`` ``[N]`` of MoCo's layout: queries and keys ``[N, d]``, the
-    constant ``queue [Q, d]`` as the negatives (one dtype, no autocast; normalised inside).
-    Valid only where no row sum can underflow."""
-    return _QueueTerms.apply(query, key, queue.detach(), temperature)
+    """``(-log P, log W)`` ``[N]`` of the query-key layouts: queries and keys ``[N, d]``
+    (one dtype, no autocast; normalised inside) with the other keys as the negatives, or
+    the constant ``queue [Q, d]``'s rows (MoCo; detached here). Valid only where no row
+    sum can underflow."""
+    return _CrossTerms.apply(query, key, None if queue is None else queue.detach(), temperature)
