@@ -102,6 +102,12 @@ def view_rows(v: int, device: torch.device) -> Tensor:
 
 
 @shape_cache
+def view_pairs(v: int, device: torch.device) -> Tensor:
+    """``[2, V(V-1)/2]``: the unordered pairs of views ``(a, b)``, ``a < b``."""
+    return torch.triu_indices(v, v, 1, device=device)
+
+
+@shape_cache
 def multiview_index(v: int, n: int, device: torch.device) -> tuple[Tensor, Tensor]:
     """Column indices into the flattened ``[V·N]`` views: positives ``[V·N, V-1]`` and
     negatives ``[V·N, V·(N-1)]`` of every row ``(view a, sample i)``."""

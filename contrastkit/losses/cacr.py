@@ -30,9 +30,9 @@ from .registry import register
 from .views import (
     check_multiview,
     cross_view_similarities,
-    cross_view_terms,
     fused_pair_terms,
     multiview_negatives,
+    multiview_pair_terms,
     multiview_terms,
 )
 
@@ -212,24 +212,22 @@ class CMC(nn.Module):
         self.gather_distributed = gather_distributed
 
     def forward(self, views: Tensor, queue: Tensor | None = None) -> Tensor:
-        """Without a queue, where :func:`views.fused_pair_terms` allows, each ordered pair
-        of views takes one fused ``autograd.Function`` (:func:`views.cross_view_terms`, the
-        in-batch layout of :class:`InfoNCE`); the same values and gradients to float32
+        """Without a queue, where :func:`views.fused_pair_terms` allows, in one fused
+        ``autograd.Function`` (:func:`views.multiview_pair_terms`: one product per unordered
+        pair of views serves both directions); the same values and gradients to float32
         rounding."""
         views = check_multiview(views)
-        pairs = list(itertools.permutations(range(views.shape[0]), 2))
-        setting = (None, self.gather_distributed, "torch")
-        if queue is None and fused_pair_terms(views[0], self.temperature, *setting, views=1):
-            tau = self.temperature
-            nll = [cross_view_terms(views[a], views[b], None, tau)[0] for a, b in pairs]
-            return torch.cat(nll).mean()  # every pair has N anchors: the mean of the means
+        setting = (None, self.gather_distributed, "torch", views.shape[0])
+        if queue is None and fused_pair_terms(views[0], self.temperature, *setting):
+            # every pair has N anchors: the mean of all terms is the mean of the pairs' means
+            return multiview_pair_terms(views, self.temperature).mean()
         if self.gather_distributed:
             views = torch.stack(distributed.gather_all_with_grad(*views))
         losses = [
             F.info_nce(*cross_view_similarities(views[a], views[b]), self.temperature)
             if queue is None
             else F.info_nce(*_with_queue(views[a], views[b], queue), self.temperature)
-            for a, b in pairs
+            for a, b in itertools.permutations(range(views.shape[0]), 2)
         ]
         return torch.stack(losses).mean()
 

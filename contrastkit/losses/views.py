@@ -24,6 +24,7 @@ from ._indices import (
     pair_exclude,
     pair_mask,
     query_exclude,
+    view_pairs,
     view_rows,
 )
 from .functional._backend import DEFAULT_BACKEND, resolve
@@ -38,7 +39,7 @@ from .functional._gram_torch import needs_guard
 from .functional._negatives import GramNegatives
 from .functional._pair_terms import Temperature, cross_terms, pair_terms
 from .functional._precision import in_dtype
-from .functional._view_terms import view_terms
+from .functional._view_terms import pairwise_terms, view_terms
 
 
 def normalize(z: Tensor) -> Tensor:
@@ -244,6 +245,16 @@ def multiview_terms(
     views = check_multiview(views)
     z = in_dtype(views, compute_dtype(views))
     return view_terms(z, t_pos, t_neg, detach_pos_weights, detach_neg_weights)
+
+
+def multiview_pair_terms(views: Tensor, temperature: float) -> Tensor:
+    """CMC's ``-log P`` ``[V(V-1), N]`` (InfoNCE of every ordered pair of views, the other
+    samples of the key view as negatives) in one fused ``autograd.Function``
+    (:func:`.functional._view_terms.pairwise_terms`); row order: the pairs ``a < b``, then
+    their reverses. For calls :func:`fused_pair_terms` accepts."""
+    views = check_multiview(views)
+    z = in_dtype(views, compute_dtype(views))
+    return pairwise_terms(z, temperature, view_pairs(z.shape[0], z.device))
 
 
 def check_multiview(views: object) -> Tensor:

@@ -78,10 +78,10 @@ def test_a_step_of_every_loss_reads_nothing_on_the_host(name: str, checks_off: N
 
 
 @pytest.mark.filterwarnings("error:Dynamo detected a call to a `functools.lru_cache`")
-@pytest.mark.parametrize("name", ["macl", "supcon", "ntxent", "cacr"])
+@pytest.mark.parametrize("name", ["macl", "supcon", "ntxent", "cacr", "cmc"])
 def test_a_loss_compiles_into_one_graph(name: str, checks_off: None) -> None:
     """No host read means no graph break: MACL's adaptive τ and SupCon's class ids included,
-    and the fused paths from the views of NT-Xent and CACR."""
+    and the fused paths from the views of NT-Xent, CACR and CMC."""
     module = build(name)
     inputs = example_inputs(name, n=12, d=16, generator=torch.Generator().manual_seed(4))
     compiled = torch.compile(module, fullgraph=True)

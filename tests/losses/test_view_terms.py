@@ -1,24 +1,30 @@
-"""CACR's fused path from the views (:mod:`contrastkit.losses.functional._view_terms`).
+"""The fused paths from V views (:mod:`contrastkit.losses.functional._view_terms`): CACR's
+and CMC's.
 
-:class:`~contrastkit.losses.CACR` takes it without a queue, with conditional negative
+:class:`~contrastkit.losses.CACR` takes its path without a queue, with conditional negative
 weights and the Euclidean cost, where :func:`~contrastkit.losses.views.fused_pair_terms`
 allows at ``τ = 1/(2·t⁻)``. It must give the general path's values, parts and gradients
 (:func:`~contrastkit.losses.functional.cacr_cosine` over
 :func:`~contrastkit.losses.views.multiview_negatives`) to rounding, and exact first and
-second derivatives of its own.
+second derivatives of its own. :class:`~contrastkit.losses.CMC` takes its path without a
+queue where ``fused_pair_terms`` allows at its τ, and must give the mean of InfoNCE over
+each ordered pair's dense similarities.
 """
 
 from __future__ import annotations
+
+import itertools
 
 import pytest
 import torch
 from torch import Tensor
 
-from contrastkit.losses import CACR
+from contrastkit.losses import CACR, CMC
 from contrastkit.losses import cacr as cacr_module
 from contrastkit.losses import functional as F
-from contrastkit.losses.functional._view_terms import view_terms
-from contrastkit.losses.views import multiview_negatives
+from contrastkit.losses._indices import view_pairs
+from contrastkit.losses.functional._view_terms import pairwise_terms, view_terms
+from contrastkit.losses.views import cross_view_similarities, multiview_negatives
 
 
 def _views(v: int, n: int, d: int, dtype: torch.dtype, seed: int = 0) -> Tensor:
@@ -26,18 +32,29 @@ def _views(v: int, n: int, d: int, dtype: torch.dtype, seed: int = 0) -> Tensor:
     return torch.randn(v, n, d, generator=g, dtype=torch.float64).to(dtype).requires_grad_()
 
 
-@pytest.fixture
-def taken(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """Counts the calls that take the fused path."""
+def _counted(monkeypatch: pytest.MonkeyPatch, name: str) -> list[int]:
+    """Wraps ``cacr_module.name`` so that each call appends to the returned list."""
     calls: list[int] = []
-    original = cacr_module.multiview_terms
+    original = getattr(cacr_module, name)
 
     def counted(*args, **kwargs):
         calls.append(1)
         return original(*args, **kwargs)
 
-    monkeypatch.setattr(cacr_module, "multiview_terms", counted)
+    monkeypatch.setattr(cacr_module, name, counted)
     return calls
+
+
+@pytest.fixture
+def taken(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Counts the CACR calls that take the fused path."""
+    return _counted(monkeypatch, "multiview_terms")
+
+
+@pytest.fixture
+def cmc_taken(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Counts the CMC calls that take the fused path."""
+    return _counted(monkeypatch, "multiview_pair_terms")
 
 
 SETTINGS = [
@@ -159,3 +176,47 @@ def test_calls_the_fused_path_cannot_take_go_the_general_way(taken: list[int]) -
         CACR(t_pos=0.0)(views)
     with pytest.raises(ValueError, match=r"views must have shape \[V, N, d\]"):
         CACR()(views[0])
+
+
+def _dense_cmc(views: Tensor, temperature: float) -> Tensor:
+    """CMC's loss by InfoNCE over each ordered pair's dense similarities."""
+    pairs = itertools.permutations(range(views.shape[0]), 2)
+    sims = [cross_view_similarities(views[a], views[b]) for a, b in pairs]
+    return torch.stack([F.info_nce(pos, neg, temperature) for pos, neg in sims]).mean()
+
+
+@pytest.mark.parametrize(
+    ("dtype", "tol"), [(torch.float64, 1e-12), (torch.float32, 2e-6), (torch.bfloat16, 2e-6)]
+)
+@pytest.mark.parametrize(("v", "n"), [(2, 2), (2, 9), (3, 5), (5, 4)])
+def test_cmc_takes_the_fused_path_with_the_dense_pairs_value_and_gradient(
+    dtype: torch.dtype, tol: float, v: int, n: int, cmc_taken: list[int]
+) -> None:
+    views = _views(v, n, 6, dtype, seed=v + n)
+    with torch.no_grad():
+        views[0, n - 1] = 0.0  # a zero row: zero gradient
+    fused = CMC(0.2)(views)
+    (fused_grad,) = torch.autograd.grad(fused, views)
+    assert cmc_taken == [1]
+    want = _dense_cmc(views.float() if dtype == torch.bfloat16 else views, 0.2)
+    (want_grad,) = torch.autograd.grad(want, views)
+    assert abs((fused - want).item()) <= tol * max(1.0, abs(want.item()))
+    assert fused_grad.dtype == dtype
+    err = float((fused_grad.double() - want_grad.double()).abs().max())
+    assert err <= tol * float(want_grad.abs().max())
+    assert float(fused_grad[0, n - 1].abs().max()) == 0.0
+
+
+@pytest.mark.parametrize("v", [2, 3])
+def test_the_pairwise_terms_have_exact_first_and_second_derivatives(v: int) -> None:
+    views = _views(v, 4, 3, torch.float64, seed=6)
+    pairs = view_pairs(v, views.device)
+    assert torch.autograd.gradcheck(lambda x: pairwise_terms(x, 0.4, pairs), (views,))
+    assert torch.autograd.gradgradcheck(lambda x: pairwise_terms(x, 0.4, pairs), (views,))
+
+
+def test_cmc_calls_the_fused_path_cannot_take_go_the_general_way(cmc_taken: list[int]) -> None:
+    views = _views(3, 6, 4, torch.float32)
+    assert torch.isfinite(CMC(0.01)(views))  # a row sum could underflow
+    assert torch.isfinite(CMC()(views, torch.randn(5, 4)))  # a queue
+    assert cmc_taken == []

@@ -1,8 +1,9 @@
-"""CACR's per-anchor attraction and repulsion from the raw views ``[V, N, d]`` in one
-``autograd.Function`` (:class:`_ViewTerms`): the torch backend's path for
-:class:`contrastkit.losses.CACR` with conditional negative weights and the Euclidean cost,
-no queue, no ``block_size`` and nothing gathered (issue #38; the same reasons as
-:mod:`._pair_terms`).
+"""Losses over V views ``[V, N, d]``, each in one ``autograd.Function``: CACR's per-anchor
+attraction and repulsion (:class:`_ViewTerms`) and CMC's InfoNCE over every ordered pair of
+views (:class:`_PairwiseTerms`). The torch backend's path for
+:class:`contrastkit.losses.CACR` (conditional negative weights, the Euclidean cost) and
+:class:`contrastkit.losses.CMC`, with no queue, no ``block_size`` and nothing gathered
+(issue #38; the same reasons as :mod:`._pair_terms`).
 
 Layout (that of :func:`contrastkit.losses.views.multiview_negatives`): row ``m = a·N + n``
 is view ``a`` of sample ``n``, ``u`` the unit rows ``[M, d]`` (``M = V·N``), ``s = u·uᵀ``.
@@ -43,6 +44,7 @@ from ._common import unit_rows
 from ._gram_grad import differentiating_backward
 from ._pair_terms import _recomputed_grads, _unit, _unit_grad
 from ._precision import no_autocast
+from .infonce import terms_of_gap
 
 
 class _ViewTerms(torch.autograd.Function):
@@ -119,6 +121,83 @@ def _recomputed(
     neg_w = torch.softmax((scale * sim).masked_fill(same, -math.inf), dim=1)
     repulsion = 2.0 * ((neg_w.detach() if detach_neg else neg_w) * sim).sum(dim=1) - 2.0
     return attraction.reshape(v * n), repulsion
+
+
+class _PairwiseTerms(torch.autograd.Function):
+    """CMC's full-graph terms (Tian et al., ECCV 2020, Eq. 8): ``-log P [2P, N]`` of InfoNCE
+    for every ordered pair of views, from ``views [V, N, d]`` and the ``P`` unordered pairs
+    ``pairs [2, P]`` (``a < b``). Row ``k < P`` is pair ``k`` with queries from view ``a``
+    and keys from view ``b``; row ``P + k`` the reverse. With ``u`` the unit rows, one
+    batched product per unordered pair, ``G_k = u_a·u_bᵀ`` ``[N, N]`` (σ-scaled and shifted
+    by ``σ``, as :class:`._pair_terms._PairTerms`), serves both directions: its rows for
+    ``a → b``, its columns for ``b → a``; the positives are its diagonal and the negatives
+    the rest of the row or column. The terms come from the gap ``l - p`` (softplus).
+
+    Backward in closed form: with ``δ = g·W`` per direction and ``r = σ·δ/Σ e`` (``e`` the
+    exponentials, 0 on the diagonal), the coefficients of ``G_k`` are
+    ``e_ij·(r^ab_i + r^ba_j)``, and ``-σ·(δ^ab_i + δ^ba_i)`` on the diagonal; then
+    ``∂u_a += C·u_b``, ``∂u_b += Cᵀ·u_a`` (two batched products) and the normalisation's
+    backward. Double backward: by differentiating a recomputation, as :mod:`._pair_terms`."""
+
+    @staticmethod
+    def forward(  # type: ignore[override]
+        ctx, views: Tensor, temperature: float, pairs: Tensor
+    ) -> Tensor:
+        v, n, d = views.shape
+        scale = 1.0 / temperature
+        u, norm = _unit(views.reshape(v * n, d))
+        u3 = u.view(v, n, d)
+        first, second = u3[pairs[0]], u3[pairs[1]]  # [P, N, d]
+        e = torch.baddbmm(u.new_full((), -scale), first, second.transpose(1, 2), alpha=scale)
+        p = torch.diagonal(e, 0, 1, 2).clone()  # σ·(s - 1) of the positives, [P, N]
+        e = e.exp_()
+        torch.diagonal(e, 0, 1, 2).zero_()
+        sums = torch.cat([e.sum(dim=2), e.sum(dim=1)])  # [2P, N]: a → b, then b → a
+        nll, log_w = terms_of_gap(sums.log() - p.repeat(2, 1))
+        ctx.save_for_backward(views, pairs, u, norm, first, second, e, sums, log_w)
+        ctx.scale = scale
+        return nll
+
+    @staticmethod
+    def backward(ctx, grad: Tensor) -> tuple:  # type: ignore[override]
+        views, pairs, u, norm, first, second, e, sums, log_w = ctx.saved_tensors
+        scale = ctx.scale
+        if differentiating_backward():
+
+            def recompute(z: Tensor) -> tuple[Tensor]:
+                return (_pairwise_recomputed(z, scale, pairs),)
+
+            return *_recomputed_grads(ctx, (views,), recompute, (grad,)), None, None
+        v, n, d = views.shape
+        count = pairs.shape[1]
+        delta = log_w.exp().mul_(grad).mul_(scale)  # σ·δ, [2P, N]
+        r = delta / sums
+        with no_autocast(u.device.type):  # a backward inside autocast keeps float32 products
+            coef = e * (r[:count, :, None] + r[count:, None, :])
+            torch.diagonal(coef, 0, 1, 2).copy_(-(delta[:count] + delta[count:]))
+            grad_u = u.new_zeros(v, n, d).index_add_(0, pairs[0], torch.bmm(coef, second))
+            grad_u.index_add_(0, pairs[1], torch.bmm(coef.transpose(1, 2), first))
+        return _unit_grad(grad_u.view(v * n, d), u, norm).view(v, n, d), None, None
+
+
+def _pairwise_recomputed(views: Tensor, scale: float, pairs: Tensor) -> Tensor:
+    """:class:`_PairwiseTerms` by plain differentiable operations."""
+    v, n, d = views.shape
+    u = unit_rows(views.reshape(v * n, d)).view(v, n, d)
+    logits = scale * torch.bmm(u[pairs[0]], u[pairs[1]].transpose(1, 2))
+    own = torch.eye(n, dtype=torch.bool, device=views.device)
+    p = torch.diagonal(logits, 0, 1, 2)
+    masked = logits.masked_fill(own, -math.inf)
+    lse = torch.cat([masked.logsumexp(dim=2), masked.logsumexp(dim=1)])
+    return terms_of_gap(lse - p.repeat(2, 1))[0]
+
+
+def pairwise_terms(views: Tensor, temperature: float, pairs: Tensor) -> Tensor:
+    """CMC's ``-log P`` ``[2P, N]`` over every ordered pair of ``views [V, N, d]`` (one
+    dtype, no autocast; normalised inside): rows ``k`` and ``P + k`` are the two directions
+    of the unordered pair ``pairs[:, k]`` (``pairs [2, P]``, ``a < b``). Valid only where no
+    row sum can underflow (``needs_guard(1/temperature, True, dtype)`` is false)."""
+    return _PairwiseTerms.apply(views, temperature, pairs)
 
 
 def view_terms(
