@@ -115,6 +115,10 @@ def rank() -> int:
 
 
 class _GatherWithGrad(torch.autograd.Function):
+    """``cat`` of every rank's ``x`` (rank order). Its backward is :class:`_RankRows`, the
+    adjoint map written as a Function of its own, whose backward is this gather again: so
+    derivatives of any order (``create_graph=True``, e.g. a gradient penalty) stay exact."""
+
     @staticmethod
     def forward(ctx, x: Tensor) -> Tensor:  # type: ignore[override]
         parts = [torch.empty_like(x) for _ in range(dist.get_world_size())]
@@ -124,10 +128,23 @@ class _GatherWithGrad(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad: Tensor) -> Tensor:  # type: ignore[override]
-        grad = grad.contiguous().clone()
-        dist.all_reduce(grad, op=dist.ReduceOp.SUM)
-        start = dist.get_rank() * ctx.rows
-        return grad[start : start + ctx.rows]
+        return _RankRows.apply(grad, ctx.rows)
+
+
+class _RankRows(torch.autograd.Function):
+    """This rank's ``rows`` rows of the sum over ranks of ``y`` (the adjoint of
+    :class:`_GatherWithGrad`, whose forward is this map's adjoint in turn)."""
+
+    @staticmethod
+    def forward(ctx, y: Tensor, rows: int) -> Tensor:  # type: ignore[override]
+        total = y.contiguous().clone()
+        dist.all_reduce(total, op=dist.ReduceOp.SUM)
+        start = dist.get_rank() * rows
+        return total[start : start + rows]
+
+    @staticmethod
+    def backward(ctx, grad: Tensor) -> tuple[Tensor, None]:  # type: ignore[override]
+        return _GatherWithGrad.apply(grad), None
 
 
 def gather_with_grad(x: Tensor) -> Tensor:
@@ -163,7 +180,8 @@ def global_mean(x: Tensor) -> Tensor:
 
 
 class _AllReduceSum(torch.autograd.Function):
-    """Sum over ranks; the backward sums the incoming gradients over ranks too."""
+    """Sum over ranks; the backward sums the incoming gradients over ranks too, by this
+    Function (the map is its own adjoint), so higher derivatives stay exact."""
 
     @staticmethod
     def forward(ctx, x: Tensor) -> Tensor:  # type: ignore[override]
@@ -173,9 +191,7 @@ class _AllReduceSum(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad: Tensor) -> Tensor:  # type: ignore[override]
-        grad = grad.contiguous().clone()
-        dist.all_reduce(grad, op=dist.ReduceOp.SUM)
-        return grad
+        return _AllReduceSum.apply(grad)
 
 
 def _all_reduce_sum(x: Tensor) -> Tensor:

@@ -4,7 +4,8 @@ Each rank encodes its half of a fixed batch with a DDP-wrapped linear encoder an
 loss with ``gather_distributed=True``. After DDP's averaging the parameter gradients must
 equal those of one process on the concatenated batch (float64, within 1e-6), for every
 loss that takes the option; a loss's own parameters (AMCL) must get the single-process
-gradient on every rank.
+gradient on every rank. The gather and the all-reduce must also give exact second
+derivatives (a gradient differentiated again, ``create_graph=True``).
 """
 
 from __future__ import annotations
@@ -16,7 +17,13 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 
 from contrastkit import losses
-from contrastkit.distributed import accepts_gather, convert_sync_batchnorm, shutdown
+from contrastkit.distributed import (
+    _all_reduce_sum,
+    accepts_gather,
+    convert_sync_batchnorm,
+    gather_with_grad,
+    shutdown,
+)
 from contrastkit.frameworks import two_view_loss
 
 WORLD, LOCAL, IN_DIM, OUT_DIM = 2, 4, 6, 5
@@ -156,6 +163,54 @@ def test_ddp_parameter_gradients_equal_single_process(tmp_path: Path) -> None:
     for rank_state in per_rank:
         for got, want in zip(rank_state["sync_batchnorm"], bn_state(model), strict=True):
             torch.testing.assert_close(got, want, rtol=1e-6, atol=1e-9, msg="sync_batchnorm")
+
+
+def _cubic() -> tuple[torch.Tensor, ...]:
+    """The whole batch ``x``, the direction ``v`` and each rank's weights ``w [WORLD, ...]``
+    of :func:`_second_derivatives` (float64, fixed)."""
+    g = torch.Generator().manual_seed(11)
+    x, v = (torch.randn(WORLD * LOCAL, 3, generator=g, dtype=torch.float64) for _ in range(2))
+    w = torch.randn(WORLD, WORLD * LOCAL, 3, generator=g, dtype=torch.float64)
+    s = torch.randn(WORLD, LOCAL, 3, generator=g, dtype=torch.float64)
+    return x, v, w, s
+
+
+def _second_derivatives(rank: int, init_file: str, out_dir: str) -> None:
+    """Rank ``r``'s loss is ``Σ w_r·gather(x)³ + Σ s_r·allreduce(x)³`` on its rows of ``x``;
+    the Hessian of the ranks' total along ``v`` restricted to its rows, by differentiating
+    the gradient (``create_graph=True``)."""
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=WORLD)
+    x, v, w, s = _cubic()
+    rows = slice(rank * LOCAL, (rank + 1) * LOCAL)
+    local = x[rows].clone().requires_grad_()
+    loss = (w[rank] * gather_with_grad(local).pow(3)).sum()
+    loss = loss + (s[rank] * _all_reduce_sum(local).pow(3)).sum()
+    (grad,) = torch.autograd.grad(loss, local, create_graph=True)
+    (hessian_v,) = torch.autograd.grad((grad * v[rows]).sum(), local)
+    torch.save({"grad": grad.detach(), "hessian_v": hessian_v}, Path(out_dir) / f"hv{rank}.pt")
+    shutdown()
+
+
+def test_second_derivatives_through_the_gather_and_the_all_reduce_are_exact(
+    tmp_path: Path,
+) -> None:
+    """Against one process on the whole batch: the gradient of the ranks' summed losses and
+    its derivative along ``v`` (float64; the previous backwards treated the reduction over
+    ranks as a constant in a recorded backward, so the second derivative missed the other
+    ranks' terms)."""
+    mp.spawn(_second_derivatives, args=(str(tmp_path / "init"), str(tmp_path)), nprocs=WORLD)
+    x, v, w, s = _cubic()
+    x = x.clone().requires_grad_()
+    parts = x.view(WORLD, LOCAL, 3)
+    total = sum((w[r] * x.pow(3)).sum() + (s[r] * parts.sum(0).pow(3)).sum() for r in range(WORLD))
+    (grad,) = torch.autograd.grad(total, x, create_graph=True)
+    (hessian_v,) = torch.autograd.grad((grad * v).sum(), x)
+    for rank in range(WORLD):
+        got = torch.load(tmp_path / f"hv{rank}.pt", weights_only=True)
+        rows = slice(rank * LOCAL, (rank + 1) * LOCAL)
+        torch.testing.assert_close(got["grad"], grad.detach()[rows], rtol=1e-12, atol=1e-12)
+        torch.testing.assert_close(got["hessian_v"], hessian_v[rows], rtol=1e-12, atol=1e-12)
 
 
 def test_every_loss_but_simsiam_takes_the_option_and_is_checked_above() -> None:
