@@ -30,6 +30,7 @@ from .. import distributed
 from . import functional as F
 from .functional import Negatives
 from .functional._backend import DEFAULT_BACKEND
+from .functional.infonce import dual_weighted
 from .hparams import BACKEND, BLOCK_SIZE, FLAG, NONNEGATIVE, POSITIVE, Param
 from .registry import register
 from .views import (
@@ -277,6 +278,21 @@ class DualTemperature(TwoViewContrastive):
         super().__init__(block_size, gather_distributed, backend)
         self.temperature = temperature
         self.inter_temperature = inter_temperature
+
+    def forward(self, z1: Tensor, z2: Tensor, queue: Tensor | None = None) -> Tensor:
+        """As :meth:`TwoViewContrastive.forward`; without a queue, where
+        :func:`views.fused_pair_terms` allows at the lower of the two temperatures, from
+        the fused terms (:func:`views.ntxent_terms`) at τ and, without gradient, at
+        τ_inter (same values and gradients to float32 rounding)."""
+        own = type(self).similarity_loss is DualTemperature.similarity_loss
+        lowest = min(self.temperature, self.inter_temperature)
+        setting = (self.block_size, self.gather_distributed, self.backend)
+        if own and queue is None and fused_pair_terms(z1, lowest, *setting):
+            nll, log_w, _, _ = ntxent_terms(z1, z2, self.temperature)
+            with torch.no_grad():
+                log_w_inter = ntxent_terms(z1, z2, self.inter_temperature)[1]
+            return dual_weighted(nll, log_w, log_w_inter).mean()
+        return super().forward(z1, z2, queue)
 
     def similarity_loss(self, pos: Tensor, neg: Tensor | Negatives) -> Tensor:
         return F.dual_temperature(pos, neg, self.temperature, self.inter_temperature)

@@ -145,6 +145,29 @@ def test_the_terms_are_infonces_terms() -> None:
         assert nll[i].item() == pytest.approx(float(lse) - float(z[i] @ z[positive]) / 0.3)
 
 
+@pytest.mark.parametrize(
+    "setting",
+    [{}, {"temperature": 0.2, "inter_temperature": 0.5}, {"inter_temperature": 0.02}],
+)
+@pytest.mark.parametrize(("dtype", "tol"), [(torch.float64, 1e-12), (torch.float32, 2e-6)])
+def test_dual_temperature_takes_the_fused_terms_at_both_temperatures(
+    setting: dict, dtype: torch.dtype, tol: float, taken: list[int]
+) -> None:
+    z1, z2 = _views(9, 5, dtype, seed=21)
+    module = losses.get("dual_temperature", **setting)
+    got, got_grads = _value_and_grads(module, z1, z2)
+    # τ with gradient, then τ_inter without; general where a row sum could underflow at
+    # the lower temperature (τ_inter = 0.02 in float32)
+    underflow = setting.get("inter_temperature") == 0.02 and dtype == torch.float32
+    assert taken == ([] if underflow else [1, 1])
+    want, want_grads = _value_and_grads(
+        lambda a, b: module.similarity_loss(*ntxent_negatives(a, b)), z1, z2
+    )
+    assert abs((got - want).item()) <= tol * abs(want.item())
+    for g, ref in zip(got_grads, want_grads, strict=True):
+        assert float((g - ref).abs().max()) <= tol * float(ref.abs().max())
+
+
 MACL_SETTINGS = [
     {},
     {"adaptive": False},

@@ -220,9 +220,15 @@ def dual_temperature(
     terms = info_nce_terms.__wrapped__  # in float32 already: without the precision wrapper
     nll, log_w_intra = terms(pos, neg, temperature)
     _, log_w_inter = terms(pos, neg, inter_temperature)
+    return reduce(dual_weighted(nll, log_w_intra, log_w_inter), check_reduction(reduction))
+
+
+def dual_weighted(nll: Tensor, log_w_intra: Tensor, log_w_inter: Tensor) -> Tensor:
+    """The dual-temperature per-anchor loss ``sg[W(τ_inter)/W(τ)]·(-log P(τ))`` from
+    InfoNCE's terms at the two temperatures, the log-ratio clamped as in
+    :func:`dual_temperature`."""
     log_ratio = (log_w_inter - log_w_intra).clamp(max=max_log_weight(nll.dtype))
-    per_anchor = torch.exp(log_ratio).detach() * nll
-    return reduce(per_anchor, check_reduction(reduction))
+    return torch.exp(log_ratio).detach() * nll
 
 
 @float32_compute
