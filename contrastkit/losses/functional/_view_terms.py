@@ -5,7 +5,8 @@ views (:class:`_PairwiseTerms`). The torch backend's path for
 :class:`contrastkit.losses.CMC`, with no queue, no ``block_size`` and nothing gathered
 (issue #38; the same reasons as :mod:`._pair_terms`).
 
-Layout (that of :func:`contrastkit.losses.views.multiview_negatives`): row ``m = a·N + n``
+CACR (:class:`_ViewTerms`; CMC's terms are described on :class:`_PairwiseTerms`). Layout
+(that of :func:`contrastkit.losses.views.multiview_negatives`): row ``m = a·N + n``
 is view ``a`` of sample ``n``, ``u`` the unit rows ``[M, d]`` (``M = V·N``), ``s = u·uᵀ``.
 Anchor ``m``'s positives are sample ``n``'s ``K = V - 1`` other views, its negatives the
 ``V·(N - 1)`` views of the other samples. With ``c = 2 - 2s`` (CACR §3.1) and
