@@ -26,7 +26,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 DEVICE=${DEVICE:-cuda}
 SIZES=${SIZES:-256,1024,4096,8192,16384}
 DTYPES=${DTYPES:-fp32,bf16}
-LOSSES=${LOSSES:-ntxent,infonce,infonce_queue,dcl,dclw,flatnce,dual_temperature,hcl,macl,supcon,lascon,cacr}
+LOSSES=${LOSSES:-ntxent,infonce,infonce_queue,dcl,dclw,flatnce,dual_temperature,hcl,macl,supcon,lascon,cacr,cmc}
 DIM=${DIM:-128}
 REPEATS=${REPEATS:-20}
 if [[ $DEVICE == cuda* ]]; then TILED=${TILED:-65536}; else TILED=${TILED:-256}; fi  # 0: none

@@ -52,6 +52,7 @@ LOSSES = (
     "supcon",
     "lascon",
     "cacr",
+    "cmc",  # two views: the symmetric (CLIP-style) InfoNCE; the torch path alone
 )
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
 Step = Callable[[], None]
@@ -89,7 +90,9 @@ def make_step(case: str, backend: str, n: int, d: int, dtype: torch.dtype, devic
         queue = torch.randn(2 * n, d, generator=g, device=device).to(dtype)
         module = losses.get("infonce", backend=backend)
         return _backward(lambda: module(z1, key, queue), (z1,))
-    kind, module = losses.info(case).inputs, losses.get(case, backend=backend)
+    info = losses.info(case)
+    module = losses.get(case, backend=backend) if info.fused_backends else losses.get(case)
+    kind = info.inputs
     if kind == "labeled":
         labels = torch.randint(0, 100, (n,), generator=g, device=device)
         if case == "lascon":
@@ -162,6 +165,12 @@ def _cell(result: dict[str, float] | str, floor: float | None) -> str:
     return f"| {result['ms']:.2f} | {ratio} | {memory} |"
 
 
+def _has(case: str, backend: str) -> bool:
+    """Whether ``case`` runs on ``backend``: a loss without a ``backend`` argument (CMC)
+    has the torch path alone."""
+    return backend == "torch" or case == "infonce_queue" or losses.info(case).fused_backends
+
+
 def run_losses(args: argparse.Namespace, backends: list[str], records: list[dict]) -> None:
     print("| dtype | N pairs | case | backend | ms | × floor | extra MB |")
     print("|---|---:|---|---|---:|---:|---:|")
@@ -169,7 +178,7 @@ def run_losses(args: argparse.Namespace, backends: list[str], records: list[dict
         dtype = DTYPES[dtype_name]
         for n in (int(s) for s in args.sizes.split(",")):
             cases = [("floor", "torch"), ("plain_ntxent", "torch")]
-            cases += [(c, b) for c in args.losses.split(",") for b in backends]
+            cases += [(c, b) for c in args.losses.split(",") for b in backends if _has(c, b)]
             floor = None
             for case, backend in cases:
                 step = make_step(case, backend, n, args.dim, dtype, args.device)

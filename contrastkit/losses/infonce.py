@@ -30,7 +30,13 @@ from .. import distributed
 from . import functional as F
 from .functional import Negatives
 from .functional._backend import DEFAULT_BACKEND
-from .functional.infonce import dual_weighted
+from .functional.infonce import (
+    check_hcl,
+    dclw_from_statistics,
+    dual_weighted,
+    hcl_from_statistics,
+    hcl_scales,
+)
 from .hparams import BACKEND, BLOCK_SIZE, FLAG, NONNEGATIVE, POSITIVE, Param
 from .registry import register
 from .views import (
@@ -38,6 +44,7 @@ from .views import (
     cross_view_terms,
     fused_pair_terms,
     ntxent_negatives,
+    ntxent_statistics,
     ntxent_terms,
 )
 
@@ -86,6 +93,15 @@ class TwoViewContrastive(nn.Module, ABC):
     def similarity_loss(self, pos: Tensor, neg: Tensor | Negatives) -> Tensor:
         """The loss on ``pos [M]`` and ``neg [M, K]`` (or any :class:`Negatives`) with this
         module's hyper-parameters."""
+
+    def _fusable(self, owner: type, z1: Tensor, queue: Tensor | None, temperature: float) -> bool:
+        """Whether a call takes ``owner``'s fused path from the views: no queue,
+        ``similarity_loss`` still ``owner``'s (a subclass may redefine it), and
+        :func:`views.fused_pair_terms` allows at ``temperature`` (the lowest one used)."""
+        if queue is not None or type(self).similarity_loss is not owner.similarity_loss:
+            return False
+        setting = (self.block_size, self.gather_distributed, self.backend)
+        return fused_pair_terms(z1, temperature, *setting)
 
 
 class SingleTemperature(TwoViewContrastive):
@@ -247,6 +263,15 @@ class DCLW(TwoViewContrastive):
         self.temperature = temperature
         self.sigma = sigma
 
+    def forward(self, z1: Tensor, z2: Tensor, queue: Tensor | None = None) -> Tensor:
+        """As :meth:`TwoViewContrastive.forward`; where :meth:`_fusable`, from the fused
+        statistics (:func:`views.ntxent_statistics`; same values and gradients to float32
+        rounding)."""
+        if self._fusable(DCLW, z1, queue, self.temperature):
+            pos, lse = ntxent_statistics(z1, z2, (1.0 / self.temperature,))
+            return dclw_from_statistics(pos, lse[0], self.temperature, self.sigma).mean()
+        return super().forward(z1, z2, queue)
+
     def similarity_loss(self, pos: Tensor, neg: Tensor | Negatives) -> Tensor:
         batch_pos = distributed.gather(pos.detach()) if self.gather_distributed else None
         return F.dclw(pos, neg, self.temperature, self.sigma, batch_pos=batch_pos)
@@ -284,10 +309,8 @@ class DualTemperature(TwoViewContrastive):
         :func:`views.fused_pair_terms` allows at the lower of the two temperatures, from
         the fused terms (:func:`views.ntxent_terms`) at τ and, without gradient, at
         τ_inter (same values and gradients to float32 rounding)."""
-        own = type(self).similarity_loss is DualTemperature.similarity_loss
         lowest = min(self.temperature, self.inter_temperature)
-        setting = (self.block_size, self.gather_distributed, self.backend)
-        if own and queue is None and fused_pair_terms(z1, lowest, *setting):
+        if self._fusable(DualTemperature, z1, queue, lowest):
             nll, log_w, _, _ = ntxent_terms(z1, z2, self.temperature)
             with torch.no_grad():
                 log_w_inter = ntxent_terms(z1, z2, self.inter_temperature)[1]
@@ -323,6 +346,22 @@ class HCL(TwoViewContrastive):
         self.temperature = temperature
         self.tau_plus = tau_plus
         self.beta = beta
+
+    def forward(self, z1: Tensor, z2: Tensor, queue: Tensor | None = None) -> Tensor:
+        """As :meth:`TwoViewContrastive.forward`; where :meth:`_fusable` at the larger
+        scale, from the fused statistics (:func:`views.ntxent_statistics`: the positives
+        and both log-sum-exps from one matrix product; same values and gradients to float32
+        rounding)."""
+        scales = hcl_scales(self.temperature, self.beta)
+        if self._fusable(HCL, z1, queue, 1.0 / scales[0]):
+            check_hcl(self.tau_plus, self.beta)
+            pos, lse = ntxent_statistics(z1, z2, scales)
+            count = 2 * z1.shape[0] - 2  # every view but the anchor and its positive
+            per_anchor = hcl_from_statistics(
+                pos, lse[0], lse[1], count, self.temperature, self.tau_plus
+            )
+            return per_anchor.mean()
+        return super().forward(z1, z2, queue)
 
     def similarity_loss(self, pos: Tensor, neg: Tensor | Negatives) -> Tensor:
         return F.hcl(pos, neg, self.temperature, self.tau_plus, self.beta)

@@ -39,6 +39,7 @@ from .functional._gram_torch import needs_guard
 from .functional._negatives import GramNegatives
 from .functional._pair_terms import Temperature, cross_terms, pair_terms
 from .functional._precision import in_dtype
+from .functional._scaled_terms import scaled_terms
 from .functional._view_terms import pairwise_terms, view_terms
 
 
@@ -148,6 +149,20 @@ def ntxent_terms(
     dtype, n = compute_dtype(z1, z2), z1.shape[0]
     exclude = pair_exclude(n, n, 0, z1.device)
     return pair_terms(in_dtype(z1, dtype), in_dtype(z2, dtype), temperature, exclude)
+
+
+def ntxent_statistics(
+    z1: Tensor, z2: Tensor, scales: tuple[float, ...]
+) -> tuple[Tensor, Tensor]:
+    """Each anchor's cosine with its positive ``[2N]`` and its negatives' log-sum-exps at
+    ``scales`` ``[K, 2N]`` over the layout of :func:`ntxent_negatives` (no queue) in one
+    fused ``autograd.Function`` (:mod:`.functional._scaled_terms`): the ``pos`` and the
+    ``neg.logsumexp(c)`` of ``ntxent_negatives(z1, z2)`` to float32 rounding. For calls
+    :func:`fused_pair_terms` accepts at ``τ = 1/max(scales)``."""
+    z1, z2 = check_views(z1, z2)
+    dtype, n = compute_dtype(z1, z2), z1.shape[0]
+    exclude = pair_exclude(n, n, 0, z1.device)
+    return scaled_terms(in_dtype(z1, dtype), in_dtype(z2, dtype), scales, exclude)
 
 
 @float32_compute

@@ -42,7 +42,7 @@ def test_tiny_cpu_mode_measures_every_case(tmp_path: Path) -> None:
         SECTIONS="losses",
         SIZES="16",
         DTYPES="fp32",
-        LOSSES="ntxent,infonce_queue,supcon,cacr",
+        LOSSES="ntxent,infonce_queue,supcon,cacr,cmc",
         REPEATS="1",
         TILED="32",
         OUT=str(tmp_path),
@@ -58,6 +58,7 @@ def test_tiny_cpu_mode_measures_every_case(tmp_path: Path) -> None:
         ("infonce_queue", "torch"),
         ("supcon", "torch"),
         ("cacr", "torch"),
+        ("cmc", "torch"),
         ("tiled", None),
         ("dense", None),
     ]

@@ -8,11 +8,11 @@ index tensors), counted with :class:`contrastkit.engine.kernels.KernelCounter`, 
 the operators that only re-describe memory (views). For reference the plain ten-line
 NT-Xent (``F.normalize``, ``z·zᵀ/τ``, diagonal masked, ``F.cross_entropy``) launches 38;
 ``ntxent`` launched 79 before issue #38's pass over the operators, 42 after, and 32
-since NT-Xent, DCL, FlatNCE, dual temperature, MACL, InfoNCE, SupCon, LASCon, CACR and
-CMC take one fused ``autograd.Function`` from the views
-(:mod:`contrastkit.losses.functional._pair_terms`, :mod:`~.functional._view_terms`;
-``benchmarks/op_count.py`` lists them). A ceiling that fails means a change added
-kernels to the hot path.
+since NT-Xent, DCL, FlatNCE, dual temperature, HCL, DCLW, MACL, InfoNCE, SupCon, LASCon,
+CACR and CMC take fused ``autograd.Function`` objects from the views
+(:mod:`contrastkit.losses.functional._pair_terms`, :mod:`~.functional._view_terms`,
+:mod:`~.functional._scaled_terms`; ``benchmarks/op_count.py`` lists them). A ceiling that
+fails means a change added kernels to the hot path.
 """
 
 from __future__ import annotations
@@ -25,15 +25,17 @@ from contrastkit.engine.kernels import KernelCounter
 from contrastkit.losses.examples import build, example_inputs
 
 # kernels of one forward + backward as measured with torch 2.13 (before: 79, 112, 68, 75,
-# 104, 105; ntxent 42, infonce 63, dcl 39, flatnce 46, dual_temperature 61, macl 71, supcon
-# 68, lascon 72, cacr 61 and cmc 285 before the fused paths from the views); infonce is
-# MoCo's layout here (a queue of 5 keys), cacr and cmc three views
+# 104, 105; ntxent 42, infonce 63, dcl 39, flatnce 46, dual_temperature 61, hcl 114, dclw 48,
+# macl 71, supcon 68, lascon 72, cacr 61 and cmc 285 before the fused paths from the views);
+# infonce is MoCo's layout here (a queue of 5 keys), cacr and cmc three views
 CEILINGS = {
     "ntxent": 32,
     "infonce": 45,
     "dcl": 36,
     "flatnce": 41,
     "dual_temperature": 54,
+    "hcl": 100,
+    "dclw": 44,
     "macl": 46,
     "supcon": 63,
     "lascon": 66,

@@ -172,12 +172,21 @@ def dclw(
     pos, neg = check_pos_neg(pos, neg)
     temperature = check_positive(temperature, "temperature")
     sigma = check_positive(sigma, "sigma")
+    lse = neg.logsumexp(1.0 / temperature)
+    per_anchor = dclw_from_statistics(pos, lse, temperature, sigma, batch_pos)
+    return reduce(per_anchor, check_reduction(reduction))
+
+
+def dclw_from_statistics(
+    pos: Tensor, lse: Tensor, temperature: float, sigma: float, batch_pos: Tensor | None = None
+) -> Tensor:
+    """:func:`dclw`'s per-anchor loss from the positives ``pos [M]`` and the negatives'
+    ``lse = log Σ exp(neg/τ)`` ``[M]`` (checked arguments)."""
     p = _scaled_pos(pos, temperature)
     batch = (pos if batch_pos is None else batch_pos).detach().to(p.dtype) / sigma
     log_mean_exp = torch.logsumexp(batch, dim=0) - math.log(batch.shape[0])
     weight = 2.0 - torch.exp(pos.detach().to(p.dtype) / sigma - log_mean_exp)
-    per_anchor = neg.logsumexp(1.0 / temperature) - weight * p
-    return reduce(per_anchor, check_reduction(reduction))
+    return lse - weight * p
 
 
 @float32_compute
@@ -251,16 +260,40 @@ def hcl(
     """
     pos, neg = check_pos_neg(pos, neg)
     temperature = check_positive(temperature, "temperature")
+    check_hcl(tau_plus, beta)
+    lse_hard, lse_soft = (neg.logsumexp(c) for c in hcl_scales(temperature, beta))
+    per_anchor = hcl_from_statistics(pos, lse_hard, lse_soft, neg.count(), temperature, tau_plus)
+    return reduce(per_anchor, check_reduction(reduction))
+
+
+def check_hcl(tau_plus: float, beta: float) -> None:
+    """:func:`hcl`'s checks of τ⁺ (a class prior in [0, 1)) and β (>= 0)."""
     if not 0.0 <= tau_plus < 1.0:
         raise ValueError(f"tau_plus must lie in [0, 1), got {tau_plus}")
     if beta < 0:
         raise ValueError(f"beta must be >= 0, got {beta}")
+
+
+def hcl_scales(temperature: float, beta: float) -> tuple[float, float]:
+    """The two scales of :func:`hcl`'s log-sum-exps over the negatives: ``(1 + β)/τ`` and
+    ``β/τ``."""
+    return (1.0 + beta) / temperature, beta / temperature
+
+
+def hcl_from_statistics(
+    pos: Tensor,
+    lse_hard: Tensor,
+    lse_soft: Tensor,
+    count: Tensor | float,
+    temperature: float,
+    tau_plus: float,
+) -> Tensor:
+    """:func:`hcl`'s per-anchor loss from the positives ``pos [M]``, the negatives'
+    log-sum-exps at :func:`hcl_scales` and their number ``count`` (checked arguments)."""
     p = _scaled_pos(pos, temperature)
-    log_k = neg.count().log()
+    log_k = count.log() if isinstance(count, Tensor) else math.log(count)
     # log(Σ imp·e^{n} / mean(imp)) = lse((1+β)·neg/τ) - lse(β·neg/τ) + log K
-    log_reweighted = (
-        neg.logsumexp((1.0 + beta) / temperature) - neg.logsumexp(beta / temperature) + log_k
-    )
+    log_reweighted = lse_hard - lse_soft + log_k
     # log(reweighted - τ⁺·K·e^{p}) where positive, -inf where the estimate is <= 0
     if tau_plus > 0:
         t = math.log(tau_plus) + log_k + p - log_reweighted
@@ -271,5 +304,4 @@ def hcl(
         debiased = log_reweighted
     floor = math.log(1.0 - tau_plus) + log_k - 1.0 / temperature
     log_ng = debiased.clamp(min=floor) - math.log(1.0 - tau_plus)
-    per_anchor = torch.logaddexp(p, log_ng) - p
-    return reduce(per_anchor, check_reduction(reduction))
+    return torch.logaddexp(p, log_ng) - p
