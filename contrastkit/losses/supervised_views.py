@@ -35,16 +35,16 @@ def check_labels(labels: object, n: int) -> Tensor:
 
 
 def _class_ids(labels: Tensor) -> Tensor:
-    """``[N]`` class index of each sample in ``[0, N)``, numbered in sorted label order (as
-    ``torch.unique(..., return_inverse=True)`` numbers them). Class labels ``[N]`` go
-    through a sort and a running count, which never waits for the device; label rows
-    ``[N, C]`` through ``torch.unique(dim=0)``, which does (its output size is data)."""
+    """``[N]`` class index of each sample in ``[0, N)``: two samples share an index iff
+    their labels are equal. Class labels ``[N]``: the position of the label's first
+    occurrence in sorted order (a sort and a binary search, neither of which waits for the
+    device); label rows ``[N, C]``: ``torch.unique(dim=0)``'s numbering, which does wait
+    (its output size is data)."""
     if labels.dim() == 2:
         return torch.unique(labels, dim=0, return_inverse=True)[1]
-    sorted_labels, order = torch.sort(labels)
-    starts = torch.ones_like(order)
-    starts[1:] = sorted_labels[1:] != sorted_labels[:-1]
-    return torch.empty_like(order).scatter_(0, order, starts.cumsum(0) - 1)
+    if labels.dtype == torch.bool:  # no binary search over booleans
+        labels = labels.to(torch.uint8)
+    return torch.searchsorted(torch.sort(labels).values, labels)
 
 
 LabelWeights = Callable[[Tensor, Tensor], Tensor]  # (keys, anchors) -> weighted keys
@@ -76,7 +76,7 @@ def label_weights(
         count = cls.new_zeros(total, dtype=dtype)
         count = count.index_add_(0, cls2, ones(2 * total, dtype, device))
         local = cls[offset : offset + n]  # the local samples are contiguous: a view
-        mine = torch.cat([local, local])
+        mine = cls2 if n == total else torch.cat([local, local])
 
         def by_class(keys: Tensor, anchors: Tensor) -> Tensor:
             class_sum = keys.new_zeros(total, keys.shape[1]).index_add_(0, cls2, keys)

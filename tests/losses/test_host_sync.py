@@ -141,12 +141,16 @@ def test_the_value_checks_read_on_the_cpu_by_default_and_nowhere_when_off() -> N
         torch.randint(-4, 4, (64,), generator=torch.Generator().manual_seed(1)),
         torch.rand(40, generator=torch.Generator().manual_seed(2)).round(decimals=1),
         torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 0.0]]),
+        torch.tensor([True, False, False, True]),
     ],
 )
-def test_class_ids_number_classes_as_unique_does(labels: torch.Tensor) -> None:
+def test_class_ids_partition_the_samples_as_unique_does(labels: torch.Tensor) -> None:
+    """Same index iff same label (the partition of ``torch.unique``'s inverse), in [0, N)."""
     dim = 0 if labels.dim() == 2 else None
     expected = torch.unique(labels, dim=dim, return_inverse=True)[1]
-    assert torch.equal(_class_ids(labels), expected)
+    ids = _class_ids(labels)
+    assert torch.equal(ids[:, None] == ids[None, :], expected[:, None] == expected[None, :])
+    assert int(ids.min()) >= 0 and int(ids.max()) < labels.shape[0]
 
 
 def test_the_underflow_guard_changes_nothing_where_no_row_underflows() -> None:
