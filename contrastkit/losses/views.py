@@ -123,11 +123,11 @@ def fused_pair_terms(
     backend: str,
     views: int = 2,
 ) -> bool:
-    """Whether a fused Function from the views computes a call (:func:`ntxent_terms`, the
-    supervised, the MoCo and CACR's V-view layouts): the torch backend for its ``views·N``
-    anchor rows, no ``block_size``, nothing gathered across ranks, two-dimensional views,
-    and no row sum that could underflow at ``temperature`` (:func:`._gram_torch.needs_guard`;
-    every ``τ > 0.028`` in float32)."""
+    """Whether a fused Function from the views computes a call (the ``*_terms`` and
+    :func:`ntxent_statistics` builders here and in :mod:`.supervised_views`): the torch
+    backend for its ``views·N`` anchor rows, no ``block_size``, nothing gathered across
+    ranks, two-dimensional views, and no row sum that could underflow at ``temperature``
+    (:func:`._gram_torch.needs_guard`; every ``τ > 0.028`` in float32)."""
     if block_size is not None or (gather_distributed and distributed.is_distributed()):
         return False
     if z1.dim() != 2 or resolve(backend, z1, rows=views * z1.shape[0]) != "torch":
