@@ -35,12 +35,12 @@ CEILINGS = {
     "dcl": 36,
     "flatnce": 41,
     "dual_temperature": 54,
-    "hcl": 100,
-    "dclw": 44,
+    "hcl": 103,
+    "dclw": 47,
     "macl": 46,
     "supcon": 56,
     "lascon": 66,
-    "cacr": 48,
+    "cacr": 47,
     "cmc": 40,
 }
 

@@ -17,8 +17,10 @@ no row sum underflows (callers check it with :func:`._gram_torch.needs_guard`). 
 
 Backward in closed form: with upstream ``g_k`` (of ``lse_k``) and ``h`` (of ``pos``),
 ``∂L/∂s_ij = Σ_k g_ki·c_k·e_kij/Σ_j e_kij`` at the negatives (``e_k`` the kept
-exponentials) and ``h_i`` at the positive; that matrix ``C`` gives
-``∂u = C·u + Cᵀ·u`` (two products), then the normalisation's backward. Double backward: by
+exponentials) and ``h_i`` at the positive. The negatives' matrix ``C`` gives
+``C·u + Cᵀ·u`` (two products; with one scale the row factors go onto ``u``, so no
+``[2N, 2N]`` buffer is made), the positives ``(h_i + h_π(i))·u_π(i)``; then the
+normalisation's backward. Double backward: by
 differentiating a recomputation, as in :mod:`._pair_terms`.
 """
 
@@ -48,9 +50,11 @@ class _ScaledTerms(torch.autograd.Function):
         top = max(max(scales), 1.0)  # the shift; 1 when every scale is 0
         logits = torch.addmm(u.new_full((), -top), u, u.T, alpha=top)  # top·(s - 1)
         pos = logits.gather(1, exclude[:, 1:]).squeeze(1).div_(top).add_(1.0)
-        kept, lse = [], []
-        for scale in scales:
-            e = (logits * (scale / top)).exp_().scatter_(1, exclude, 0.0)
+        kept, lse, last = [], [], len(scales) - 1
+        for k, scale in enumerate(scales):  # the last one in place: one [2N, 2N] buffer less
+            ratio = scale / top
+            e = logits * ratio if k != last else logits if ratio == 1.0 else logits.mul_(ratio)
+            e = e.exp_().scatter_(1, exclude, 0.0)
             row_sum = e.sum(dim=1)
             kept += [e, row_sum]
             lse.append(row_sum.log().add_(scale))
@@ -70,20 +74,32 @@ class _ScaledTerms(torch.autograd.Function):
 
             grads = _recomputed_grads(ctx, (z1, z2), recompute, (grad_pos, grad_lse))
             return *grads, None, None
-        coef = None
-        if grad_lse is not None:
-            for k, scale in enumerate(scales):
-                e, row_sum = kept[2 * k], kept[2 * k + 1]
-                r = (grad_lse[k] * scale / row_sum)[:, None]
-                coef = e * r if coef is None else coef.addcmul_(e, r)
-        if grad_pos is not None:
-            coef = u.new_zeros(u.shape[0], u.shape[0]) if coef is None else coef
-            coef.scatter_(1, exclude[:, 1:], grad_pos[:, None])  # C was 0 at the positive
-        if coef is None:
+        if grad_pos is None and grad_lse is None:
             return None, None, None, None
-        with no_autocast(u.device.type):  # a backward inside autocast keeps float32 products
-            grad_u = torch.addmm(coef @ u, coef.T, u)
+        grad_u = None
+        if grad_lse is not None:
+            with no_autocast(u.device.type):  # inside autocast, keep float32 products
+                grad_u = _negatives_grad(kept, scales, grad_lse, u)
+        if grad_pos is not None:  # ∂u_m += (h_m + h_π(m))·u_π(m); π swaps the halves
+            h, partner = (grad_pos + grad_pos.roll(n))[:, None], u.roll(n, 0)
+            grad_u = h * partner if grad_u is None else grad_u.addcmul_(h, partner)
         return *_unit_backward(grad_u, u, norm, n), None, None
+
+
+def _negatives_grad(
+    kept: list[Tensor], scales: tuple[float, ...], grad_lse: Tensor, u: Tensor
+) -> Tensor:
+    """``C·u + Cᵀ·u`` for the negatives' coefficients ``C = Σ_k diag(r_k)·e_k``,
+    ``r_k = g_k·c_k/Σ_j e_kj``: with one scale as ``diag(r)·e·u + eᵀ·diag(r)·u`` (no
+    ``[2N, 2N]`` buffer), with several through ``C`` (two products in all)."""
+    rates = [(grad_lse[k] * c / kept[2 * k + 1])[:, None] for k, c in enumerate(scales)]
+    if len(scales) == 1:
+        e, r = kept[0], rates[0]
+        return torch.addmm(r * (e @ u), e.T, r * u)
+    coef = kept[0] * rates[0]
+    for k in range(1, len(scales)):
+        coef.addcmul_(kept[2 * k], rates[k])
+    return torch.addmm(coef @ u, coef.T, u)
 
 
 def _recomputed(

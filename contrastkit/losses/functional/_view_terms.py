@@ -67,7 +67,8 @@ class _ViewTerms(torch.autograd.Function):
         e = logits.exp()
         torch.diagonal(e.view(v, n, v, n), 0, 1, 3).zero_()  # only the negatives count
         row_sum = e.sum(dim=1)
-        mean_logit = torch.linalg.vecdot(e, logits).div_(row_sum)  # L̄ = a·(E - 1)
+        # L̄ = a·(E - 1); row dot products as a batched product, with no [M, M] temporary
+        mean_logit = torch.bmm(e[:, None], logits[:, :, None]).view(-1).div_(row_sum)
         repulsion = mean_logit.mul(2.0 / scale)
         coef = e if detach_neg else logits.sub_((mean_logit - 1.0)[:, None]).mul_(e)  # Γ
         ctx.save_for_backward(views, u, norm, coef, row_sum, pos_w, cost, attraction)
