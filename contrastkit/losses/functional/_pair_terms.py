@@ -99,11 +99,8 @@ class _PairTerms(torch.autograd.Function):
         z1, z2, exclude, u, norm, coef, row_sum, nll, log_w = ctx.saved_tensors
         scale, n = ctx.scale, z1.shape[0]
         if differentiating_backward():
-
-            def recompute(a: Tensor, b: Tensor) -> tuple[Tensor, Tensor]:
-                return _recomputed(a, b, scale, exclude)
-
-            grads = _recomputed_grads(ctx, (z1, z2), recompute, (grad_nll, grad_log_w))
+            upstream = (grad_nll, grad_log_w)
+            grads = _recomputed_grads(ctx, (z1, z2), upstream, _recomputed, scale, exclude)
             return *grads, None, None
         delta = _delta(grad_nll, grad_log_w, nll, log_w)
         if delta is None:
@@ -154,11 +151,9 @@ class _CrossTerms(torch.autograd.Function):
         query, key, queue, u, norm_u, v, norm_v, w, e, row_sum, nll, log_w = ctx.saved_tensors
         scale = ctx.scale
         if differentiating_backward():
-
-            def recompute(a: Tensor, b: Tensor) -> tuple[Tensor, Tensor]:
-                return _cross_recomputed(a, b, queue, scale)
-
-            grads = _recomputed_grads(ctx, (query, key), recompute, (grad_nll, grad_log_w))
+            upstream = (grad_nll, grad_log_w)
+            inputs = (query, key)
+            grads = _recomputed_grads(ctx, inputs, upstream, _cross_recomputed, queue, scale)
             return *grads, None, None
         delta = _delta(grad_nll, grad_log_w, nll, log_w)
         if delta is None:
@@ -240,11 +235,9 @@ class _SupervisedTerms(torch.autograd.Function):
         z1, z2, exclude, mass, u, norm, e, row_sum, targets, inv_mass, has = ctx.saved_tensors
         scale, weigh, n = ctx.scale, ctx.weigh, z1.shape[0]
         if differentiating_backward():
-
-            def recompute(a: Tensor, b: Tensor) -> tuple[Tensor]:
-                return (_supervised(a, b, scale, exclude, weigh, mass),)
-
-            return *_recomputed_grads(ctx, (z1, z2), recompute, (grad,)), None, None, None, None
+            setting = (scale, exclude, weigh, mass)
+            grads = _recomputed_grads(ctx, (z1, z2), (grad,), _supervised, *setting)
+            return *grads, None, None, None, None
         k = grad * inv_mass
         r = torch.where(has, grad * scale / row_sum, 0.0)[:, None]
         ku = k[:, None] * u
@@ -303,19 +296,23 @@ def _recomputed(
 def _recomputed_grads(
     ctx: torch.autograd.function.FunctionCtx,
     inputs: tuple[Tensor, ...],
-    recompute: Callable[..., tuple[Tensor, ...]],
     upstream: tuple[Tensor | None, ...],
+    recompute: Callable[..., Tensor | tuple[Tensor, ...]],
+    *args: object,
 ) -> tuple[Tensor | None, ...]:
     """``∂/∂inputs`` (the Function's first ``len(inputs)`` arguments) of ``Σ_k g_k·t_k`` for
-    the outputs ``t = recompute(*inputs)`` (plain differentiable operations) and their
-    upstream gradients ``g`` (``None``: unused), recorded by autograd."""
+    the outputs ``t = recompute(*inputs, *args)`` (plain differentiable operations; one
+    tensor or a tuple) and their upstream gradients ``g`` (``None``: unused), recorded by
+    autograd."""
     needs = ctx.needs_input_grad[: len(inputs)]  # type: ignore[attr-defined]
     wanted = [z for z, need in zip(inputs, needs, strict=True) if need]
-    pairs = [(t, g) for t, g in zip(recompute(*inputs), upstream, strict=True) if g is not None]
+    outputs = recompute(*inputs, *args)
+    outputs = (outputs,) if isinstance(outputs, Tensor) else outputs
+    pairs = [(t, g) for t, g in zip(outputs, upstream, strict=True) if g is not None]
     if not wanted or not pairs:
         return (None,) * len(inputs)
-    outputs, grads = zip(*pairs, strict=True)
-    found = iter(torch.autograd.grad(outputs, wanted, grads, create_graph=True))
+    found_outputs, grads = zip(*pairs, strict=True)
+    found = iter(torch.autograd.grad(found_outputs, wanted, grads, create_graph=True))
     return tuple(next(found) if need else None for need in needs)
 
 

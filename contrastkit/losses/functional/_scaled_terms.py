@@ -68,11 +68,8 @@ class _ScaledTerms(torch.autograd.Function):
         z1, z2, exclude, u, norm, *kept = ctx.saved_tensors
         scales, n = ctx.scales, z1.shape[0]
         if differentiating_backward():
-
-            def recompute(a: Tensor, b: Tensor) -> tuple[Tensor, Tensor]:
-                return _recomputed(a, b, scales, exclude)
-
-            grads = _recomputed_grads(ctx, (z1, z2), recompute, (grad_pos, grad_lse))
+            upstream = (grad_pos, grad_lse)
+            grads = _recomputed_grads(ctx, (z1, z2), upstream, _recomputed, scales, exclude)
             return *grads, None, None
         if grad_pos is None and grad_lse is None:
             return None, None, None, None

@@ -83,11 +83,8 @@ class _ViewTerms(torch.autograd.Function):
         t_pos, detach_pos = setting[0], setting[2]
         nothing = (None,) * 4
         if differentiating_backward():
-
-            def recompute(z: Tensor) -> tuple[Tensor, Tensor]:
-                return _recomputed(z, *setting)
-
-            return *_recomputed_grads(ctx, (views,), recompute, (grad_a, grad_r)), *nothing
+            upstream = (grad_a, grad_r)
+            return *_recomputed_grads(ctx, (views,), upstream, _recomputed, *setting), *nothing
         v, n, d = views.shape
         grad_u = None
         with no_autocast(u.device.type):  # a backward inside autocast keeps float32 products
@@ -165,11 +162,8 @@ class _PairwiseTerms(torch.autograd.Function):
         views, pairs, u, norm, first, second, e, sums, log_w = ctx.saved_tensors
         scale = ctx.scale
         if differentiating_backward():
-
-            def recompute(z: Tensor) -> tuple[Tensor]:
-                return (_pairwise_recomputed(z, scale, pairs),)
-
-            return *_recomputed_grads(ctx, (views,), recompute, (grad,)), None, None
+            grads = _recomputed_grads(ctx, (views,), (grad,), _pairwise_recomputed, scale, pairs)
+            return *grads, None, None
         v, n, d = views.shape
         count = pairs.shape[1]
         delta = log_w.exp().mul_(grad).mul_(scale)  # σ·δ, [2P, N]
