@@ -24,7 +24,7 @@ from .functional.macl import reweighted
 from .hparams import FINITE, FLAG, NONNEGATIVE, Param
 from .infonce import TwoViewContrastive
 from .registry import register
-from .views import fused_pair_terms, ntxent_terms
+from .views import ntxent_terms
 
 
 @register(
@@ -88,9 +88,7 @@ class MACL(TwoViewContrastive):
         :func:`views.fused_pair_terms` allows at the lowest τ_a this module can reach
         (:meth:`_lowest_temperature`), in one fused ``autograd.Function`` (same values and
         gradients to float32 rounding, about a third less host time per call)."""
-        setting = (self.block_size, self.gather_distributed, self.backend)
-        own = type(self).similarity_loss is MACL.similarity_loss  # a subclass may redefine it
-        if own and queue is None and fused_pair_terms(z1, self._lowest_temperature(), *setting):
+        if self._fusable(MACL, z1, queue, self._lowest_temperature()):
             nll, log_w, tau, alignment = ntxent_terms(z1, z2, self._temperature_of)
             self._last["tau"], self._last["alignment"] = tau, alignment
             return (reweighted(nll, log_w) if self.reweight else nll).mean()
