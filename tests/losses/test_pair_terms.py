@@ -11,6 +11,8 @@ and second derivatives of their own.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 import torch
 from torch import Tensor
@@ -43,24 +45,10 @@ def _value_and_grads(fn, z1: Tensor, z2: Tensor) -> tuple[Tensor, tuple[Tensor, 
     return value, torch.autograd.grad(value, (z1, z2))
 
 
-def _count_calls(monkeypatch: pytest.MonkeyPatch, module: object, name: str) -> list[int]:
-    """Wraps ``module.name`` so that each call appends to the returned list: which calls
-    take a fused path."""
-    calls: list[int] = []
-    original = getattr(module, name)
-
-    def counted(*args, **kwargs):
-        calls.append(1)
-        return original(*args, **kwargs)
-
-    monkeypatch.setattr(module, name, counted)
-    return calls
-
-
 @pytest.fixture
-def taken(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+def taken(count_calls: Callable[[object, str], list[int]]) -> list[int]:
     """Counts the calls that take the fused path."""
-    return _count_calls(monkeypatch, infonce, "ntxent_terms")
+    return count_calls(infonce, "ntxent_terms")
 
 
 @pytest.mark.parametrize("name", sorted(GENERAL))
@@ -178,8 +166,8 @@ MACL_SETTINGS = [
 
 
 @pytest.fixture
-def macl_taken(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    return _count_calls(monkeypatch, macl_module, "ntxent_terms")
+def macl_taken(count_calls: Callable[[object, str], list[int]]) -> list[int]:
+    return count_calls(macl_module, "ntxent_terms")
 
 
 @pytest.mark.parametrize("setting", MACL_SETTINGS)
@@ -250,8 +238,8 @@ SUPERVISED = [
 
 
 @pytest.fixture
-def supervised_taken(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    return _count_calls(monkeypatch, supervised_module, "fused_supervised_terms")
+def supervised_taken(count_calls: Callable[[object, str], list[int]]) -> list[int]:
+    return count_calls(supervised_module, "fused_supervised_terms")
 
 
 @pytest.mark.parametrize(("name", "setting", "kind"), SUPERVISED)
@@ -329,8 +317,8 @@ def test_a_subclass_that_redefines_the_loss_keeps_its_own_definition() -> None:
 
 
 @pytest.fixture
-def cross_taken(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    return _count_calls(monkeypatch, infonce, "cross_view_terms")
+def cross_taken(count_calls: Callable[[object, str], list[int]]) -> list[int]:
+    return count_calls(infonce, "cross_view_terms")
 
 
 @pytest.mark.parametrize(

@@ -9,6 +9,8 @@ the statistics must have exact first and second derivatives of their own.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 import torch
 from torch import Tensor
@@ -27,17 +29,9 @@ def _views(n: int, d: int, dtype: torch.dtype, seed: int) -> tuple[Tensor, Tenso
 
 
 @pytest.fixture
-def taken(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+def taken(count_calls: Callable[[object, str], list[int]]) -> list[int]:
     """Counts the calls that take the fused path."""
-    calls: list[int] = []
-    original = infonce.ntxent_statistics
-
-    def counted(*args, **kwargs):
-        calls.append(1)
-        return original(*args, **kwargs)
-
-    monkeypatch.setattr(infonce, "ntxent_statistics", counted)
-    return calls
+    return count_calls(infonce, "ntxent_statistics")
 
 
 CASES = [

@@ -14,6 +14,7 @@ each ordered pair's dense similarities.
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 
 import pytest
 import torch
@@ -32,29 +33,16 @@ def _views(v: int, n: int, d: int, dtype: torch.dtype, seed: int = 0) -> Tensor:
     return torch.randn(v, n, d, generator=g, dtype=torch.float64).to(dtype).requires_grad_()
 
 
-def _counted(monkeypatch: pytest.MonkeyPatch, name: str) -> list[int]:
-    """Wraps ``cacr_module.name`` so that each call appends to the returned list."""
-    calls: list[int] = []
-    original = getattr(cacr_module, name)
-
-    def counted(*args, **kwargs):
-        calls.append(1)
-        return original(*args, **kwargs)
-
-    monkeypatch.setattr(cacr_module, name, counted)
-    return calls
-
-
 @pytest.fixture
-def taken(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+def taken(count_calls: Callable[[object, str], list[int]]) -> list[int]:
     """Counts the CACR calls that take the fused path."""
-    return _counted(monkeypatch, "multiview_terms")
+    return count_calls(cacr_module, "multiview_terms")
 
 
 @pytest.fixture
-def cmc_taken(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+def cmc_taken(count_calls: Callable[[object, str], list[int]]) -> list[int]:
     """Counts the CMC calls that take the fused path."""
-    return _counted(monkeypatch, "multiview_pair_terms")
+    return count_calls(cacr_module, "multiview_pair_terms")
 
 
 SETTINGS = [
