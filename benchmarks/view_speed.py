@@ -9,22 +9,29 @@ For each recipe, the ``--views`` views of a uint8 batch as the engine makes them
   the device is done (median of ``--repeats``, after warm-up calls). On a GPU, host ≈ wall
   means the call is bound by launching, not by the device's arithmetic.
 
+``--modes eager,compiled`` times both ways of making them: eager ops, and the augments
+compiled (``ImageAugment.compile``, what a run with ``compile`` does; its kernels are those
+Inductor generated, counted at its first call; the blocking copies are not counted).
+
 To compare with older code, run it again with ``PYTHONPATH`` pointing at that checkout.
 
     python benchmarks/view_speed.py --device cuda --batch 512
     OMP_NUM_THREADS=1 python benchmarks/view_speed.py --device cpu --batch 64 --repeats 5
+    OMP_NUM_THREADS=1 python benchmarks/view_speed.py --device cpu --modes eager
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib.util
+import itertools
 import statistics
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 import torch
+from torch._inductor import metrics
 
 from contrastkit.images.image_augment import ImageAugment, view_augments
 
@@ -56,23 +63,35 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=512)
     parser.add_argument("--views", type=int, default=2)
     parser.add_argument("--repeats", type=int, default=20)
+    parser.add_argument("--modes", default="eager,compiled", help="eager, compiled or both")
     args = parser.parse_args()
     device = torch.device(args.device)
     cuda = device.type == "cuda"
     print(f"views of a uint8 batch of {args.batch}, {args.views} views, on {device}"
           + (f" ({torch.cuda.get_device_name(device)})" if cuda else "")
           + f", torch {torch.__version__}")  # fmt: skip
-    print("| recipe | side | kernels | blocking copies | host ms | wall ms |")
-    print("|---|---:|---:|---:|---:|---:|")
-    for spec in args.recipes.split(","):
+    print("| recipe | side | mode | kernels | blocking copies | host ms | wall ms |")
+    print("|---|---:|---|---:|---:|---:|---:|")
+    for spec, mode in itertools.product(args.recipes.split(","), args.modes.split(",")):
         recipe, side = spec.split(":")
         augs = view_augments(recipe, int(side))
         make = views_of(augs, args.views)
         meta = torch.empty(args.batch, 3, int(side), int(side), dtype=torch.uint8, device="meta")
-        make(meta, torch.Generator().manual_seed(0))  # per-device constants
-        with KernelCounter("meta") as kernels, BlockingTransfers() as copies:
-            make(meta, torch.Generator().manual_seed(1))
         x = torch.randint(0, 256, meta.shape, dtype=torch.uint8).to(device)
+        if mode == "compiled":
+            if not hasattr(ImageAugment, "compile"):
+                print(f"| {recipe} | {side} | compiled | n/a in this checkout | | | |")
+                continue
+            for aug in augs:
+                aug.compile()
+            metrics.reset()
+            make(x, torch.Generator().manual_seed(0))  # compiles
+            kernels, copies = metrics.generated_kernel_count, "–"
+        else:
+            make(meta, torch.Generator().manual_seed(0))  # per-device constants
+            with KernelCounter("meta") as counter, BlockingTransfers() as blocking:
+                make(meta, torch.Generator().manual_seed(1))
+            kernels, copies = counter.kernels, len(blocking.found)
         g = torch.Generator().manual_seed(2)
         host, wall = [], []
         for i in range(args.repeats + 3):
@@ -86,7 +105,7 @@ def main() -> None:
             if i >= 3:
                 host.append(1e3 * (returned - start))
                 wall.append(1e3 * (time.perf_counter() - start))
-        cells = (recipe, side, kernels.kernels, len(copies.found))
+        cells = (recipe, side, mode, kernels, copies)
         times = f"{statistics.median(host):.2f} | {statistics.median(wall):.2f}"
         print("| " + " | ".join(map(str, cells)) + f" | {times} |", flush=True)
 

@@ -155,6 +155,16 @@ class Engine:
             if module is not None:
                 module.compile(mode=self.compile_mode)
 
+    def compile_views(self, *augments: object) -> None:
+        """When ``compile`` is on, call ``compile()`` of each view generator that offers
+        one (:meth:`contrastkit.images.ImageAugment.compile`: the views through
+        ``torch.compile`` in the default mode; CUDA graphs stay with the network)."""
+        if not self.compile:
+            return
+        for augment in augments:
+            if callable(getattr(augment, "compile", None)):
+                augment.compile()
+
     def begin_step(self) -> None:
         """Mark the start of a training step. Under a compile mode that replays CUDA
         graphs (``reduce-overhead``, ``max-autotune``) this tells torch the previous step's

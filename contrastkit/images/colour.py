@@ -83,13 +83,18 @@ class JitterPlan(NamedTuple):
         coef: ``[B, 4, 4]``: step ``t``'s blend coefficients ``(a, c, s)`` of each sample
             (see :func:`blend`) and its hue shift in sixths of a turn (0 unless its op at
             step ``t`` is the hue).
-        hue_rows: per step, the samples whose op at that step is the hue (``[R]`` int64).
-        blends: per step, whether any sample's op at that step is a blend.
+        hue: ``[B, 4]`` bool: whether the sample's op at step ``t`` is the hue (needed
+            only without ``hue_rows``).
+        hue_rows: per step, the samples whose op at that step is the hue (``[R]`` int64);
+            empty: :func:`jitter` takes its fixed-shape form.
+        blends: per step, whether any sample's op at that step is a blend (with
+            ``hue_rows``).
     """
 
     coef: Tensor
-    hue_rows: tuple[Tensor, ...]
-    blends: tuple[bool, ...]
+    hue: Tensor | None
+    hue_rows: tuple[Tensor, ...] = ()
+    blends: tuple[bool, ...] = ()
 
 
 def plan_jitter(apply: Tensor, factors: Tensor, order: Tensor) -> JitterPlan:
@@ -113,16 +118,29 @@ def plan_jitter(apply: Tensor, factors: Tensor, order: Tensor) -> JitterPlan:
         ],
         2,
     )
-    hue = (on & (order == 3)).T
-    rows = tuple(torch.nonzero(h).flatten() for h in hue)
-    return JitterPlan(coef, rows, tuple(mixed.any(0).tolist()))
+    hue = on & (order == 3)
+    rows = tuple(torch.nonzero(h).flatten() for h in hue.T)
+    return JitterPlan(coef, hue, rows, tuple(mixed.any(0).tolist()))
 
 
 def jitter(x: Tensor, plan: JitterPlan) -> Tensor:
     """Colour jitter of ``x [B, 3, H, W]`` by ``plan`` (its tensors on ``x``'s device):
-    every jittered sample undergoes the four ops once each, in its own order."""
+    every jittered sample undergoes the four ops once each, in its own order.
+
+    With ``plan.hue_rows`` a step blends only if some sample blends there and shifts the
+    hue of those rows only; without them (the fixed-shape form, for ``torch.compile``:
+    no shape depends on the draw) every step blends the whole batch (coefficients
+    ``(1, 0, 0)`` leave a sample as it is, exactly) and takes the hue shift where
+    ``plan.hue`` says. Every op acts per sample, so both forms give the same values
+    (bit for bit in eager mode)."""
     for step in range(4):
-        coef, rows = plan.coef[:, step], plan.hue_rows[step]
+        coef = plan.coef[:, step]
+        if not plan.hue_rows:
+            x = blend(x, coef)
+            shifted = shift_hue(x, coef[:, 3])
+            x = torch.where(plan.hue[:, step].view(-1, 1, 1, 1), shifted, x)
+            continue
+        rows = plan.hue_rows[step]
         if plan.blends[step]:
             x = blend(x, coef)
         if rows.numel():

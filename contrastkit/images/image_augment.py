@@ -44,7 +44,9 @@ Where things are: the ops in :mod:`.spatial` (crop and flip as one affine resamp
 blur) and :mod:`.colour` (the jitter as four batched steps); the views of a training
 step, all in one pass over the batch, in :mod:`.view_batch`. On a GPU the step waits
 for no transfer and launches about 125 kernels for SimCLR's two views of a batch (316
-before issue #38's pass; 136 for BYOL's pair, which was 661).
+before issue #38's pass; 136 for BYOL's pair, which was 661). Compiled
+(:meth:`ImageAugment.compile`, what a run with ``compile`` does) the pass is one graph:
+Inductor generated 19 kernels (SimCLR) and 30 (BYOL) for it on the CPU.
 """
 
 from __future__ import annotations
@@ -57,15 +59,16 @@ from torch import Tensor
 
 from .colour import plan_jitter
 from .spatial import blur_kernels, crop_theta
-from .view_batch import Drawn, apply, stack, stackable, to_device
+from .view_batch import Drawn, apply, compiled_apply, stack, stackable, to_device
 
 TYPES_IMAGE = ("crop", "blur", "grayscale", "jitter", "flip", "solarize")
 AUG_RECIPES = ("simclr", "byol")
 AMCL_ORDER = TYPES_IMAGE[:5]
 
 
-def _u(n: int, low: float, high: float, g: torch.Generator) -> Tensor:
-    return torch.rand(n, generator=g) * (high - low) + low
+def _scale(u: Tensor, low: float, high: float) -> Tensor:
+    """Uniform numbers ``u`` in [0, 1) mapped to [low, high)."""
+    return u * (high - low) + low
 
 
 class ImageAugment:
@@ -85,6 +88,7 @@ class ImageAugment:
     """
 
     kind = "image"
+    compiled = False  # see compile()
 
     def __init__(
         self,
@@ -138,6 +142,12 @@ class ImageAugment:
         pass (see :meth:`batched_views`)."""
         return ImageAugment.batched_views([self], x, generator, n)
 
+    def compile(self) -> None:
+        """From now on make the views through ``torch.compile``
+        (:func:`~.view_batch.compiled_apply`: the fixed-shape form of the ops, compiled
+        once per batch shape). The engine calls it in runs that compile (``compile``)."""
+        self.compiled = True
+
     @staticmethod
     def batched_views(
         augments: Sequence[ImageAugment], x: Tensor, generator: torch.Generator, n: int
@@ -147,56 +157,81 @@ class ImageAugment:
         acts per sample; bit for bit on the CPU, where it is tested; on a GPU a per-image
         mean may be summed in another order for another batch size), made in one pass
         over the ``n·B`` samples (:mod:`.view_batch`), so a GPU launches each kernel once
-        for all views. Augments that cannot share a pass (one crops, another does not) get
-        one pass per view."""
+        for all views. One augment for every view draws all views' parameters at once
+        (:meth:`_draw`). Augments that cannot share a pass (one crops, another does not)
+        get one pass per view. Compiled augments (:meth:`compile`) run the ops through
+        ``torch.compile``."""
         if not isinstance(x, Tensor) or x.dim() != 4:
             got = tuple(x.shape) if isinstance(x, Tensor) else type(x).__name__
             raise ValueError(f"x must have shape [B, C, H, W] for image augmentations, got {got}")
         x = x.float().div(255.0) if x.dtype == torch.uint8 else x.float()
         b, color = x.shape[0], x.shape[1] == 3
-        drawn = [augments[v % len(augments)]._draw_cpu(b, generator, color) for v in range(n)]
-        if not stackable(drawn):
-            return [apply(x, to_device(d, x.device)) for d in drawn]
-        p = to_device(stack(drawn), x.device)
-        return list(apply(x.repeat(n, 1, 1, 1) if n > 1 else x, p).split(b))
+        compiled = all(a.compiled for a in augments)
+        run = compiled_apply() if compiled else apply
+        if all(a is augments[0] for a in augments):
+            drawn = [augments[0]._draw(b, generator, color, n)]
+        else:
+            drawn = [augments[v % len(augments)]._draw(b, generator, color) for v in range(n)]
+            if not stackable(drawn):
+                return [run(x, to_device(d, x.device, rows=not compiled)) for d in drawn]
+        p = to_device(stack(drawn), x.device, rows=not compiled)
+        return list(run(x.repeat(n, 1, 1, 1) if n > 1 else x, p).split(b))
 
-    def _draw_cpu(self, b: int, g: torch.Generator, color: bool) -> Drawn:
-        """The parameters of ``b`` views drawn on the CPU from ``g`` in a fixed order (flip,
-        crop, jitter, grayscale, blur, solarize; nothing for jitter and grayscale unless
-        ``color``); the jitter's plan is made here, where its random order lies, so its
-        row sets are known without reading the device."""
-        t, cols, plan = self.types, {}, None
-
-        def coin(name: str, p: float) -> Tensor:
-            cols[name] = (torch.rand(b, generator=g) < p).float()
-            return cols[name]
-
-        if "flip" in t:
-            coin("flip", 0.5)
-        if "crop" in t:
-            area = _u(b, self.crop_scale, 1.0, g)
-            ratio = torch.exp(_u(b, math.log(3 / 4), math.log(4 / 3), g))
+    def _draw(self, b: int, g: torch.Generator, color: bool, n: int = 1) -> Drawn:
+        """The parameters of ``n`` views of ``b`` samples (``n·B`` rows, view after view)
+        drawn on the CPU from ``g``. A view reads its uniform numbers in a fixed order:
+        flip; crop (area, log aspect ratio, left, top); jitter (coin, the four strengths,
+        four sort keys per sample for its order), grayscale (nothing for these two unless
+        ``color``); blur (σ, coin); solarize. All ``n`` views take them from one
+        ``torch.rand`` call, which reads the generator as ``n`` calls of one view would, so
+        the values are those of ``n`` separate draws. The jitter's plan is made here,
+        where its random order lies, so its row sets are known without reading the device."""
+        t = self.types
+        sizes = {
+            "flip": 1 if "flip" in t else 0,
+            "crop": 4 if "crop" in t else 0,
+            "jitter": 9 if "jitter" in t and color else 0,
+            "gray": 1 if "grayscale" in t and color else 0,
+            "blur": 2 if "blur" in t else 0,
+            "solarize": 1 if "solarize" in t else 0,
+        }
+        u = torch.rand(n, sum(sizes.values()), b, generator=g)
+        part, at = {}, 0
+        for name, rows in sizes.items():
+            block = u[:, at : at + rows]
+            if name == "jitter" and rows:  # five rows, then the sort keys, [B, 4] per view
+                keys = block[:, 5:].reshape(n * b, 4)
+                block = block[:, :5]
+            part[name] = block.transpose(0, 1).reshape(-1, n * b).unbind(0)
+            at += rows
+        cols: dict[str, Tensor] = {}
+        flip = part["flip"][0] < 0.5 if part["flip"] else None
+        if part["crop"]:
+            u_area, u_ratio, u_left, u_top = part["crop"]
+            area = _scale(u_area, self.crop_scale, 1.0)
+            ratio = torch.exp(_scale(u_ratio, math.log(3 / 4), math.log(4 / 3)))
             w, h = (area * ratio).sqrt().clamp(max=1.0), (area / ratio).sqrt().clamp(max=1.0)
-            left = torch.rand(b, generator=g) * (1 - w)
-            box = torch.stack([left, torch.rand(b, generator=g) * (1 - h), w, h], 1)
-            flip = cols.pop("flip").bool() if "flip" in cols else None
+            box = torch.stack([u_left * (1 - w), u_top * (1 - h), w, h], 1)
             cols["theta"] = crop_theta(box, flip)
-        if "jitter" in t and color:
-            jittered = torch.rand(b, generator=g) < self.p_jitter
+        elif flip is not None:
+            cols["flip"] = flip.float()
+        plan = None
+        if part["jitter"]:
+            coin, u_bri, u_con, u_sat, u_hue = part["jitter"]
             bri, con, sat, hue = self.jitter
             factors = torch.stack(
-                [_u(b, 1 - bri, 1 + bri, g), _u(b, 1 - con, 1 + con, g),
-                 _u(b, 1 - sat, 1 + sat, g), _u(b, -hue, hue, g)], 1
+                [_scale(u_bri, 1 - bri, 1 + bri), _scale(u_con, 1 - con, 1 + con),
+                 _scale(u_sat, 1 - sat, 1 + sat), _scale(u_hue, -hue, hue)], 1
             )  # fmt: skip
-            plan = plan_jitter(jittered, factors, torch.rand(b, 4, generator=g).argsort(1))
-            cols["coef"] = plan.coef
-        if "grayscale" in t and color:
-            coin("gray", self.p_gray)
-        if "blur" in t:
-            cols["kernel"] = blur_kernels(_u(b, 0.1, 2.0, g), self.kernel_size)
-            coin("blur", self.p_blur)
-        if "solarize" in t:
-            coin("solarize", self.solarize_p)
+            plan = plan_jitter(coin < self.p_jitter, factors, keys.argsort(1))
+            cols["coef"], cols["hue"] = plan.coef, plan.hue.float()
+        if part["gray"]:
+            cols["gray"] = (part["gray"][0] < self.p_gray).float()
+        if part["blur"]:
+            cols["kernel"] = blur_kernels(_scale(part["blur"][0], 0.1, 2.0), self.kernel_size)
+            cols["blur"] = (part["blur"][1] < self.p_blur).float()
+        if part["solarize"]:
+            cols["solarize"] = (part["solarize"][0] < self.solarize_p).float()
         return Drawn(cols) if plan is None else Drawn(cols, plan.hue_rows, plan.blends)
 
 

@@ -11,8 +11,9 @@ call per view.
 
 from __future__ import annotations
 
+import functools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 import torch
@@ -21,17 +22,18 @@ from torch import Tensor
 from .colour import JitterPlan, gray, jitter, solarize
 from .spatial import separable_blur, warp
 
-# per-sample coins, stored as 0/1 floats on the CPU and as bool on the device
-COINS = ("flip", "gray", "blur", "solarize")
+# per-sample masks (the coins, the jitter's hue steps), 0/1 floats on the CPU, bool on the device
+MASKS = ("flip", "gray", "blur", "solarize", "hue")
 
 
 class Drawn(NamedTuple):
     """The random parameters of ``B`` views, on the CPU.
 
     Attributes:
-        cols: ``[B, ...]`` float32 columns: the coins of :data:`COINS`, ``theta
-            [B, 2, 3]`` (crop and flip as one affine map), ``coef [B, 4, 4]`` (the colour
-            jitter, see :class:`~.colour.JitterPlan`), ``kernel [B, K]`` (Gaussian blur).
+        cols: ``[B, ...]`` float32 columns: the masks of :data:`MASKS`, ``theta
+            [B, 2, 3]`` (crop and flip as one affine map), ``coef [B, 4, 4]`` and ``hue
+            [B, 4]`` (the colour jitter, see :class:`~.colour.JitterPlan`), ``kernel
+            [B, K]`` (Gaussian blur).
         hue_rows: the jitter's four row sets (empty without jitter).
         blends: the jitter's four "any blend at this step" flags (empty without jitter).
     """
@@ -44,8 +46,8 @@ class Drawn(NamedTuple):
 def _filler(name: str, like: Tensor, b: int) -> Tensor | None:
     """The value of column ``name`` for ``b`` views that lack it, leaving them unchanged
     (``like`` is the column of a view that has it); ``None`` where none exists."""
-    if name in COINS:
-        return torch.zeros(b)
+    if name in MASKS:
+        return torch.zeros(b, *like.shape[1:])
     if name not in ("coef", "kernel"):
         return None  # theta: no crop is not an affine map of the same resampling
     out = torch.zeros(b, *like.shape[1:])
@@ -92,11 +94,12 @@ def stack(drawn: Sequence[Drawn]) -> Drawn:
     return Drawn(cols, hue_rows, blends)
 
 
-def to_device(drawn: Drawn, device: torch.device) -> dict[str, Any]:
+def to_device(drawn: Drawn, device: torch.device, rows: bool = True) -> dict[str, Any]:
     """``drawn`` on ``device`` in two non-blocking copies (the float columns packed in one,
     the jitter's rows in the other; pinned first on CUDA, where a copy from pageable memory
-    may wait for the queued work): the columns by name (coins as bool) plus ``hue_rows``
-    and ``blends``."""
+    may wait for the queued work): the columns by name (masks as bool) plus, if ``rows``,
+    ``hue_rows`` and ``blends`` in place of ``hue`` (without them :func:`apply` takes the
+    fixed-shape form)."""
     out: dict[str, Any] = {}
     cols = drawn.cols
     if cols:
@@ -104,10 +107,13 @@ def to_device(drawn: Drawn, device: torch.device) -> dict[str, Any]:
         widths = [math.prod(c.shape[1:]) for c in cols.values()]
         packed = torch.cat([c.reshape(n, w) for c, w in zip(cols.values(), widths, strict=True)], 1)
         packed = _to(packed, device)
+        with_rows = rows and bool(drawn.hue_rows)
         for (name, col), part in zip(cols.items(), packed.split(widths, 1), strict=True):
+            if name == "hue" and with_rows:
+                continue  # the row sets stand for it
             part = part.view(col.shape)
-            out[name] = part.bool() if name in COINS else part
-    if drawn.hue_rows:
+            out[name] = part.bool() if name in MASKS else part
+    if rows and drawn.hue_rows:
         sizes = [len(r) for r in drawn.hue_rows]
         out["hue_rows"] = _to(torch.cat(drawn.hue_rows), device).split(sizes)
         out["blends"] = drawn.blends
@@ -123,13 +129,16 @@ def _to(t: Tensor, device: torch.device) -> Tensor:
 def apply(x: Tensor, p: dict[str, Any]) -> Tensor:
     """The ops of the parameters ``p`` (:func:`to_device`) on ``x [B, C, H, W]`` (float,
     in [0, 1]), in the recipe's order: crop and flip, colour jitter, grayscale, blur,
-    solarisation."""
+    solarisation. Without ``p["hue_rows"]`` no shape depends on the draw (see
+    :func:`~.colour.jitter`), so ``torch.compile`` makes one graph of it
+    (:func:`compiled_apply`)."""
     if "theta" in p:
         x = warp(x, p["theta"])
     elif "flip" in p:
         x = torch.where(p["flip"].view(-1, 1, 1, 1), x.flip(-1), x)
     if "coef" in p:
-        x = jitter(x, JitterPlan(p["coef"], p["hue_rows"], p["blends"]))
+        plan = JitterPlan(p["coef"], p.get("hue"), p.get("hue_rows", ()), p.get("blends", ()))
+        x = jitter(x, plan)
     if "gray" in p:
         x = torch.where(p["gray"].view(-1, 1, 1, 1), gray(x).expand_as(x), x)
     if "kernel" in p:
@@ -137,3 +146,13 @@ def apply(x: Tensor, p: dict[str, Any]) -> Tensor:
     if "solarize" in p:
         x = solarize(x, p["solarize"])
     return x
+
+
+@functools.cache
+def compiled_apply() -> Callable[[Tensor, dict[str, Any]], Tensor]:
+    """:func:`apply` through ``torch.compile`` (one graph, static shapes: a batch size or
+    recipe compiles once) for parameters without row sets (``to_device(..., rows=False)``).
+    On a GPU its elementwise ops fuse into a few kernels, where eager mode launches about
+    125 for SimCLR's two views; the values are eager mode's up to rounding (fused
+    multiply-adds)."""
+    return torch.compile(apply, fullgraph=True, dynamic=False)

@@ -206,7 +206,7 @@ class EngineSection:
         section="engine",
         check=boolean,
         environment=True,
-        help="torch.compile the encoder and heads",
+        help="torch.compile the encoder, heads and image views",
     )
     compile_mode: str = S(
         "default",

@@ -149,6 +149,7 @@ class Trainer:
         self.engine.compile_modules(*network)
         self.augment = self.build_augment()
         self.view_augments = self.build_view_augments()
+        self.engine.compile_views(*self.view_augments)
         self.steps_per_epoch = n_train // config.batch_size
         if config.epoch_steps is not None:
             if config.epoch_steps > self.steps_per_epoch:

@@ -72,13 +72,27 @@ def test_unknown_section_is_refused() -> None:
 
 
 def test_views_section_counts_kernels_and_blocking_copies(tmp_path: Path) -> None:
-    done = _gpu_bench(SECTIONS="views", OUT=str(tmp_path), VIEW_ARGS="--batch 4 --repeats 1")
+    done = _gpu_bench(SECTIONS="views", OUT=str(tmp_path),
+                      VIEW_ARGS="--batch 4 --repeats 1 --modes eager")  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
     table = (tmp_path / "gpu_bench_views.txt").read_text()
-    rows = re.findall(r"^\| (simclr|byol) \| (\d+) \| (\d+) \| (\d+) \| ([0-9.]+) \| ([0-9.]+) \|$",
-                      table, re.M)  # fmt: skip
+    rows = re.findall(
+        r"^\| (simclr|byol) \| (\d+) \| eager \| (\d+) \| (\d+) \| ([0-9.]+) \| ([0-9.]+) \|$",
+        table, re.M,
+    )  # fmt: skip
     assert [(r[0], r[1]) for r in rows] == [("simclr", "32"), ("byol", "64")]
     assert all(int(kernels) > 0 and copies == "0" for _, _, kernels, copies, _, _ in rows)
+
+
+def test_views_section_times_the_compiled_views(tmp_path: Path) -> None:
+    """The compiled row counts the kernels Inductor generated for the whole pass: far
+    fewer than eager mode launches (on the CPU here; a GPU's Triton kernels fuse alike)."""
+    args = "--batch 4 --repeats 1 --recipes simclr:16"
+    done = _gpu_bench(SECTIONS="views", OUT=str(tmp_path), VIEW_ARGS=args)
+    assert done.returncode == 0, done.stderr[-2000:]
+    table = (tmp_path / "gpu_bench_views.txt").read_text()
+    kernels = dict(re.findall(r"^\| simclr \| 16 \| (eager|compiled) \| (\d+) \|", table, re.M))
+    assert 0 < int(kernels["compiled"]) < int(kernels["eager"]) / 3, table
 
 
 def test_train_section_times_every_variant_and_each_phase(tmp_path: Path) -> None:

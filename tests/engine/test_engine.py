@@ -174,6 +174,22 @@ def test_compile_mode_reaches_torch_compile_and_marks_graph_steps(
         Engine("cpu", compile=True, compile_mode="fast")
 
 
+def test_compile_views_compiles_the_augments_that_offer_it() -> None:
+    """Under ``compile`` the engine calls ``compile()`` of each view generator that has one
+    (the image augments), and skips the others; without ``compile`` it calls none."""
+
+    class Compilable:
+        compiled = False
+
+        def compile(self) -> None:
+            self.compiled = True
+
+    on, off = Compilable(), Compilable()
+    Engine("cpu", compile=True).compile_views(on, lambda batch, generator: batch)
+    Engine("cpu").compile_views(off)
+    assert on.compiled and not off.compiled
+
+
 FP16_CPU = pytest.mark.skipif(
     not hasattr(torch.amp, "GradScaler"), reason="fp16 on CPU needs torch.amp.GradScaler (2.3+)"
 )

@@ -102,3 +102,19 @@ def test_jitter_leaves_its_input_alone_and_skips_empty_steps() -> None:
     out = jitter(x, plan)
     assert torch.equal(x, before) and torch.equal(out[1], x[1])
     assert not torch.equal(out[0], x[0])
+
+
+def test_fixed_shape_jitter_equals_the_row_sets_bit_for_bit() -> None:
+    """The form ``torch.compile`` traces (every step blends the whole batch, the hue shift
+    taken where ``plan.hue`` says) gives exactly the row-set form's values in eager mode,
+    samples left alone and steps without a blend or a hue included."""
+    b, g = 16, torch.Generator().manual_seed(5)
+    x = _img(b, 5, 6)
+    order = torch.rand(b, 4, generator=g).argsort(1)
+    order[:4] = torch.tensor([3, 0, 1, 2])  # step 0: hue or nothing for these
+    factors = torch.rand(b, 4, generator=g) * 0.4 + torch.tensor([0.8, 0.8, 0.8, -0.2])
+    plan = plan_jitter(torch.rand(b, generator=g) < 0.6, factors, order)
+    fixed = plan._replace(hue_rows=(), blends=())
+    out = jitter(x, fixed)
+    assert torch.equal(out, jitter(x, plan))
+    assert not torch.equal(out, jitter(x, fixed._replace(hue=torch.zeros_like(plan.hue))))

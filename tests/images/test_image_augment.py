@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import colorsys
+import math
 
 import numpy as np
 import pytest
@@ -12,9 +13,9 @@ from PIL import Image, ImageOps
 from contrastkit.data import Split
 from contrastkit.engine.kernels import BlockingTransfers, KernelCounter
 from contrastkit.images import build_augment
-from contrastkit.images.colour import gray, solarize
+from contrastkit.images.colour import gray, plan_jitter, solarize
 from contrastkit.images.image_augment import ImageAugment, check_jitter, view_augments
-from contrastkit.images.spatial import gaussian_blur, resized_crop
+from contrastkit.images.spatial import blur_kernels, crop_theta, gaussian_blur, resized_crop
 from contrastkit.training import TrainConfig
 
 
@@ -247,3 +248,55 @@ def test_batched_views_of_different_augments_equal_one_call_per_view(pair: str) 
     together = ImageAugment.batched_views(augs, x, g2, 4)
     assert all(torch.equal(a, b) for a, b in zip(calls, together, strict=True))
     assert torch.equal(g1.get_state(), g2.get_state())
+
+
+def test_a_view_reads_its_uniform_numbers_in_the_documented_order() -> None:
+    """The parameters of one view are those of drawing, in turn, the flip coin, the crop's
+    four numbers, the jitter's coin, four strengths and [B, 4] sort keys, the grayscale
+    coin, the blur's σ and coin, the solarisation coin (here from separate ``torch.rand``
+    calls): so runs replay the views they drew before all views came from one call."""
+    b, aug = 6, view_augments("byol", 64)[1]  # every type, solarisation included
+    drawn = aug._draw(b, torch.Generator().manual_seed(3), True)
+    g = torch.Generator().manual_seed(3)
+    flip = torch.rand(b, generator=g) < 0.5
+    area, ratio, left, top = (torch.rand(b, generator=g) for _ in range(4))
+    area = area * (1 - aug.crop_scale) + aug.crop_scale
+    ratio = torch.exp(ratio * (math.log(4 / 3) - math.log(3 / 4)) + math.log(3 / 4))
+    w, h = (area * ratio).sqrt().clamp(max=1.0), (area / ratio).sqrt().clamp(max=1.0)
+    box = torch.stack([left * (1 - w), top * (1 - h), w, h], 1)
+    coin, *strength = (torch.rand(b, generator=g) for _ in range(5))
+    keys = torch.rand(b, 4, generator=g)
+    low = [1 - v for v in aug.jitter[:3]] + [-aug.jitter[3]]
+    factors = torch.stack(
+        [u * ((1 + v if i < 3 else v) - lo) + lo
+         for i, (u, v, lo) in enumerate(zip(strength, aug.jitter, low, strict=True))], 1
+    )  # fmt: skip
+    plan = plan_jitter(coin < aug.p_jitter, factors, keys.argsort(1))
+    gray_coin, sigma, blur_coin, sol = (torch.rand(b, generator=g) for _ in range(4))
+    assert torch.equal(drawn.cols["theta"], crop_theta(box, flip))
+    assert torch.equal(drawn.cols["coef"], plan.coef)
+    assert torch.equal(drawn.cols["hue"], plan.hue.float())
+    assert torch.equal(drawn.cols["gray"], (gray_coin < aug.p_gray).float())
+    assert torch.equal(drawn.cols["kernel"], blur_kernels(sigma * 1.9 + 0.1, aug.kernel_size))
+    assert torch.equal(drawn.cols["blur"], (blur_coin < aug.p_blur).float())
+    assert torch.equal(drawn.cols["solarize"], (sol < aug.solarize_p).float())
+
+
+@pytest.mark.parametrize("recipe,side", [("simclr", 16), ("byol", 16)])
+def test_compiled_views_are_the_eager_views_in_one_graph(recipe: str, side: int) -> None:
+    """Compiled augments (what a run with ``compile`` makes) give the eager views up to
+    rounding and read the generator alike; successive steps' draws reuse one graph
+    (nothing in it depends on the draw)."""
+    eager, compiled = view_augments(recipe, side), view_augments(recipe, side)
+    for aug in compiled:
+        aug.compile()
+    x = torch.randint(0, 256, (6, 3, side, side), dtype=torch.uint8)
+    torch._dynamo.reset()
+    torch._dynamo.utils.counters.clear()
+    for step in range(3):
+        g1, g2 = torch.Generator().manual_seed(step), torch.Generator().manual_seed(step)
+        want = ImageAugment.batched_views(eager, x, g1, 2)
+        got = ImageAugment.batched_views(compiled, x, g2, 2)
+        assert all(torch.allclose(a, b, atol=1e-4, rtol=0) for a, b in zip(want, got, strict=True))
+        assert torch.equal(g1.get_state(), g2.get_state())
+    assert torch._dynamo.utils.counters["stats"]["unique_graphs"] == 1

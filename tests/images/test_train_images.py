@@ -164,3 +164,14 @@ def test_jitter_flag_reaches_every_view(tmp_path: Path, capsys: pytest.CaptureFi
     assert main([*base, "--jitter", "0.4,0.4", "--out", str(tmp_path / "x")]) == 2
     assert "--jitter must be four comma-separated numbers" in capsys.readouterr().err
     assert not (tmp_path / "x").exists()
+
+
+@pytest.mark.parametrize("compile_", [False, True])
+def test_a_run_that_compiles_compiles_its_views(tmp_path: Path, compile_: bool) -> None:
+    """``compile`` reaches the views of training (:meth:`ImageAugment.compile`), not
+    only the network."""
+    _cifar_fixture(tmp_path)
+    cfg = TrainConfig(dataset="cifar10", data_root=str(tmp_path), backbone="resnet18", width=2,
+                      epochs=1, batch_size=16, compile=compile_)  # fmt: skip
+    trainer = Trainer(cfg, tmp_path / "run", False)
+    assert [a.compiled for a in trainer.view_augments] == [compile_]
