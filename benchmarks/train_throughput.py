@@ -47,33 +47,41 @@ PHASES = ("batch", "augment", "forward", "backward", "optimiser")
 
 class Clock:
     """Phase boundaries of a step: CUDA events on a GPU (the device's time between them,
-    nothing synchronised while the step runs), ``perf_counter`` on a CPU."""
+    nothing synchronised while the step runs), ``perf_counter`` on a CPU; and the host's
+    ``perf_counter`` on both (on a GPU, when the phase's last call returned: a phase whose
+    host time is about its device time kept the device waiting for the host)."""
 
     def __init__(self, device: torch.device) -> None:
         self.cuda = device.type == "cuda"
         self.marks: list = []
+        self.host: list[float] = []
 
     def mark(self) -> None:
+        self.host.append(time.perf_counter())
         if self.cuda:
             event = torch.cuda.Event(enable_timing=True)
             event.record()
             self.marks.append(event)
-        else:
-            self.marks.append(time.perf_counter())
 
     def spans_ms(self) -> list[float]:
-        if self.cuda:
-            torch.cuda.synchronize()
-            return [a.elapsed_time(b) for a, b in zip(self.marks, self.marks[1:], strict=False)]
-        return [1e3 * (b - a) for a, b in zip(self.marks, self.marks[1:], strict=False)]
+        if not self.cuda:
+            return self.host_ms()
+        torch.cuda.synchronize()
+        return [a.elapsed_time(b) for a, b in zip(self.marks, self.marks[1:], strict=False)]
+
+    def host_ms(self) -> list[float]:
+        return [1e3 * (b - a) for a, b in zip(self.host, self.host[1:], strict=False)]
 
 
-def breakdown(trainer: Trainer, steps: int) -> dict[str, float]:
+def breakdown(trainer: Trainer, steps: int) -> tuple[dict[str, float], dict[str, float]]:
     """Median ms per phase of ``steps`` training steps written out phase by phase on the
-    trainer's own objects (gather the batch, the views, forward, backward, optimiser)."""
+    trainer's own objects (gather the batch, the views, forward, backward, optimiser):
+    the device's time, and the host's."""
     cfg, model, engine, x = trainer.config, trainer.model, trainer.engine, trainer.train_x
     gen = epoch_generator(cfg.seed, 10**6)
-    augs, per_phase = trainer.view_augments, {p: [] for p in PHASES}
+    augs = trainer.view_augments
+    device_ms: dict[str, list[float]] = {p: [] for p in PHASES}
+    host_ms: dict[str, list[float]] = {p: [] for p in PHASES}
     order = torch.randperm(len(x), generator=gen)[: steps * cfg.batch_size].view(steps, -1)
     order = order.to(x.device)
     model.train()
@@ -93,9 +101,14 @@ def breakdown(trainer: Trainer, steps: int) -> dict[str, float]:
         clock.mark()
         trainer.optimizer.step()
         clock.mark()
-        for phase, ms in zip(PHASES, clock.spans_ms(), strict=True):
-            per_phase[phase].append(ms)
-    return {p: statistics.median(v[1:] or v) for p, v in per_phase.items()}  # 1st: warm-up
+        for phase, ms, host in zip(PHASES, clock.spans_ms(), clock.host_ms(), strict=True):
+            device_ms[phase].append(ms)
+            host_ms[phase].append(host)
+
+    def median(per_phase: dict[str, list[float]]) -> dict[str, float]:
+        return {p: statistics.median(v[1:] or v) for p, v in per_phase.items()}  # 1st: warm-up
+
+    return median(device_ms), median(host_ms)
 
 
 def hand_loop_epoch(trainer: Trainer, epoch: int) -> float:
@@ -195,11 +208,16 @@ def main() -> None:
     if args.breakdown:
         print(f"\nstep breakdown, median ms of {args.breakdown} steps (share of the step)")
         print(f"{'variant':<14} " + " ".join(f"{p:>17}" for p in PHASES) + f" {'step':>8}")
+        hosts = {}
         for name, trainer in trainers.items():
-            ms = breakdown(trainer, args.breakdown)
+            ms, hosts[name] = breakdown(trainer, args.breakdown)
             total = sum(ms.values())
             cells = " ".join(f"{ms[p]:8.2f} ({100 * ms[p] / total:4.1f}%)" for p in PHASES)
             print(f"{name:<14} {cells} {total:8.2f}")
+        print("host time of the same steps, median ms (until each phase's calls returned)")
+        for name, ms in hosts.items():
+            cells = " ".join(f"{ms[p]:17.2f}" for p in PHASES)
+            print(f"{name:<9} host {cells} {sum(ms.values()):8.2f}")
 
 
 if __name__ == "__main__":

@@ -122,6 +122,8 @@ def test_train_section_times_every_variant_and_each_phase(tmp_path: Path) -> Non
     for _, cells, step in phases:  # the five phases add up to the step
         spans = [float(v) for v in re.findall(r"([0-9.]+) \(", cells)]
         assert len(spans) == 5 and abs(sum(spans) - float(step)) < 0.02 * float(step) + 0.02
+    hosts = re.findall(r"^(fp32|bf16\S*) +host((?: +[0-9.]+){5}) +([0-9.]+)$", table, re.M)
+    assert [name for name, _, _ in hosts] == ["fp32", "bf16", "bf16+nchw", "bf16+compile"]
 
 
 def test_train_section_without_the_archive_is_one_clear_error(tmp_path: Path) -> None:
