@@ -9,9 +9,12 @@ For each recipe, the ``--views`` views of a uint8 batch as the engine makes them
   the device is done (median of ``--repeats``, after warm-up calls). On a GPU, host ≈ wall
   means the call is bound by launching, not by the device's arithmetic.
 
-``--modes eager,compiled`` times both ways of making them: eager ops, and the augments
+``--modes eager,compiled,triton`` times the ways of making them: eager ops; the augments
 compiled (``ImageAugment.compile``, what a run with ``compile`` does; its kernels are those
-Inductor generated, counted at its first call; the blocking copies are not counted).
+Inductor generated, counted at its first call); and ``backend="triton"`` (the colour ops
+in one Triton kernel; its torch kernels counted on a CUDA device, plus that one; CUDA
+only, or the CPU under ``TRITON_INTERPRET=1`` without a count). Blocking copies are counted
+for eager mode only.
 
 To compare with older code, run it again with ``PYTHONPATH`` pointing at that checkout.
 
@@ -24,7 +27,9 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import inspect
 import itertools
+import os
 import statistics
 import time
 from collections.abc import Callable
@@ -56,6 +61,14 @@ def views_of(augs: list, n: int) -> Callable[[torch.Tensor, torch.Generator], li
     return lambda x, g: [augs[v % len(augs)](x, g) for v in range(n)]
 
 
+def triton_usable(device: torch.device) -> bool:
+    """Whether ``backend="triton"`` can run on ``device`` here (and this checkout has it)."""
+    has = "backend" in inspect.signature(view_augments).parameters
+    if not has or importlib.util.find_spec("triton") is None:
+        return False
+    return device.type == "cuda" or os.environ.get("TRITON_INTERPRET") == "1"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cpu")
@@ -63,7 +76,9 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=512)
     parser.add_argument("--views", type=int, default=2)
     parser.add_argument("--repeats", type=int, default=20)
-    parser.add_argument("--modes", default="eager,compiled", help="eager, compiled or both")
+    parser.add_argument(
+        "--modes", default="eager,compiled,triton", help="among eager, compiled, triton"
+    )
     args = parser.parse_args()
     device = torch.device(args.device)
     cuda = device.type == "cuda"
@@ -74,7 +89,11 @@ def main() -> None:
     print("|---|---:|---|---:|---:|---:|---:|")
     for spec, mode in itertools.product(args.recipes.split(","), args.modes.split(",")):
         recipe, side = spec.split(":")
-        augs = view_augments(recipe, int(side))
+        if mode == "triton" and not triton_usable(device):
+            print(f"| {recipe} | {side} | triton | n/a: needs it, triton and CUDA | | | |")
+            continue
+        backend = {"backend": "triton"} if mode == "triton" else {}
+        augs = view_augments(recipe, int(side), **backend)
         make = views_of(augs, args.views)
         meta = torch.empty(args.batch, 3, int(side), int(side), dtype=torch.uint8, device="meta")
         x = torch.randint(0, 256, meta.shape, dtype=torch.uint8).to(device)
@@ -87,6 +106,15 @@ def main() -> None:
             metrics.reset()
             make(x, torch.Generator().manual_seed(0))  # compiles
             kernels, copies = metrics.generated_kernel_count, "–"
+        elif mode == "triton":
+            make(x, torch.Generator().manual_seed(0))  # compiles the kernel
+            if cuda:
+                with KernelCounter(device) as counter:
+                    make(x, torch.Generator().manual_seed(1))
+                kernels = f"{counter.kernels} + 1 Triton"
+            else:
+                kernels = "–"
+            copies = "–"
         else:
             make(meta, torch.Generator().manual_seed(0))  # per-device constants
             with KernelCounter("meta") as counter, BlockingTransfers() as blocking:

@@ -126,20 +126,26 @@ def _to(t: Tensor, device: torch.device) -> Tensor:
     return t.to(device, non_blocking=True)
 
 
-def apply(x: Tensor, p: dict[str, Any]) -> Tensor:
+def apply(x: Tensor, p: dict[str, Any], fused: bool = False) -> Tensor:
     """The ops of the parameters ``p`` (:func:`to_device`) on ``x [B, C, H, W]`` (float,
     in [0, 1]), in the recipe's order: crop and flip, colour jitter, grayscale, blur,
     solarisation. Without ``p["hue_rows"]`` no shape depends on the draw (see
     :func:`~.colour.jitter`), so ``torch.compile`` makes one graph of it
-    (:func:`compiled_apply`)."""
+    (:func:`compiled_apply`). ``fused``: the jitter and grayscale in one Triton kernel
+    (:mod:`._colour_triton`; ``p`` without row sets)."""
     if "theta" in p:
         x = warp(x, p["theta"])
     elif "flip" in p:
         x = torch.where(p["flip"].view(-1, 1, 1, 1), x.flip(-1), x)
-    if "coef" in p:
+    if "coef" in p and fused:
+        from ._colour_triton import check_device, jitter_and_gray  # needs triton
+
+        check_device(x)
+        x = jitter_and_gray(x, p["coef"], p["hue"], p.get("gray"))
+    elif "coef" in p:
         plan = JitterPlan(p["coef"], p.get("hue"), p.get("hue_rows", ()), p.get("blends", ()))
         x = jitter(x, plan)
-    if "gray" in p:
+    if "gray" in p and not (fused and "coef" in p):
         x = torch.where(p["gray"].view(-1, 1, 1, 1), gray(x).expand_as(x), x)
     if "kernel" in p:
         x = torch.where(p["blur"].view(-1, 1, 1, 1), separable_blur(x, p["kernel"]), x)
