@@ -19,8 +19,6 @@ multiply-adds). Inputs are float32 ``[B, 3, H, W]`` images in [0, 1], contiguous
 
 from __future__ import annotations
 
-import os
-
 import torch
 import triton
 import triton.language as tl
@@ -136,13 +134,3 @@ def jitter_and_gray(x: Tensor, coef: Tensor, hue: Tensor, gray: Tensor | None) -
         HAS_GRAY=gray is not None, BLOCK=block,
     )  # fmt: skip
     return out
-
-
-def check_device(x: Tensor) -> None:
-    """``ValueError`` unless the kernel can run on ``x``: CUDA, or the CPU under Triton's
-    interpreter (``TRITON_INTERPRET=1``, set before triton is imported)."""
-    if not x.is_cuda and os.environ.get("TRITON_INTERPRET", "0") != "1":
-        raise ValueError(
-            f"backend='triton' needs CUDA images, got {x.device.type} images "
-            "(on CPU only under Triton's interpreter, TRITON_INTERPRET=1)"
-        )

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import math
+import os
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
@@ -126,6 +127,16 @@ def _to(t: Tensor, device: torch.device) -> Tensor:
     return t.to(device, non_blocking=True)
 
 
+def check_triton_device(device: torch.device) -> None:
+    """``ValueError`` unless the fused colour kernel can run on ``device``: CUDA, or the CPU
+    under Triton's interpreter (``TRITON_INTERPRET=1``, set before triton is imported)."""
+    if device.type != "cuda" and os.environ.get("TRITON_INTERPRET", "0") != "1":
+        raise ValueError(
+            f"aug_backend / backend 'triton' needs a CUDA device, got {device.type} "
+            "(on CPU only under Triton's interpreter, TRITON_INTERPRET=1)"
+        )
+
+
 def apply(x: Tensor, p: dict[str, Any], fused: bool = False) -> Tensor:
     """The ops of the parameters ``p`` (:func:`to_device`) on ``x [B, C, H, W]`` (float,
     in [0, 1]), in the recipe's order: crop and flip, colour jitter, grayscale, blur,
@@ -138,9 +149,9 @@ def apply(x: Tensor, p: dict[str, Any], fused: bool = False) -> Tensor:
     elif "flip" in p:
         x = torch.where(p["flip"].view(-1, 1, 1, 1), x.flip(-1), x)
     if "coef" in p and fused:
-        from ._colour_triton import check_device, jitter_and_gray  # needs triton
+        from ._colour_triton import jitter_and_gray  # needs triton
 
-        check_device(x)
+        check_triton_device(x.device)
         x = jitter_and_gray(x, p["coef"], p["hue"], p.get("gray"))
     elif "coef" in p:
         plan = JitterPlan(p["coef"], p.get("hue"), p.get("hue_rows", ()), p.get("blends", ()))

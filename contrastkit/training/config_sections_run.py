@@ -230,6 +230,16 @@ class EngineSection:
             " encoder)"
         ),
     )
+    aug_backend: str = S(
+        "torch",
+        section="engine",
+        check=one_of(("torch", "triton")),
+        environment=True,
+        help=(
+            "image views' colour jitter and grayscale: torch, or triton (one fused kernel; CUDA;"
+            " not yet timed on a GPU)"
+        ),
+    )
     sync_batchnorm: bool = S(
         True,
         section="engine",

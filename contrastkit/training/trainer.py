@@ -208,11 +208,12 @@ class Trainer:
     def build_view_augments(self) -> list[ViewAugment]:
         """The loop's view generators, one per view position (cycled over the views):
         :attr:`augment` for every view unless a modality offers ``aug_recipe``s."""
-        if self.config.aug_recipe != "simclr":
-            raise ValueError(
-                f"aug_recipe {self.config.aug_recipe!r} applies to image datasets, not to "
-                f"{self.config.dataset!r}"
-            )
+        for name, plain in (("aug_recipe", "simclr"), ("aug_backend", "torch")):
+            if getattr(self.config, name) != plain:
+                raise ValueError(
+                    f"{name} {getattr(self.config, name)!r} applies to image datasets, not to "
+                    f"{self.config.dataset!r}"
+                )
         return [self.augment]
 
     def place_data(self, split: Split) -> Split:

@@ -87,5 +87,5 @@ def test_backend_is_checked(monkeypatch: pytest.MonkeyPatch) -> None:
     if DEVICE == "cpu":
         aug = ImageAugment(32, backend="triton")
         x = torch.zeros(2, 3, 8, 8)
-        with pytest.raises(ValueError, match="needs CUDA images, got cpu images"):
+        with pytest.raises(ValueError, match="needs a CUDA device, got cpu"):
             aug(x, torch.Generator())

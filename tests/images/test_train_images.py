@@ -84,6 +84,30 @@ def test_byol_recipe_gives_each_view_its_own_augmentation(tmp_path: Path) -> Non
         trainer_class(digits)(digits, None, progress=False)
 
 
+def test_aug_backend_reaches_the_views_where_it_can_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``aug_backend`` is each image view's ``backend``; a device it cannot run on, a
+    non-image dataset or an unknown name is one clear error before any training."""
+    _cifar_fixture(tmp_path)
+    from contrastkit.training import trainer_class
+
+    cfg = TrainConfig(dataset="cifar10", data_root=str(tmp_path), backbone="resnet18", width=2,
+                      epochs=1, batch_size=16, aug_backend="triton", device="cpu")  # fmt: skip
+    monkeypatch.setenv("TRITON_INTERPRET", "0")
+    with pytest.raises(ValueError, match="'triton' needs a CUDA device, got cpu"):
+        trainer_class(cfg)(cfg, None, progress=False)
+    digits = TrainConfig(dataset="digits", aug_backend="triton", epochs=1)
+    with pytest.raises(ValueError, match="aug_backend 'triton' applies to image datasets"):
+        trainer_class(digits)(digits, None, progress=False)
+    with pytest.raises(ValueError, match="aug_backend must be one of torch, triton, got 'cuda'"):
+        TrainConfig(aug_backend="cuda")
+    pytest.importorskip("triton", reason="backend='triton' needs the gpu extra")
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    trainer = trainer_class(cfg)(cfg, None, progress=False)
+    assert [a.backend for a in trainer.view_augments] == ["triton"]
+
+
 FRAMEWORK_LOSSES = [("simclr", "ntxent"), ("moco", "macl"), ("simsiam", "simsiam"),
                     ("barlow_twins", "barlow_twins"), ("multiview", "cacr"),
                     ("supervised", "supcon"), ("nnclr", "macl")]  # fmt: skip
