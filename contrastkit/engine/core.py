@@ -155,14 +155,16 @@ class Engine:
             if module is not None:
                 module.compile(mode=self.compile_mode)
 
-    def compile_views(self, *augments: object) -> None:
-        """When ``compile`` is on, call ``compile()`` of each view generator that offers
-        one (:meth:`contrastkit.images.ImageAugment.compile`: the views through
+    def prepare_views(self, *augments: object) -> None:
+        """Ready the view generators for this engine, through what each offers:
+        ``check_device(device)`` (a ``ValueError`` before training where it cannot run)
+        and, when ``compile`` is on, ``compile()``
+        (:meth:`contrastkit.images.ImageAugment.compile`: the views through
         ``torch.compile`` in the default mode; CUDA graphs stay with the network)."""
-        if not self.compile:
-            return
         for augment in augments:
-            if callable(getattr(augment, "compile", None)):
+            if callable(getattr(augment, "check_device", None)):
+                augment.check_device(self.device)
+            if self.compile and callable(getattr(augment, "compile", None)):
                 augment.compile()
 
     def begin_step(self) -> None:

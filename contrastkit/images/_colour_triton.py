@@ -10,7 +10,8 @@ does all of it, the per-pixel arithmetic of :mod:`.colour` unchanged:
   flag is set, shifts the hue by ``h`` sixths of a turn in RGB (:func:`~.colour.shift_hue`);
 * ``m`` is the image's mean luma where its contrast step starts: the only step with
   ``c ≠ 0``, and every step before it is per pixel. A first sweep over the image runs the
-  steps before that one and sums the luma, a second runs all four with ``m`` and writes;
+  steps and sums the luma at the start of that one (what follows it there is discarded),
+  a second runs all four with ``m`` and writes;
 * the grayscale coin replaces every channel by the luma of the result.
 
 Values agree with the torch path to float32 rounding (sums in another order, contracted

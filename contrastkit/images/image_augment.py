@@ -61,7 +61,15 @@ from torch import Tensor
 from .._optional import require
 from .colour import plan_jitter
 from .spatial import blur_kernels, crop_theta
-from .view_batch import Drawn, apply, compiled_apply, stack, stackable, to_device
+from .view_batch import (
+    Drawn,
+    apply,
+    check_triton_device,
+    compiled_apply,
+    stack,
+    stackable,
+    to_device,
+)
 
 TYPES_IMAGE = ("crop", "blur", "grayscale", "jitter", "flip", "solarize")
 BACKENDS = ("torch", "triton")
@@ -154,6 +162,12 @@ class ImageAugment:
         """``n`` views of every sample of ``x``: the results of ``n`` calls, made in one
         pass (see :meth:`batched_views`)."""
         return ImageAugment.batched_views([self], x, generator, n)
+
+    def check_device(self, device: torch.device) -> None:
+        """``ValueError`` if this augment cannot make views on ``device`` (its Triton
+        backend outside CUDA and the interpreter)."""
+        if self.backend == "triton":
+            check_triton_device(device)
 
     def compile(self) -> None:
         """From now on make the views through ``torch.compile``

@@ -36,16 +36,19 @@ def build_augment(
     crop_scale: float | None = None,
     jitter: Sequence[float] | None = None,
     p_jitter: float | None = None,
+    backend: str | None = None,
 ) -> Augment | ImageAugment:
     """The view generator for ``split``'s kind: :class:`ImageAugment` (SimCLR's recipe;
-    ``crop_scale``, ``jitter`` and ``p_jitter`` as given, else its defaults) for
-    ``"image"`` data, :class:`Augment` for the small ``"2d"`` / ``"1d"`` data."""
+    ``crop_scale``, ``jitter``, ``p_jitter`` and ``backend`` as given, else its defaults)
+    for ``"image"`` data, :class:`Augment` for the small ``"2d"`` / ``"1d"`` data."""
     options = {"crop_scale": crop_scale, "jitter": jitter, "p_jitter": p_jitter}
+    options["backend"] = None if backend == "torch" else backend
     if split.kind == "image":
         extra = {k: v for k, v in options.items() if v is not None}
         return ImageAugment(min(split.input_shape[1:]), aug_types, **extra)
     for name, value in options.items():
         if value is not None:
+            name = "aug_backend" if name == "backend" else name
             raise ValueError(f"{name} applies to image datasets, not to {split.name!r}")
     return Augment(split.kind, aug_types)
 
@@ -57,7 +60,9 @@ def views(split: Split, config: TrainConfig) -> Augment | ImageAugment:
     if fixed:
         return Augment(split.kind, types=fixed)
     cfg = config
-    return build_augment(split, cfg.aug_types, cfg.crop_scale, cfg.jitter, cfg.p_jitter)
+    return build_augment(
+        split, cfg.aug_types, cfg.crop_scale, cfg.jitter, cfg.p_jitter, cfg.aug_backend
+    )
 
 
 def check_image_size(split: Split, backbone: str, data_root: str | None) -> None:

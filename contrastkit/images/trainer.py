@@ -41,7 +41,6 @@ from .analyses import (
     similarity_histograms,
 )
 from .image_augment import view_augments
-from .view_batch import check_triton_device
 
 SIMILARITIES_PNG = "similarities.png"
 MAP_PNG = "map2d.png"
@@ -63,8 +62,6 @@ class ImageTrainer(Trainer):
         the analyses keep :attr:`augment`, the SimCLR recipe."""
         cfg = self.config
         side = min(self.data.input_shape[1:])
-        if cfg.aug_backend == "triton":
-            check_triton_device(self.engine.device)
         return list(
             view_augments(
                 cfg.aug_recipe, side, cfg.aug_types, cfg.crop_scale, cfg.jitter, cfg.p_jitter,

@@ -149,7 +149,7 @@ class Trainer:
         self.engine.compile_modules(*network)
         self.augment = self.build_augment()
         self.view_augments = self.build_view_augments()
-        self.engine.compile_views(*self.view_augments)
+        self.engine.prepare_views(*self.view_augments)
         self.steps_per_epoch = n_train // config.batch_size
         if config.epoch_steps is not None:
             if config.epoch_steps > self.steps_per_epoch:
@@ -208,12 +208,11 @@ class Trainer:
     def build_view_augments(self) -> list[ViewAugment]:
         """The loop's view generators, one per view position (cycled over the views):
         :attr:`augment` for every view unless a modality offers ``aug_recipe``s."""
-        for name, plain in (("aug_recipe", "simclr"), ("aug_backend", "torch")):
-            if getattr(self.config, name) != plain:
-                raise ValueError(
-                    f"{name} {getattr(self.config, name)!r} applies to image datasets, not to "
-                    f"{self.config.dataset!r}"
-                )
+        if self.config.aug_recipe != "simclr":
+            raise ValueError(
+                f"aug_recipe {self.config.aug_recipe!r} applies to image datasets, not to "
+                f"{self.config.dataset!r}"
+            )
         return [self.augment]
 
     def place_data(self, split: Split) -> Split:

@@ -174,20 +174,27 @@ def test_compile_mode_reaches_torch_compile_and_marks_graph_steps(
         Engine("cpu", compile=True, compile_mode="fast")
 
 
-def test_compile_views_compiles_the_augments_that_offer_it() -> None:
-    """Under ``compile`` the engine calls ``compile()`` of each view generator that has one
-    (the image augments), and skips the others; without ``compile`` it calls none."""
+def test_prepare_views_checks_the_device_and_compiles_what_offers_it() -> None:
+    """The engine hands each view generator that offers ``check_device`` its device, and
+    under ``compile`` calls ``compile()`` of those that have one (the image augments);
+    generators without either are left alone."""
 
-    class Compilable:
+    seen: list[torch.device] = []
+
+    class Augment:
         compiled = False
+
+        def check_device(self, device: torch.device) -> None:
+            seen.append(device)
 
         def compile(self) -> None:
             self.compiled = True
 
-    on, off = Compilable(), Compilable()
-    Engine("cpu", compile=True).compile_views(on, lambda batch, generator: batch)
-    Engine("cpu").compile_views(off)
+    on, off = Augment(), Augment()
+    Engine("cpu", compile=True).prepare_views(on, lambda batch, generator: batch)
+    Engine("cpu").prepare_views(off)
     assert on.compiled and not off.compiled
+    assert seen == [torch.device("cpu")] * 2
 
 
 FP16_CPU = pytest.mark.skipif(

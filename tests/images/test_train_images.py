@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import pickle
 from pathlib import Path
@@ -98,13 +99,18 @@ def test_aug_backend_reaches_the_views_where_it_can_run(
     with pytest.raises(ValueError, match="'triton' needs a CUDA device, got cpu"):
         trainer_class(cfg)(cfg, None, progress=False)
     digits = TrainConfig(dataset="digits", aug_backend="triton", epochs=1)
-    with pytest.raises(ValueError, match="aug_backend 'triton' applies to image datasets"):
+    with pytest.raises(ValueError, match="aug_backend applies to image datasets, not to"):
         trainer_class(digits)(digits, None, progress=False)
+    supervised = dataclasses.replace(cfg, framework="supervised", loss="supcon")
+    with pytest.raises(ValueError, match="'triton' needs a CUDA device, got cpu"):
+        trainer_class(supervised)(supervised, None, progress=False)  # label-aware trainer
     with pytest.raises(ValueError, match="aug_backend must be one of torch, triton, got 'cuda'"):
         TrainConfig(aug_backend="cuda")
     pytest.importorskip("triton", reason="backend='triton' needs the gpu extra")
     monkeypatch.setenv("TRITON_INTERPRET", "1")
     trainer = trainer_class(cfg)(cfg, None, progress=False)
+    assert [a.backend for a in trainer.view_augments] == ["triton"]
+    trainer = trainer_class(supervised)(supervised, None, progress=False)
     assert [a.backend for a in trainer.view_augments] == ["triton"]
 
 
