@@ -73,12 +73,34 @@ def _step(r, g, b, a, c, s, mean, shift, hue_on):
 
 
 @triton.jit
+def _load(x_ptr, base, hw, idx, mask):
+    """The three channels of the pixels ``idx`` of one image."""
+    r = tl.load(x_ptr + base + idx, mask=mask, other=0.0)
+    g = tl.load(x_ptr + base + hw + idx, mask=mask, other=0.0)
+    b = tl.load(x_ptr + base + 2 * hw + idx, mask=mask, other=0.0)
+    return r, g, b
+
+
+@triton.jit
+def _steps(r, g, b, cp, hp, mean, t_star):
+    """The four steps of one image's jitter (coefficients at ``cp``, hue flags at ``hp``)
+    on a block of pixels, and the luma where step ``t_star`` starts."""
+    lum_star = tl.zeros_like(r)
+    for t in tl.static_range(4):
+        lum_star = tl.where(t == t_star, _gray(r, g, b), lum_star)
+        a, c, s = tl.load(cp + 4 * t), tl.load(cp + 4 * t + 1), tl.load(cp + 4 * t + 2)
+        shift, on = tl.load(cp + 4 * t + 3), tl.load(hp + t) != 0
+        r, g, b = _step(r, g, b, a, c, s, mean, shift, on)
+    return r, g, b, lum_star
+
+
+@triton.jit
 def _colour_kernel(
     x_ptr, out_ptr, coef_ptr, hue_ptr, gray_ptr, hw, HAS_GRAY: tl.constexpr, BLOCK: tl.constexpr
 ):
     i = tl.program_id(0).to(tl.int64)
     base = i * 3 * hw
-    cp = coef_ptr + i * 16  # [4 steps, (a, c, s, shift)]
+    cp, hp = coef_ptr + i * 16, hue_ptr + i * 4  # [4 steps, (a, c, s, shift)], [4 steps]
     # the contrast step: the first (and only) one with c != 0; 4 when there is none
     t_star = 4
     for t in tl.static_range(3, -1, -1):
@@ -87,30 +109,15 @@ def _colour_kernel(
     total = tl.zeros([BLOCK], dtype=tl.float32)
     if t_star < 4:
         for start in range(0, hw, BLOCK):
-            idx = start + offs
-            mask = idx < hw
-            r = tl.load(x_ptr + base + idx, mask=mask, other=0.0)
-            g = tl.load(x_ptr + base + hw + idx, mask=mask, other=0.0)
-            b = tl.load(x_ptr + base + 2 * hw + idx, mask=mask, other=0.0)
-            for t in tl.static_range(4):
-                if t == t_star:
-                    total += tl.where(mask, _gray(r, g, b), 0.0)
-                a, c, s = tl.load(cp + 4 * t), tl.load(cp + 4 * t + 1), tl.load(cp + 4 * t + 2)
-                shift = tl.load(cp + 4 * t + 3)
-                on = tl.load(hue_ptr + i * 4 + t) != 0
-                r, g, b = _step(r, g, b, a, c, s, 0.0, shift, on)
+            mask = start + offs < hw
+            r, g, b = _load(x_ptr, base, hw, start + offs, mask)
+            total += tl.where(mask, _steps(r, g, b, cp, hp, 0.0, t_star)[3], 0.0)
     mean = tl.sum(total, axis=0) / hw
     for start in range(0, hw, BLOCK):
         idx = start + offs
         mask = idx < hw
-        r = tl.load(x_ptr + base + idx, mask=mask, other=0.0)
-        g = tl.load(x_ptr + base + hw + idx, mask=mask, other=0.0)
-        b = tl.load(x_ptr + base + 2 * hw + idx, mask=mask, other=0.0)
-        for t in tl.static_range(4):
-            a, c, s = tl.load(cp + 4 * t), tl.load(cp + 4 * t + 1), tl.load(cp + 4 * t + 2)
-            shift = tl.load(cp + 4 * t + 3)
-            on = tl.load(hue_ptr + i * 4 + t) != 0
-            r, g, b = _step(r, g, b, a, c, s, mean, shift, on)
+        r, g, b = _load(x_ptr, base, hw, idx, mask)
+        r, g, b, _ = _steps(r, g, b, cp, hp, mean, t_star)
         if HAS_GRAY:
             to_gray = tl.load(gray_ptr + i) != 0
             lum = _gray(r, g, b)
