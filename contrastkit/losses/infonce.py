@@ -30,11 +30,11 @@ from .. import distributed
 from . import functional as F
 from .functional import Negatives
 from .functional._backend import DEFAULT_BACKEND
+from .functional._scaled_terms import hcl_anchors
 from .functional.infonce import (
     check_hcl,
     dclw_from_statistics,
     dual_weighted,
-    hcl_from_statistics,
     hcl_scales,
 )
 from .hparams import BACKEND, BLOCK_SIZE, FLAG, NONNEGATIVE, POSITIVE, Param
@@ -350,16 +350,15 @@ class HCL(TwoViewContrastive):
     def forward(self, z1: Tensor, z2: Tensor, queue: Tensor | None = None) -> Tensor:
         """As :meth:`TwoViewContrastive.forward`; where :meth:`_fusable` at the larger
         scale, from the fused statistics (:func:`views.ntxent_statistics`: the positives
-        and both log-sum-exps from one matrix product; same values and gradients to float32
-        rounding)."""
+        and both log-sum-exps from one matrix product) and the per-anchor loss with a
+        closed-form backward (:func:`functional._scaled_terms.hcl_anchors`); same values
+        and gradients to float32 rounding."""
         scales = hcl_scales(self.temperature, self.beta)
         if self._fusable(HCL, z1, queue, 1.0 / scales[0]):
             check_hcl(self.tau_plus, self.beta)
             pos, lse = ntxent_statistics(z1, z2, scales)
             count = 2 * z1.shape[0] - 2  # every view but the anchor and its positive
-            per_anchor = hcl_from_statistics(
-                pos, lse[0], lse[1], count, self.temperature, self.tau_plus
-            )
+            per_anchor = hcl_anchors(pos, lse[0], lse[1], count, self.temperature, self.tau_plus)
             return per_anchor.mean()
         return super().forward(z1, z2, queue)
 

@@ -18,7 +18,8 @@ from torch import Tensor
 from contrastkit import losses
 from contrastkit.losses import infonce
 from contrastkit.losses._indices import pair_exclude
-from contrastkit.losses.functional._scaled_terms import scaled_terms
+from contrastkit.losses.functional._scaled_terms import hcl_anchors, scaled_terms
+from contrastkit.losses.functional.infonce import hcl_from_statistics, hcl_parts
 from contrastkit.losses.views import ntxent_negatives
 
 
@@ -106,3 +107,37 @@ def test_calls_the_fused_path_cannot_take_go_the_general_way(taken: list[int]) -
         assert torch.isfinite(module(*args))
     assert taken == []
     assert Halved()(z1, z2).item() == pytest.approx(0.5 * losses.HCL()(z1, z2).item(), rel=1e-6)
+
+
+@pytest.mark.parametrize("tau_plus", [0.0, 0.1, 0.5])
+def test_hcl_per_anchor_loss_has_the_formulas_values_and_exact_derivatives(
+    tau_plus: float,
+) -> None:
+    """The fused path's per-anchor loss (:func:`hcl_anchors`, closed-form backward) is the
+    formula's (:func:`hcl_from_statistics`) bit for bit, with its gradients, and passes
+    gradcheck and gradgradcheck; the inputs include anchors whose debiased estimate is
+    floored and, for τ⁺ = 0.5, whose debiasing term exceeds the reweighted sum (``t >= 0``),
+    where the floor passes no gradient."""
+    g = torch.Generator().manual_seed(0)
+    m, count, temperature = 40, 38, 0.5
+    pos = (torch.rand(m, generator=g, dtype=torch.float64) * 2 - 1).requires_grad_()
+    lse_hard = (torch.randn(m, generator=g, dtype=torch.float64) + 4).requires_grad_()
+    lse_soft = (torch.randn(m, generator=g, dtype=torch.float64) + 3).requires_grad_()
+    inputs = (pos, lse_hard, lse_soft)
+    _, _, t, above = hcl_parts(*inputs, count, temperature, tau_plus)
+    if tau_plus > 0:
+        assert not above.all()
+    if tau_plus == 0.5:
+        assert bool((t == -1).any())  # -1 marks t >= 0
+
+    def fused(*args: Tensor) -> Tensor:
+        return hcl_anchors(*args, count, temperature, tau_plus)
+
+    want = hcl_from_statistics(*inputs, count, temperature, tau_plus)
+    assert torch.equal(fused(*inputs), want)
+    upstream = torch.rand(m, generator=g, dtype=torch.float64)
+    got = torch.autograd.grad(fused(*inputs), inputs, upstream)
+    for a, b in zip(got, torch.autograd.grad(want, inputs, upstream), strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-12, atol=1e-14)
+    assert torch.autograd.gradcheck(fused, inputs)
+    assert torch.autograd.gradgradcheck(fused, inputs)

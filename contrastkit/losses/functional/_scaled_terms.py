@@ -35,6 +35,7 @@ from ._common import unit_rows
 from ._gram_grad import differentiating_backward
 from ._pair_terms import _recomputed_grads, _unit, _unit_backward
 from ._precision import no_autocast
+from .infonce import hcl_from_statistics, hcl_parts
 
 
 class _ScaledTerms(torch.autograd.Function):
@@ -119,3 +120,52 @@ def scaled_terms(
     each anchor's own and positive column. Valid only where no row sum can underflow at
     the largest scale."""
     return _ScaledTerms.apply(z1, z2, tuple(float(c) for c in scales), exclude)
+
+
+class _HclAnchors(torch.autograd.Function):
+    """HCL's per-anchor loss ``[M]`` from ``pos, lse_hard, lse_soft [M]`` and a constant
+    count: :func:`.infonce.hcl_from_statistics`'s values, its backward in closed form.
+
+    With ``ℓ = softplus(log N_g - p)``, ``q = σ(log N_g - p)``, ``D`` the debiased estimate
+    ``log(R - τ⁺K·e^p)``, ``R`` the reweighted sum and ``t = log(τ⁺K·e^p/R)``:
+    ``∂D/∂log R = a = -1/expm1(t)`` and ``∂D/∂p = -a·e^t`` where ``D`` lies above its
+    floor (0 elsewhere; ``a = 1``, no ``t``, for τ⁺ = 0), so ``∂ℓ/∂lse_hard = q·a =
+    -∂ℓ/∂lse_soft`` and ``∂ℓ/∂p = -q - q·a·e^t`` (``p = pos/τ``). About a third of the
+    kernels autograd launches through the formula. Double backward: by differentiating
+    the formula."""
+
+    @staticmethod
+    def forward(  # type: ignore[override]
+        ctx, pos: Tensor, lse_hard: Tensor, lse_soft: Tensor, count: int, temperature: float,
+        tau_plus: float,
+    ) -> Tensor:  # fmt: skip
+        loss, q, t, above = hcl_parts(pos, lse_hard, lse_soft, count, temperature, tau_plus)
+        ctx.save_for_backward(pos, lse_hard, lse_soft, q, above, t)
+        ctx.args = (count, temperature, tau_plus)
+        return loss
+
+    @staticmethod
+    def backward(ctx, grad: Tensor) -> tuple:  # type: ignore[override]
+        pos, lse_hard, lse_soft, q, above, t = ctx.saved_tensors
+        temperature = ctx.args[1]
+        if differentiating_backward():
+            inputs, upstream = (pos, lse_hard, lse_soft), (grad,)
+            grads = _recomputed_grads(ctx, inputs, upstream, hcl_from_statistics, *ctx.args)
+            return *grads, None, None, None
+        gq = grad * q
+        g_lse = gq * above
+        if t is None:
+            g_p = -gq
+        else:
+            g_lse = g_lse / t.expm1().neg_()
+            g_p = torch.addcmul(gq, g_lse, t.exp()).neg_()
+        return g_p / temperature, g_lse, -g_lse, None, None, None
+
+
+def hcl_anchors(
+    pos: Tensor, lse_hard: Tensor, lse_soft: Tensor, count: int, temperature: float,
+    tau_plus: float,
+) -> Tensor:  # fmt: skip
+    """:func:`.infonce.hcl_from_statistics` for a constant ``count`` with a closed-form
+    backward (:class:`_HclAnchors`): the fused HCL path's per-anchor loss."""
+    return _HclAnchors.apply(pos, lse_hard, lse_soft, count, temperature, tau_plus)

@@ -290,11 +290,27 @@ def hcl_from_statistics(
 ) -> Tensor:
     """:func:`hcl`'s per-anchor loss from the positives ``pos [M]``, the negatives'
     log-sum-exps at :func:`hcl_scales` and their number ``count`` (checked arguments)."""
+    return hcl_parts(pos, lse_hard, lse_soft, count, temperature, tau_plus)[0]
+
+
+def hcl_parts(
+    pos: Tensor,
+    lse_hard: Tensor,
+    lse_soft: Tensor,
+    count: Tensor | float,
+    temperature: float,
+    tau_plus: float,
+) -> tuple[Tensor, Tensor, Tensor | None, Tensor]:
+    """:func:`hcl_from_statistics`'s loss ``ℓ [M]`` with what its closed-form backward
+    needs: the weight ``q = ∂ℓ/∂log N_g`` of the negatives' term, ``t`` of the debiasing
+    (``log(τ⁺·K·e^p / reweighted)``, -1 where it is >= 0; ``None`` for τ⁺ = 0) and where
+    the debiased estimate lies above its floor (there the floor passes no gradient)."""
     p = _scaled_pos(pos, temperature)
     log_k = count.log() if isinstance(count, Tensor) else math.log(count)
     # log(Σ imp·e^{n} / mean(imp)) = lse((1+β)·neg/τ) - lse(β·neg/τ) + log K
     log_reweighted = lse_hard - lse_soft + log_k
     # log(reweighted - τ⁺·K·e^{p}) where positive, -inf where the estimate is <= 0
+    safe_t = None
     if tau_plus > 0:
         t = math.log(tau_plus) + log_k + p - log_reweighted
         ok = t < 0
@@ -304,4 +320,5 @@ def hcl_from_statistics(
         debiased = log_reweighted
     floor = math.log(1.0 - tau_plus) + log_k - 1.0 / temperature
     log_ng = debiased.clamp(min=floor) - math.log(1.0 - tau_plus)
-    return torch.logaddexp(p, log_ng) - p
+    both = torch.logaddexp(p, log_ng)
+    return both - p, (log_ng - both).exp(), safe_t, debiased >= floor
