@@ -139,10 +139,12 @@ class _HclAnchors(torch.autograd.Function):
         ctx, pos: Tensor, lse_hard: Tensor, lse_soft: Tensor, count: int, temperature: float,
         tau_plus: float,
     ) -> Tensor:  # fmt: skip
-        loss, q, t, above = hcl_parts(pos, lse_hard, lse_soft, count, temperature, tau_plus)
-        ctx.save_for_backward(pos, lse_hard, lse_soft, q, above, t)
+        parts = hcl_parts(pos, lse_hard, lse_soft, count, temperature, tau_plus)
+        q = (parts.log_ng - parts.both).exp_()  # ∂ℓ/∂log N_g = σ(log N_g - p)
+        above = parts.debiased >= parts.floor  # where the floor passes the gradient
+        ctx.save_for_backward(pos, lse_hard, lse_soft, q, above, parts.t)
         ctx.args = (count, temperature, tau_plus)
-        return loss
+        return parts.loss
 
     @staticmethod
     def backward(ctx, grad: Tensor) -> tuple:  # type: ignore[override]

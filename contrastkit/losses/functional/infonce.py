@@ -15,6 +15,7 @@ Example:
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import torch
 from torch import Tensor
@@ -290,7 +291,21 @@ def hcl_from_statistics(
 ) -> Tensor:
     """:func:`hcl`'s per-anchor loss from the positives ``pos [M]``, the negatives'
     log-sum-exps at :func:`hcl_scales` and their number ``count`` (checked arguments)."""
-    return hcl_parts(pos, lse_hard, lse_soft, count, temperature, tau_plus)[0]
+    return hcl_parts(pos, lse_hard, lse_soft, count, temperature, tau_plus).loss
+
+
+class HclParts(NamedTuple):
+    """:func:`hcl_parts`: the loss ``ℓ = both - p`` and what its closed-form backward
+    needs: ``log_ng`` (``log N_g``), ``both = logaddexp(p, log N_g)``, ``t`` of the
+    debiasing (``log(τ⁺·K·e^p / reweighted)``, -1 where it is >= 0; ``None`` for τ⁺ = 0),
+    the debiased estimate ``debiased`` and its ``floor``."""
+
+    loss: Tensor
+    log_ng: Tensor
+    both: Tensor
+    t: Tensor | None
+    debiased: Tensor
+    floor: float | Tensor
 
 
 def hcl_parts(
@@ -300,11 +315,8 @@ def hcl_parts(
     count: Tensor | float,
     temperature: float,
     tau_plus: float,
-) -> tuple[Tensor, Tensor, Tensor | None, Tensor]:
-    """:func:`hcl_from_statistics`'s loss ``ℓ [M]`` with what its closed-form backward
-    needs: the weight ``q = ∂ℓ/∂log N_g`` of the negatives' term, ``t`` of the debiasing
-    (``log(τ⁺·K·e^p / reweighted)``, -1 where it is >= 0; ``None`` for τ⁺ = 0) and where
-    the debiased estimate lies above its floor (there the floor passes no gradient)."""
+) -> HclParts:
+    """:func:`hcl_from_statistics`'s loss with its intermediate values (:class:`HclParts`)."""
     p = _scaled_pos(pos, temperature)
     log_k = count.log() if isinstance(count, Tensor) else math.log(count)
     # log(Σ imp·e^{n} / mean(imp)) = lse((1+β)·neg/τ) - lse(β·neg/τ) + log K
@@ -321,4 +333,4 @@ def hcl_parts(
     floor = math.log(1.0 - tau_plus) + log_k - 1.0 / temperature
     log_ng = debiased.clamp(min=floor) - math.log(1.0 - tau_plus)
     both = torch.logaddexp(p, log_ng)
-    return both - p, (log_ng - both).exp(), safe_t, debiased >= floor
+    return HclParts(both - p, log_ng, both, safe_t, debiased, floor)
