@@ -19,7 +19,7 @@ from contrastkit import losses
 from contrastkit.losses import infonce
 from contrastkit.losses._indices import pair_exclude
 from contrastkit.losses.functional._scaled_terms import hcl_anchors, scaled_terms
-from contrastkit.losses.functional.infonce import hcl_from_statistics, hcl_parts
+from contrastkit.losses.functional.infonce import hcl_parts
 from contrastkit.losses.views import ntxent_negatives
 
 
@@ -114,7 +114,7 @@ def test_hcl_per_anchor_loss_has_the_formulas_values_and_exact_derivatives(
     tau_plus: float,
 ) -> None:
     """The fused path's per-anchor loss (:func:`hcl_anchors`, closed-form backward) is the
-    formula's (:func:`hcl_from_statistics`) bit for bit, with its gradients, and passes
+    formula's (:func:`hcl_parts`) bit for bit, with its gradients, and passes
     gradcheck and gradgradcheck; the inputs include anchors whose debiased estimate is
     floored and, for τ⁺ = 0.5, whose debiasing term exceeds the reweighted sum (``t >= 0``),
     where the floor passes no gradient."""
@@ -133,7 +133,7 @@ def test_hcl_per_anchor_loss_has_the_formulas_values_and_exact_derivatives(
     def fused(*args: Tensor) -> Tensor:
         return hcl_anchors(*args, count, temperature, tau_plus)
 
-    want = hcl_from_statistics(*inputs, count, temperature, tau_plus)
+    want = hcl_parts(*inputs, count, temperature, tau_plus).loss
     assert torch.equal(fused(*inputs), want)
     upstream = torch.rand(m, generator=g, dtype=torch.float64)
     got = torch.autograd.grad(fused(*inputs), inputs, upstream)

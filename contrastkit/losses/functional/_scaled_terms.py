@@ -1,7 +1,7 @@
 """The positive similarity and the negatives' log-sum-exps at a few scales, from SimCLR's
 2N views in one ``autograd.Function`` (:class:`_ScaledTerms`): the statistics of HCL (two
 scales) and DCLW (one), whose per-anchor losses are formed from them outside
-(:func:`.infonce.hcl_from_statistics`, :func:`.infonce.dclw_from_statistics`). The torch
+(:func:`.infonce.hcl_parts`, :func:`.infonce.dclw_from_statistics`). The torch
 backend's path for those losses where it applies (issue #38; the same reasons as
 :mod:`._pair_terms`).
 
@@ -27,6 +27,7 @@ differentiating a recomputation, as in :mod:`._pair_terms`.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import torch
 from torch import Tensor
@@ -35,7 +36,7 @@ from ._common import unit_rows
 from ._gram_grad import differentiating_backward
 from ._pair_terms import _recomputed_grads, _unit, _unit_backward
 from ._precision import no_autocast
-from .infonce import hcl_from_statistics, hcl_parts
+from .infonce import hcl_parts
 
 
 class _ScaledTerms(torch.autograd.Function):
@@ -124,7 +125,7 @@ def scaled_terms(
 
 class _HclAnchors(torch.autograd.Function):
     """HCL's per-anchor loss ``[M]`` from ``pos, lse_hard, lse_soft [M]`` and a constant
-    count: :func:`.infonce.hcl_from_statistics`'s values, its backward in closed form.
+    count: :func:`.infonce.hcl_parts`'s loss, its backward in closed form.
 
     With ``ℓ = softplus(log N_g - p)``, ``q = σ(log N_g - p)``, ``D`` the debiased estimate
     ``log(R - τ⁺K·e^p)``, ``R`` the reweighted sum and ``t = log(τ⁺K·e^p/R)``:
@@ -152,7 +153,7 @@ class _HclAnchors(torch.autograd.Function):
         temperature = ctx.args[1]
         if differentiating_backward():
             inputs, upstream = (pos, lse_hard, lse_soft), (grad,)
-            grads = _recomputed_grads(ctx, inputs, upstream, hcl_from_statistics, *ctx.args)
+            grads = _recomputed_grads(ctx, inputs, upstream, _hcl_loss, *ctx.args)
             return *grads, None, None, None
         gq = grad * q
         g_lse = gq * above
@@ -164,10 +165,15 @@ class _HclAnchors(torch.autograd.Function):
         return g_p / temperature, g_lse, -g_lse, None, None, None
 
 
+def _hcl_loss(*args: Any) -> Tensor:
+    """:func:`.infonce.hcl_parts`'s loss alone (double backward's recomputation)."""
+    return hcl_parts(*args).loss
+
+
 def hcl_anchors(
     pos: Tensor, lse_hard: Tensor, lse_soft: Tensor, count: int, temperature: float,
     tau_plus: float,
 ) -> Tensor:  # fmt: skip
-    """:func:`.infonce.hcl_from_statistics` for a constant ``count`` with a closed-form
+    """:func:`.infonce.hcl_parts`'s loss for a constant ``count`` with a closed-form
     backward (:class:`_HclAnchors`): the fused HCL path's per-anchor loss."""
     return _HclAnchors.apply(pos, lse_hard, lse_soft, count, temperature, tau_plus)

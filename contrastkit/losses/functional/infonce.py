@@ -263,7 +263,7 @@ def hcl(
     temperature = check_positive(temperature, "temperature")
     check_hcl(tau_plus, beta)
     lse_hard, lse_soft = (neg.logsumexp(c) for c in hcl_scales(temperature, beta))
-    per_anchor = hcl_from_statistics(pos, lse_hard, lse_soft, neg.count(), temperature, tau_plus)
+    per_anchor = hcl_parts(pos, lse_hard, lse_soft, neg.count(), temperature, tau_plus).loss
     return reduce(per_anchor, check_reduction(reduction))
 
 
@@ -279,19 +279,6 @@ def hcl_scales(temperature: float, beta: float) -> tuple[float, float]:
     """The two scales of :func:`hcl`'s log-sum-exps over the negatives: ``(1 + β)/τ`` and
     ``β/τ``."""
     return (1.0 + beta) / temperature, beta / temperature
-
-
-def hcl_from_statistics(
-    pos: Tensor,
-    lse_hard: Tensor,
-    lse_soft: Tensor,
-    count: Tensor | float,
-    temperature: float,
-    tau_plus: float,
-) -> Tensor:
-    """:func:`hcl`'s per-anchor loss from the positives ``pos [M]``, the negatives'
-    log-sum-exps at :func:`hcl_scales` and their number ``count`` (checked arguments)."""
-    return hcl_parts(pos, lse_hard, lse_soft, count, temperature, tau_plus).loss
 
 
 class HclParts(NamedTuple):
@@ -316,7 +303,9 @@ def hcl_parts(
     temperature: float,
     tau_plus: float,
 ) -> HclParts:
-    """:func:`hcl_from_statistics`'s loss with its intermediate values (:class:`HclParts`)."""
+    """:func:`hcl`'s per-anchor loss from the positives ``pos [M]``, the negatives'
+    log-sum-exps at :func:`hcl_scales` and their number ``count`` (checked arguments),
+    with its intermediate values (:class:`HclParts`)."""
     p = _scaled_pos(pos, temperature)
     log_k = count.log() if isinstance(count, Tensor) else math.log(count)
     # log(Σ imp·e^{n} / mean(imp)) = lse((1+β)·neg/τ) - lse(β·neg/τ) + log K
