@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import os
 from types import ModuleType
 
 # top-level import name -> the extra of pyproject.toml that installs it
@@ -116,3 +117,9 @@ def missing_extra(exc: BaseException) -> str | None:
     if isinstance(exc, ModuleNotFoundError) and exc.name and _top(exc.name) in EXTRAS:
         return message(exc.name, EXTRAS[_top(exc.name)])
     return None
+
+
+def triton_interpreted() -> bool:
+    """Whether Triton kernels run in its CPU interpreter (``TRITON_INTERPRET=1``, read by
+    triton when it is imported): the one case in which Triton takes CPU tensors."""
+    return os.environ.get("TRITON_INTERPRET", "0") == "1"

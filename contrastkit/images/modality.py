@@ -36,20 +36,21 @@ def build_augment(
     crop_scale: float | None = None,
     jitter: Sequence[float] | None = None,
     p_jitter: float | None = None,
-    backend: str | None = None,
+    aug_backend: str | None = None,
 ) -> Augment | ImageAugment:
     """The view generator for ``split``'s kind: :class:`ImageAugment` (SimCLR's recipe;
-    ``crop_scale``, ``jitter``, ``p_jitter`` and ``backend`` as given, else its defaults)
-    for ``"image"`` data, :class:`Augment` for the small ``"2d"`` / ``"1d"`` data."""
+    ``crop_scale``, ``jitter``, ``p_jitter`` and ``aug_backend`` as given, else its
+    defaults) for ``"image"`` data, :class:`Augment` for the small ``"2d"`` / ``"1d"`` data.
+    The arguments are the settings of the same names."""
     options = {"crop_scale": crop_scale, "jitter": jitter, "p_jitter": p_jitter}
-    options["backend"] = None if backend == "torch" else backend
+    options["aug_backend"] = None if aug_backend == "torch" else aug_backend
+    given = {name: value for name, value in options.items() if value is not None}
     if split.kind == "image":
-        extra = {k: v for k, v in options.items() if v is not None}
-        return ImageAugment(min(split.input_shape[1:]), aug_types, **extra)
-    for name, value in options.items():
-        if value is not None:
-            name = "aug_backend" if name == "backend" else name
-            raise ValueError(f"{name} applies to image datasets, not to {split.name!r}")
+        if "aug_backend" in given:
+            given["backend"] = given.pop("aug_backend")
+        return ImageAugment(min(split.input_shape[1:]), aug_types, **given)
+    for name in given:
+        raise ValueError(f"{name} applies to image datasets, not to {split.name!r}")
     return Augment(split.kind, aug_types)
 
 

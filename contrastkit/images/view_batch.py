@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import functools
 import math
-import os
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 import torch
 from torch import Tensor
 
+from .._optional import triton_interpreted
 from .colour import JitterPlan, gray, jitter, solarize
 from .spatial import separable_blur, warp
 
@@ -130,7 +130,7 @@ def _to(t: Tensor, device: torch.device) -> Tensor:
 def check_triton_device(device: torch.device) -> None:
     """``ValueError`` unless the fused colour kernel can run on ``device``: CUDA, or the CPU
     under Triton's interpreter (``TRITON_INTERPRET=1``, set before triton is imported)."""
-    if device.type != "cuda" and os.environ.get("TRITON_INTERPRET", "0") != "1":
+    if device.type != "cuda" and not triton_interpreted():
         raise ValueError(
             f"aug_backend / backend 'triton' needs a CUDA device, got {device.type} "
             "(on CPU only under Triton's interpreter, TRITON_INTERPRET=1)"

@@ -24,10 +24,11 @@ Example:
 from __future__ import annotations
 
 import importlib.util
-import os
 
 import torch
 from torch import Tensor
+
+from ..._optional import triton_interpreted
 
 BACKENDS = ("auto", "torch", "triton")
 DEFAULT_BACKEND = "auto"
@@ -35,11 +36,6 @@ AUTO_MIN_ROWS = 16_384  # anchors' rows from which "auto" picks Triton (see abov
 # What the kernels take: one [block, d] tile holds a whole embedding (d <= MAX_DIM).
 DTYPES = (torch.float32, torch.bfloat16, torch.float16)
 MAX_DIM = 256
-
-
-def interpreted() -> bool:
-    """Whether Triton kernels run in its CPU interpreter (``TRITON_INTERPRET=1``)."""
-    return os.environ.get("TRITON_INTERPRET", "0") == "1"
 
 
 def resolve(backend: str, anchors: Tensor, rows: int | None = None) -> str:
@@ -86,7 +82,7 @@ def _tensor_cores(device: torch.device) -> bool:
 
 def _unfit(anchors: Tensor) -> str:
     """Why the kernels cannot take ``anchors`` ("" when they can)."""
-    if not anchors.is_cuda and not interpreted():
+    if not anchors.is_cuda and not triton_interpreted():
         return (
             f"needs CUDA tensors, got {anchors.device.type} tensors "
             "(on CPU only under Triton's interpreter, TRITON_INTERPRET=1)"

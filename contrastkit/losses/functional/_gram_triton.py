@@ -30,8 +30,8 @@ import torch
 import triton
 from torch import Tensor
 
+from ..._optional import triton_interpreted
 from . import _gram_kernels as kernels
-from ._backend import interpreted
 from ._gram_grad import differentiating_backward, gram_grads
 
 NUM_WARPS, NUM_STAGES = 4, 2
@@ -135,7 +135,7 @@ def _meta(excl: Tensor | None, tiles: tuple[int, int], a: Tensor, **flags: bool)
         "BLOCK_N": tiles[1],
         "BLOCK_D": kernels.block_d(a.shape[1]),
         "PRECISION": _precision(a.dtype),
-        "UPCAST": a.dtype == torch.bfloat16 and interpreted(),
+        "UPCAST": a.dtype == torch.bfloat16 and triton_interpreted(),
         "num_warps": NUM_WARPS,
         "num_stages": NUM_STAGES,
         **flags,
