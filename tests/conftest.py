@@ -1,12 +1,21 @@
 """Single-threaded torch for every test: on a shared 2-core machine, torch's default
-thread pool oversubscribes the cores and slows tiny models by an order of magnitude."""
+thread pool oversubscribes the cores and slows tiny models by an order of magnitude.
+
+Without CUDA the Triton kernels run in Triton's CPU interpreter: ``TRITON_INTERPRET=1`` is
+set here, before any test module is collected, because triton reads it once, when it is
+first imported, and importing ``torch._dynamo`` imports it. Tests of the errors outside
+the interpreter set it to ``0`` themselves (the library reads it at each call)."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 
 import pytest
 import torch
+
+if not torch.cuda.is_available():
+    os.environ.setdefault("TRITON_INTERPRET", "1")
 
 
 @pytest.fixture(autouse=True)

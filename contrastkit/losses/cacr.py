@@ -121,7 +121,8 @@ class CACR(nn.Module):
             "rbf_precision": rbf_precision,
         }
         # (L_CA, L_CR) of the last call, in a plain dict (not nn.Module.__setattr__ per call)
-        self._last: dict[str, Tensor] = {}
+        # whose keys exist from the start (torch.compile guards on them: no second compile)
+        self._last: dict[str, Tensor | None] = {"attraction": None, "repulsion": None}
 
     def forward(self, views: Tensor, queue: Tensor | None = None) -> Tensor:
         """The loss over ``views [V, N, d]`` (and ``queue``); without a queue, with
@@ -182,9 +183,10 @@ class CACR(nn.Module):
     @property
     def last_parts(self) -> tuple[float, float] | None:
         """``(L_CA, L_CR)`` of the last call (``None`` before the first)."""
-        if not self._last:
+        attraction, repulsion = self._last["attraction"], self._last["repulsion"]
+        if attraction is None or repulsion is None:
             return None
-        return float(self._last["attraction"]), float(self._last["repulsion"])
+        return float(attraction), float(repulsion)
 
     def diagnostics(self) -> dict[str, float]:
         """``{"attraction": L_CA, "repulsion": L_CR}`` of the last call (empty before it)."""

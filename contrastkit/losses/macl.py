@@ -80,8 +80,9 @@ class MACL(TwoViewContrastive):
         self.adaptive = adaptive
         self.min_temperature = min_temperature
         # τ_a and A of the last call, in a plain dict: storing tensors as module attributes
-        # goes through nn.Module.__setattr__ (parameter/buffer/submodule checks), at every call
-        self._last: dict[str, Tensor] = {}
+        # goes through nn.Module.__setattr__ (parameter/buffer/submodule checks), at every call.
+        # Its keys exist from the start: torch.compile guards on them (no second compile).
+        self._last: dict[str, Tensor | None] = {"tau": None, "alignment": None}
 
     def forward(self, z1: Tensor, z2: Tensor, queue: Tensor | None = None) -> Tensor:
         """As :meth:`TwoViewContrastive.forward`; without a queue, where
@@ -132,18 +133,16 @@ class MACL(TwoViewContrastive):
     @property
     def last_temperature(self) -> float | None:
         """τ_a of the last call (``None`` before the first)."""
-        return float(self._last["tau"]) if self._last else None
+        tau = self._last["tau"]
+        return None if tau is None else float(tau)
 
     @property
     def last_alignment(self) -> float | None:
         """Alignment magnitude A (MACL Eq. 6) of the last call."""
-        return float(self._last["alignment"]) if self._last else None
+        alignment = self._last["alignment"]
+        return None if alignment is None else float(alignment)
 
     def diagnostics(self) -> dict[str, float]:
         """``{"temperature": τ_a, "alignment_A": A}`` of the last call (empty before it)."""
-        if not self._last:
-            return {}
-        return {
-            "temperature": float(self._last["tau"]),
-            "alignment_A": float(self._last["alignment"]),
-        }
+        tau, alignment = self.last_temperature, self.last_alignment
+        return {} if tau is None else {"temperature": tau, "alignment_A": alignment}

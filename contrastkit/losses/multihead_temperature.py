@@ -154,9 +154,7 @@ class CosineTemperature(nn.Module):
         self.period = period
         self.projector = MultiHeadProjector(in_dim, out_dim, heads, hidden)
         self.register_buffer("step", torch.zeros((), dtype=torch.long))
-        self._register_load_state_dict_pre_hook(self._forget_host_step)
-        self._host_step: int | None = None  # the buffer's value, mirrored on the host
-        self.last_temperature: float | None = None
+        self._last_tau: Tensor | None = None
 
     def temperature(self, step: int) -> float:
         """``τ_t`` at training step ``step``."""
@@ -165,19 +163,22 @@ class CosineTemperature(nn.Module):
 
     def forward(self, h1: Tensor, h2: Tensor) -> Tensor:
         h1, h2 = check_views(h1, h2, names=("h1", "h2"))
-        if self._host_step is None:  # read once (one sync), then counted on the host
-            self._host_step = int(self.step)
-        tau = self.temperature(self._host_step)
+        # τ_t from the step buffer on the device: no host read, and no host counter that
+        # torch.compile would take for a constant (one recompilation per step)
+        t = torch.remainder(self.step, self.period).to(h1.dtype)  # exact; cos has period
+        cosine = torch.cos(t * (2.0 * math.pi / self.period))
+        tau = self.tau_min + 0.5 * (self.tau_max - self.tau_min) * (1.0 + cosine)
         if self.training:
             self.step += 1
-            self._host_step += 1
-        self.last_temperature = tau
+        self._last_tau = tau.detach()  # a device tensor: read on demand
         return multihead_ntxent(self.projector(h1), self.projector(h2), tau)
 
-    def _forget_host_step(self, *args: object) -> None:
-        """A loaded ``step`` buffer replaces the host mirror: it is read again."""
-        self._host_step = None
+    @property
+    def last_temperature(self) -> float | None:
+        """τ_t of the last call (``None`` before it)."""
+        return None if self._last_tau is None else float(self._last_tau)
 
     def diagnostics(self) -> dict[str, float]:
         """``temperature``: τ_t of the last call."""
-        return {} if self.last_temperature is None else {"temperature": self.last_temperature}
+        tau = self.last_temperature
+        return {} if tau is None else {"temperature": tau}

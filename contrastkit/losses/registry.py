@@ -168,7 +168,16 @@ def _checked_init(
     return checked
 
 
-_depth = threading.local()  # whether a checked call is running (forward -> similarity_loss)
+class _Depth(threading.local):
+    """Whether a checked call is running in this thread (forward -> similarity_loss). The
+    value exists from the start, so ``torch.compile``'s guards see the same state on every
+    call (a first call that created it recompiled the second)."""
+
+    def __init__(self) -> None:  # run in each thread that reads it
+        self.value = 0
+
+
+_depth = _Depth()
 
 
 def _checked_call(
@@ -179,7 +188,7 @@ def _checked_call(
 
     @functools.wraps(method)
     def checked(self: nn.Module, *args: Any, **kwargs: Any) -> Any:
-        if getattr(_depth, "value", 0):  # inside another checked call: only the outermost
+        if _depth.value:  # inside another checked call: only the outermost
             return method(self, *args, **kwargs)  # one checks and sets the precision
         given = [*zip(names, args, strict=False), *kwargs.items()]
         for arg, value in given:

@@ -2,19 +2,15 @@
 issue #38) against the torch path: per-step blends and hue shifts in each sample's order,
 the contrast step's image mean, grey pixels and ties, images larger than a block.
 
-Without a GPU the kernel runs in Triton's CPU interpreter (``TRITON_INTERPRET=1``, set here
-before triton is first imported, unless CUDA is available)."""
+Without a GPU the kernel runs in Triton's CPU interpreter (``TRITON_INTERPRET=1``, set by
+``tests/conftest.py``)."""
 
 from __future__ import annotations
-
-import os
 
 import pytest
 import torch
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
-if DEVICE == "cpu":
-    os.environ.setdefault("TRITON_INTERPRET", "1")
 pytest.importorskip("triton", reason="backend='triton' needs the gpu extra (triton)")
 
 from contrastkit.images._colour_triton import jitter_and_gray  # noqa: E402

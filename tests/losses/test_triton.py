@@ -2,15 +2,13 @@
 float64 references: values and gradients, float32 and bfloat16, exclusions, queues, ragged
 tiles, detached weights, and through ``losses.get(name, backend=...)``.
 
-Without a GPU the kernels run in Triton's CPU interpreter: ``TRITON_INTERPRET=1`` is set
-here, before the kernels are first compiled (they are imported on first use), unless CUDA
-is available, in which case they run on the GPU. Shapes stay small (the interpreter is
+Without a GPU the kernels run in Triton's CPU interpreter (``TRITON_INTERPRET=1``, set by
+``tests/conftest.py``); with CUDA they run on the GPU. Shapes stay small (the interpreter is
 slow); ``tiles=(16, 16)`` with sizes that are no multiple of 16 gives ragged tiles.
 """
 
 from __future__ import annotations
 
-import os
 import sys
 
 import pytest
@@ -18,8 +16,6 @@ import torch
 import torch.nn.functional as F
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
-if DEVICE == "cpu":
-    os.environ.setdefault("TRITON_INTERPRET", "1")
 pytest.importorskip("triton", reason="the Triton backend needs the gpu extra (triton)")
 
 from contrastkit import losses  # noqa: E402

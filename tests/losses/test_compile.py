@@ -1,0 +1,54 @@
+"""Every registered loss under ``torch.compile``: one graph, compiled once, the eager values.
+
+A training step that ``torch.compile`` wraps takes the loss into its graph. A loss that
+breaks the graph leaves the step in pieces; one that recompiles at every step (a Python
+number on the module that changes, such as a step counter counted on the host) hits
+dynamo's recompilation limit after eight steps, which under ``fullgraph=True`` is an error.
+So each loss runs three steps through ``torch.compile(fullgraph=True)`` with recompilation
+made an error, against an eager copy of itself. The ``aot_eager`` backend traces forward
+and backward as inductor does without generating code (a few seconds for all losses);
+``tests/losses/test_host_sync.py`` compiles five of them with inductor.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import torch
+import torch._dynamo
+
+from contrastkit import losses
+from contrastkit.losses.examples import build, example_inputs
+
+
+@pytest.fixture
+def checks_off():
+    previous = losses.set_check_finite(False)
+    yield
+    losses.set_check_finite(previous)
+
+
+@pytest.mark.parametrize("name", losses.available())
+def test_a_loss_compiles_once_into_one_graph_and_keeps_its_eager_steps(
+    name: str, checks_off: None
+) -> None:
+    torch._dynamo.reset()
+    module = build(name)
+    eager = copy.deepcopy(module)  # the same parameters and state (e.g. a step counter)
+    compiled = torch.compile(module, fullgraph=True, backend="aot_eager")
+    with torch._dynamo.config.patch(error_on_recompile=True):
+        for step in range(3):
+            inputs = example_inputs(name, n=12, d=16, generator=torch.Generator().manual_seed(step))
+            grads = []
+            for fn in (compiled, eager):
+                leaves = [x.detach().clone().requires_grad_() for x in inputs[:2]]
+                value = fn(*leaves, *inputs[2:])
+                value.backward()
+                grads.append((value.detach(), [x.grad for x in leaves]))
+            (value, grad), (expected, expected_grad) = grads
+            torch.testing.assert_close(value, expected, rtol=1e-5, atol=1e-6)
+            for got, want in zip(grad, expected_grad, strict=True):
+                torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-6)
+    if hasattr(module, "diagnostics"):
+        assert module.diagnostics() == pytest.approx(eager.diagnostics(), rel=1e-5)
