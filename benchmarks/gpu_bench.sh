@@ -32,7 +32,7 @@ REPEATS=${REPEATS:-20}
 if [[ $DEVICE == cuda* ]]; then TILED=${TILED:-65536}; else TILED=${TILED:-256}; fi  # 0: none
 PYTHON=${PYTHON:-python}
 OUT=${OUT:-$(mktemp -d -t contrastkit-gpu-bench-XXXXXX)}
-BACKENDS=${BACKENDS:-}  # torch,triton (default: both on CUDA)
+BACKENDS=${BACKENDS:-}  # of torch,triton,compiled (default: torch,triton on CUDA)
 SECTIONS=${SECTIONS:-losses train}
 CIFAR=${CIFAR:-../shared/data/images/cifar10-jpeg.tar.gz}
 VARIANTS=${VARIANTS:-fp32,bf16,bf16+nchw,bf16+compile}

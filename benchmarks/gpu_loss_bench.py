@@ -67,8 +67,13 @@ def plain_ntxent(z1: torch.Tensor, z2: torch.Tensor, temperature: float = 0.1) -
     return F.cross_entropy(logits, target)
 
 
-def make_step(case: str, backend: str, n: int, d: int, dtype: torch.dtype, device: str) -> Step:
-    """One forward + backward of ``case`` on fresh random embeddings of ``n`` pairs."""
+def make_step(
+    case: str, backend: str, n: int, d: int, dtype: torch.dtype, device: str, mode: str = "default"
+) -> Step:
+    """One forward + backward of ``case`` on fresh random embeddings of ``n`` pairs. Backend
+    ``compiled``: the torch path (or the plain NT-Xent) through ``torch.compile`` in
+    ``mode`` (forward and backward in one graph each; ``reduce-overhead`` replays them as
+    CUDA graphs)."""
     g = torch.Generator(device=device).manual_seed(0)
     if case == "floor":
         z = torch.randn(2 * n, d, generator=g, device=device).to(dtype)
@@ -83,24 +88,28 @@ def make_step(case: str, backend: str, n: int, d: int, dtype: torch.dtype, devic
         return floor
     z1, z2 = (torch.randn(n, d, generator=g, device=device).to(dtype) for _ in range(2))
     z1, z2 = z1.requires_grad_(), z2.requires_grad_()
+    inputs, leaves = [z1, z2], (z1, z2)
+    path = "torch" if backend == "compiled" else backend
     if case == "plain_ntxent":
-        return _backward(lambda: plain_ntxent(z1, z2), (z1, z2))
-    if case == "infonce_queue":
+        fn: Callable[..., torch.Tensor] = plain_ntxent
+    elif case == "infonce_queue":
         key = torch.randn(n, d, generator=g, device=device).to(dtype)
         queue = torch.randn(2 * n, d, generator=g, device=device).to(dtype)
-        module = losses.get("infonce", backend=backend)
-        return _backward(lambda: module(z1, key, queue), (z1,))
-    info = losses.info(case)
-    module = losses.get(case, backend=backend) if info.fused_backends else losses.get(case)
-    kind = info.inputs
-    if kind == "labeled":
-        labels = torch.randint(0, 100, (n,), generator=g, device=device)
-        if case == "lascon":
-            labels = torch.rand(n, generator=g, device=device)
-        return _backward(lambda: module(z1, z2, labels), (z1, z2))
-    if kind == "views":
-        return _backward(lambda: module(torch.stack([z1, z2])), (z1, z2))
-    return _backward(lambda: module(z1, z2), (z1, z2))
+        fn, inputs, leaves = losses.get("infonce", backend=path), [z1, key, queue], (z1,)
+    else:
+        info = losses.info(case)
+        fn = losses.get(case, backend=path) if info.fused_backends else losses.get(case)
+        if info.inputs == "labeled":
+            labels = torch.randint(0, 100, (n,), generator=g, device=device)
+            if case == "lascon":
+                labels = torch.rand(n, generator=g, device=device)
+            inputs.append(labels)
+        elif info.inputs == "views":
+            inputs = [torch.stack([z1, z2])]
+    if backend == "compiled":  # every registered loss's forward is one wrapper (checked):
+        torch._dynamo.reset()  # a fresh cache, or the ninth loss passes dynamo's recompile limit
+        fn = torch.compile(fn, mode=mode, fullgraph=True, dynamic=False)
+    return _backward(lambda: fn(*inputs), leaves, graphs=backend == "compiled")
 
 
 def tiled_step(variant: str, n: int, d: int, block: int, device: str) -> Step:
@@ -112,8 +121,15 @@ def tiled_step(variant: str, n: int, d: int, block: int, device: str) -> Step:
     return _backward(lambda: module(z1, z2), (z1, z2))
 
 
-def _backward(loss: Callable[[], torch.Tensor], leaves: tuple[torch.Tensor, ...]) -> Step:
+def _backward(
+    loss: Callable[[], torch.Tensor], leaves: tuple[torch.Tensor, ...], graphs: bool = False
+) -> Step:
+    """``graphs``: tell torch at each step that the previous step's CUDA-graph outputs are no
+    longer read (``reduce-overhead``), as a training loop does."""
+
     def step() -> None:
+        if graphs:
+            torch.compiler.cudagraph_mark_step_begin()
         for t in leaves:
             t.grad = None
         loss().backward()
@@ -167,8 +183,10 @@ def _cell(result: dict[str, float] | str, floor: float | None) -> str:
 
 def _has(case: str, backend: str) -> bool:
     """Whether ``case`` runs on ``backend``: a loss without a ``backend`` argument (CMC)
-    has the torch path alone."""
-    return backend == "torch" or case == "infonce_queue" or losses.info(case).fused_backends
+    has the torch path alone, and compiled."""
+    if backend in ("torch", "compiled") or case == "infonce_queue":
+        return True
+    return bool(losses.info(case).fused_backends)
 
 
 def run_losses(args: argparse.Namespace, backends: list[str], records: list[dict]) -> None:
@@ -177,11 +195,12 @@ def run_losses(args: argparse.Namespace, backends: list[str], records: list[dict
     for dtype_name in args.dtypes.split(","):
         dtype = DTYPES[dtype_name]
         for n in (int(s) for s in args.sizes.split(",")):
-            cases = [("floor", "torch"), ("plain_ntxent", "torch")]
+            plain = [("plain_ntxent", b) for b in ("torch", "compiled") if b in backends]
+            cases = [("floor", "torch"), *plain]
             cases += [(c, b) for c in args.losses.split(",") for b in backends if _has(c, b)]
             floor = None
             for case, backend in cases:
-                step = make_step(case, backend, n, args.dim, dtype, args.device)
+                step = make_step(case, backend, n, args.dim, dtype, args.device, args.mode)
                 result = measure(step, args.device, args.warmup, args.repeats)
                 del step
                 if case == "floor" and isinstance(result, dict):
@@ -220,18 +239,28 @@ def main() -> None:
     parser.add_argument("--tiled-repeats", type=int, default=5)
     parser.add_argument("--json", help="also write every measurement to this file")
     parser.add_argument(
-        "--backends", help="torch, triton or both (default: both on CUDA, torch on a CPU)"
+        "--backends",
+        help="of torch, triton, compiled (the torch path through torch.compile; with the"
+        " plain NT-Xent compiled too); default: torch,triton on CUDA, torch on a CPU",
+    )
+    parser.add_argument(
+        "--mode",
+        help="torch.compile mode of backend compiled (default: reduce-overhead on CUDA,"
+        " default on a CPU)",
     )
     args = parser.parse_args()
     cuda = args.device.startswith("cuda")
     default = "torch,triton" if cuda else "torch"  # Triton runs on CUDA tensors only
     backends = [b for b in (args.backends or default).split(",") if b]
-    if not backends or any(b not in ("torch", "triton") for b in backends):
-        parser.error(f"--backends must name torch and/or triton, got {args.backends!r}")
+    if not backends or any(b not in ("torch", "triton", "compiled") for b in backends):
+        parser.error(f"--backends must name torch, triton or compiled, got {args.backends!r}")
+    args.mode = args.mode or ("reduce-overhead" if cuda else "default")
     name = torch.cuda.get_device_name(args.device) if cuda else "cpu"
     print(
         f"forward+backward on {name}, d = {args.dim}, median of {args.repeats} "
-        f"(after {args.warmup} warm-up steps), torch {torch.__version__}, backends {backends}\n"
+        f"(after {args.warmup} warm-up steps), torch {torch.__version__}, backends {backends}"
+        + (f", compile mode {args.mode}" if "compiled" in backends else "")
+        + "\n"
     )
     records: list[dict] = []
     run_losses(args, backends, records)

@@ -65,6 +65,37 @@ def test_tiny_cpu_mode_measures_every_case(tmp_path: Path) -> None:
     assert all(r["result"]["ms"] > 0 for r in records)
 
 
+def test_compiled_backend_times_the_plain_version_and_the_losses_through_torch_compile(
+    tmp_path: Path,
+) -> None:
+    """``BACKENDS=torch,compiled``: each case eager and compiled (inductor on the CPU;
+    ``reduce-overhead`` on CUDA), the plain NT-Xent included; the floor stays eager."""
+    proc = _gpu_bench(
+        timeout=300,
+        SECTIONS="losses",
+        SIZES="16",
+        DTYPES="fp32",
+        LOSSES="ntxent,supcon",
+        BACKENDS="torch,compiled",
+        REPEATS="1",
+        TILED="0",
+        OUT=str(tmp_path),
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "compile mode default" in proc.stdout
+    records = json.loads((tmp_path / "gpu_bench_losses.json").read_text())["records"]
+    assert [(r["case"], r["backend"]) for r in records] == [
+        ("floor", "torch"),
+        ("plain_ntxent", "torch"),
+        ("plain_ntxent", "compiled"),
+        ("ntxent", "torch"),
+        ("ntxent", "compiled"),
+        ("supcon", "torch"),
+        ("supcon", "compiled"),
+    ]
+    assert all(r["result"]["ms"] > 0 for r in records)
+
+
 def test_unknown_section_is_refused() -> None:
     proc = _gpu_bench(timeout=None, SECTIONS="train_step")
     assert proc.returncode == 2
