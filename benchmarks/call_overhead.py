@@ -20,6 +20,7 @@ Usage::
     OMP_NUM_THREADS=1 python benchmarks/call_overhead.py
     OMP_NUM_THREADS=1 python benchmarks/call_overhead.py --profile ntxent   # cProfile
     OMP_NUM_THREADS=1 python benchmarks/call_overhead.py --compare ../main . --runs 3
+    OMP_NUM_THREADS=1 python benchmarks/call_overhead.py --compile   # both through torch.compile
 """
 
 from __future__ import annotations
@@ -55,10 +56,10 @@ def per_call_us(step: Callable[[], None], calls: int, clock: Callable[[], float]
 def measure(args: argparse.Namespace) -> dict[str, tuple[float, float]]:
     """``{case: (loss µs, plain µs)}``, each the median over the rounds."""
     clock = CLOCKS[args.clock]
-    plain = make_step("plain_ntxent", args.n, args.dim)
     out = {}
     for case in args.losses.split(","):
-        step = make_step(case, args.n, args.dim)
+        step = make_step(case, args.n, args.dim, args.compile)
+        plain = make_step("plain_ntxent", args.n, args.dim, args.compile)
         for _ in range(args.warmup):
             step(), plain()
         ours, base = [], []
@@ -87,6 +88,7 @@ def compare(args: argparse.Namespace, trees: list[str]) -> None:
     argv = [sys.executable, os.path.abspath(__file__), "--json"]
     for key in ("losses", "n", "dim", "rounds", "inner", "warmup", "clock"):
         argv += [f"--{key}", str(getattr(args, key))]
+    argv += ["--compile"] if args.compile else []
     results: dict[str, list[dict[str, list[float]]]] = {tree: [] for tree in trees}
     for _ in range(args.runs):
         for tree in trees:
@@ -95,7 +97,8 @@ def compare(args: argparse.Namespace, trees: list[str]) -> None:
             results[tree].append(json.loads(run.stdout))
     print(
         f"N = {args.n} pairs, d = {args.dim}, forward + backward, µs per call "
-        f"(median of {args.runs} alternated runs × {args.rounds} rounds, {args.clock} clock)"
+        f"(median of {args.runs} alternated runs × {args.rounds} rounds, {args.clock} clock"
+        + (", both compiled)" if args.compile else ")")
     )
     header = " | ".join(f"{os.path.basename(os.path.abspath(t))} µs / ×plain" for t in trees)
     print(f"| case | {header} |")
@@ -123,6 +126,11 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=20)
     parser.add_argument("--clock", choices=sorted(CLOCKS), default="wall")
     parser.add_argument("--profile", default="", help="cProfile this case instead")
+    parser.add_argument(
+        "--compile",
+        action="store_true",
+        help="each loss and the plain NT-Xent through torch.compile (inductor, default mode)",
+    )
     parser.add_argument("--compare", nargs="+", default=[], metavar="DIR")
     parser.add_argument("--runs", type=int, default=3, help="child runs per tree")
     parser.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
@@ -141,7 +149,8 @@ def main() -> None:
         return
     print(
         f"N = {args.n} pairs, d = {args.dim}, forward + backward, µs per call "
-        f"(median of {args.rounds} rounds of {args.inner} calls, {args.clock} clock)"
+        f"(median of {args.rounds} rounds of {args.inner} calls, {args.clock} clock"
+        + (", both compiled)" if args.compile else ")")
     )
     print("| case | µs | plain µs | ratio |")
     print("|---|---:|---:|---:|")

@@ -29,8 +29,9 @@ from contrastkit import losses
 from contrastkit.engine.kernels import KernelCounter, is_view
 
 
-def make_step(case: str, n: int, d: int) -> Callable[[], None]:
-    """One forward + backward of ``case`` (a loss name or ``plain_ntxent``) at ``n`` pairs."""
+def make_step(case: str, n: int, d: int, compiled: bool = False) -> Callable[[], None]:
+    """One forward + backward of ``case`` (a loss name or ``plain_ntxent``) at ``n`` pairs;
+    ``compiled``: its forward through ``torch.compile`` (one graph, backward included)."""
     g = torch.Generator().manual_seed(0)
     z1, z2 = (torch.randn(n, d, generator=g).requires_grad_() for _ in range(2))
     if case == "plain_ntxent":
@@ -49,6 +50,10 @@ def make_step(case: str, n: int, d: int) -> Callable[[], None]:
             fn = lambda: module(torch.stack([z1, z2]))  # noqa: E731
         else:
             fn = lambda: module(z1, z2)  # noqa: E731
+
+    if compiled:  # every registered loss's forward is one wrapper (checked): a fresh
+        torch._dynamo.reset()  # cache, or the ninth loss passes dynamo's recompile limit
+        fn = torch.compile(fn, fullgraph=True, dynamic=False)
 
     def step() -> None:
         z1.grad = z2.grad = None
