@@ -144,10 +144,12 @@ class Engine:
     def compile_modules(self, *modules: nn.Module | None) -> None:
         """``torch.compile`` each given module in place (``nn.Module.compile``) when
         ``compile`` is on. The trainer gives the network parts (encoder, heads), not the
-        loss. Every registered loss compiles on its own into one graph, compiled once
-        (``tests/losses/test_compile.py``), but whether that pays on a GPU is not measured
-        yet (``benchmarks/gpu_loss_bench.py --backends torch,compiled``); on the CPU it
-        changed a small loss call's time by -40 % to +25 %."""
+        loss. Every registered loss, and every framework's whole forward, compiles into one
+        graph, compiled once (``tests/losses/test_compile.py``,
+        ``tests/frameworks/test_compile.py``). On the CPU a compiled loss call took
+        0.46-1.05x its eager host time (docs/guides/performance.md); whether compiling the
+        loss too pays on a GPU is not measured yet
+        (``benchmarks/gpu_loss_bench.py --backends torch,compiled``)."""
         if not self.compile:
             return
         for module in modules:
