@@ -145,8 +145,9 @@ def test_channelwise_temperature_formula_bounds_and_batch_size() -> None:
     for scale in (0.0, 1.0, 1e3):
         t = temp.channelwise(scale * za, scale * zb)
         assert torch.isfinite(t).all() and (t >= 0.1).all() and (t <= 3.0).all()
-    # R's diagonal is ±‖W_l (1e3·za)‖²/N·(1 + ...): far above 0 for (za, za), far below for
-    # (za, -za), whatever φ's random initial weights (off the diagonal the sign depends on them)
+    # R_ll is the batch mean of φ_l(a)·φ_l(±a), about ±mean (W_l·a)² here (the bias is small
+    # beside 1e6-scaled rows): far above 0 for (za, za), far below for (za, -za), whatever
+    # φ's random initial weights (off the diagonal the sign depends on them)
     agree, oppose = temp.channelwise(1e3 * za, 1e3 * za), temp.channelwise(1e3 * za, -1e3 * za)
     assert agree.diagonal().max().item() == pytest.approx(0.1)
     assert oppose.diagonal().min().item() == pytest.approx(3.0)
