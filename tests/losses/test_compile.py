@@ -46,3 +46,19 @@ def test_a_loss_compiles_once_into_one_graph_and_keeps_its_eager_steps(name: str
                 torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-6)
     if hasattr(module, "diagnostics"):
         assert module.diagnostics() == pytest.approx(eager.diagnostics(), rel=1e-5)
+
+
+def test_forced_value_checks_do_not_run_inside_a_compiled_graph() -> None:
+    """``set_check_finite(True)`` checks every eager call, but a host read inside a graph
+    would break it (an error under ``fullgraph=True``): compiled, no check runs."""
+    torch._dynamo.reset()
+    previous = losses.set_check_finite(True)
+    try:
+        module = build("macl")
+        inputs = example_inputs("macl", n=12, d=16, generator=torch.Generator().manual_seed(0))
+        value = torch.compile(module, fullgraph=True, backend="aot_eager")(*inputs)
+        torch.testing.assert_close(value, module(*inputs))
+        with pytest.raises(ValueError, match="NaN or inf"):  # eager calls still check
+            module(inputs[0].clone().fill_(float("nan")), inputs[1])
+    finally:
+        losses.set_check_finite(previous)

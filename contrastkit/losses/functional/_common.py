@@ -69,14 +69,14 @@ _VALUE_CHECKS = {
 def reads_values(t: Tensor) -> bool:
     """Whether the checks that read the values of ``t`` run: by default (``"auto"``) on CPU
     tensors, where reading one costs nothing, and not on an accelerator, where it would make
-    the host wait for the device at every call (a synchronisation that stalls the step),
-    nor while ``torch.compile`` traces (a read would break its graph, an error under
-    ``fullgraph=True``); :func:`contrastkit.losses.set_check_finite` or
-    ``CONTRASTKIT_CHECK_FINITE=1`` / ``0`` turn them on / off everywhere."""
+    the host wait for the device at every call (a synchronisation that stalls the step);
+    :func:`contrastkit.losses.set_check_finite` or ``CONTRASTKIT_CHECK_FINITE=1`` / ``0``
+    turn them on / off everywhere. Never while ``torch.compile`` traces, in any mode: a
+    read would break its graph (an error under ``fullgraph=True``)."""
+    if torch.compiler.is_compiling():
+        return False
     mode = _VALUE_CHECKS["mode"]
-    if mode == "auto":
-        return device_type_of(t) == "cpu" and not torch.compiler.is_compiling()
-    return mode == "on"
+    return mode == "on" or (mode == "auto" and device_type_of(t) == "cpu")
 
 
 def set_value_checks(mode: str) -> str:
