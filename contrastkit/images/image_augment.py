@@ -42,7 +42,8 @@ skipped for one-channel images.
 
 Where things are: the ops in :mod:`.spatial` (crop and flip as one affine resampling,
 blur) and :mod:`.colour` (the jitter as four batched steps); the views of a training
-step, all in one pass over the batch, in :mod:`.view_batch`. On a GPU the step waits
+step, all in one pass over the batch, in :mod:`.view_batch`, their random parameters
+from one draw in :mod:`.view_draw`. On a GPU the step waits
 for no transfer and launches about 125 kernels for SimCLR's two views of a batch (316
 before issue #38's pass; 136 for BYOL's pair, which was 661). Compiled
 (:meth:`ImageAugment.compile`, what a run with ``compile`` does) the pass is one graph:
@@ -52,15 +53,12 @@ Inductor generated 19 kernels (SimCLR) and 30 (BYOL) for it on the CPU.
 from __future__ import annotations
 
 import functools
-import math
 from collections.abc import Sequence
 
 import torch
 from torch import Tensor
 
 from .._optional import require
-from .colour import plan_jitter
-from .spatial import blur_kernels, crop_theta
 from .view_batch import (
     Drawn,
     apply,
@@ -70,16 +68,12 @@ from .view_batch import (
     stackable,
     to_device,
 )
+from .view_draw import draw_views
 
 TYPES_IMAGE = ("crop", "blur", "grayscale", "jitter", "flip", "solarize")
 BACKENDS = ("torch", "triton")
 AUG_RECIPES = ("simclr", "byol")
 AMCL_ORDER = TYPES_IMAGE[:5]
-
-
-def _scale(u: Tensor, low: float, high: float) -> Tensor:
-    """Uniform numbers ``u`` in [0, 1) mapped to [low, high)."""
-    return u * (high - low) + low
 
 
 class ImageAugment:
@@ -184,10 +178,11 @@ class ImageAugment:
         acts per sample; bit for bit on the CPU, where it is tested; on a GPU a per-image
         mean may be summed in another order for another batch size), made in one pass
         over the ``n·B`` samples (:mod:`.view_batch`), so a GPU launches each kernel once
-        for all views. One augment for every view draws all views' parameters at once
-        (:meth:`_draw`). Augments that cannot share a pass (one crops, another does not)
-        get one pass per view. Compiled augments (:meth:`compile`) run the ops through
-        ``torch.compile``."""
+        for all views. All views' parameters come from one draw
+        (:func:`~.view_draw.draw_views`), BYOL's two augments included; augments whose
+        parameters cannot share its arithmetic draw one view at a time, and those that
+        cannot share a pass (one crops, another does not) get one pass per view. Compiled
+        augments (:meth:`compile`) run the ops through ``torch.compile``."""
         if not isinstance(x, Tensor) or x.dim() != 4:
             got = tuple(x.shape) if isinstance(x, Tensor) else type(x).__name__
             raise ValueError(f"x must have shape [B, C, H, W] for image augmentations, got {got}")
@@ -202,71 +197,22 @@ class ImageAugment:
         else:
             run = apply
         rows = not (compiled or fused)
-        if all(a is augments[0] for a in augments):
-            drawn = [augments[0]._draw(b, generator, color, n)]
-        else:
-            drawn = [augments[v % len(augments)]._draw(b, generator, color) for v in range(n)]
-            if not stackable(drawn):
-                return [run(x, to_device(d, x.device, rows)) for d in drawn]
-        p = to_device(stack(drawn), x.device, rows)
+        views = [augments[v % len(augments)] for v in range(n)]
+        drawn = draw_views(views, b, generator, color)
+        if drawn is None:  # e.g. one crops, another does not: one draw per view
+            each = [view._draw(b, generator, color) for view in views]
+            if not stackable(each):
+                return [run(x, to_device(d, x.device, rows)) for d in each]
+            drawn = stack(each)
+        p = to_device(drawn, x.device, rows)
         return list(run(x.repeat(n, 1, 1, 1) if n > 1 else x, p).split(b))
 
     def _draw(self, b: int, g: torch.Generator, color: bool, n: int = 1) -> Drawn:
-        """The parameters of ``n`` views of ``b`` samples (``n·B`` rows, view after view)
-        drawn on the CPU from ``g``. A view reads its uniform numbers in a fixed order:
-        flip; crop (area, log aspect ratio, left, top); jitter (coin, the four strengths,
-        four sort keys per sample for its order), grayscale (nothing for these two unless
-        ``color``); blur (σ, coin); solarize. All ``n`` views take them from one
-        ``torch.rand`` call, which reads the generator as ``n`` calls of one view would, so
-        the values are those of ``n`` separate draws. The jitter's plan is made here,
-        where its random order lies, so its row sets are known without reading the device."""
-        t = self.types
-        sizes = {
-            "flip": 1 if "flip" in t else 0,
-            "crop": 4 if "crop" in t else 0,
-            "jitter": 9 if "jitter" in t and color else 0,
-            "gray": 1 if "grayscale" in t and color else 0,
-            "blur": 2 if "blur" in t else 0,
-            "solarize": 1 if "solarize" in t else 0,
-        }
-        u = torch.rand(n, sum(sizes.values()), b, generator=g)
-        part, at = {}, 0
-        for name, rows in sizes.items():
-            block = u[:, at : at + rows]
-            if name == "jitter" and rows:  # five rows, then the sort keys, [B, 4] per view
-                keys = block[:, 5:].reshape(n * b, 4)
-                block = block[:, :5]
-            part[name] = block.transpose(0, 1).reshape(-1, n * b).unbind(0)
-            at += rows
-        cols: dict[str, Tensor] = {}
-        flip = part["flip"][0] < 0.5 if part["flip"] else None
-        if part["crop"]:
-            u_area, u_ratio, u_left, u_top = part["crop"]
-            area = _scale(u_area, self.crop_scale, 1.0)
-            ratio = torch.exp(_scale(u_ratio, math.log(3 / 4), math.log(4 / 3)))
-            w, h = (area * ratio).sqrt().clamp(max=1.0), (area / ratio).sqrt().clamp(max=1.0)
-            box = torch.stack([u_left * (1 - w), u_top * (1 - h), w, h], 1)
-            cols["theta"] = crop_theta(box, flip)
-        elif flip is not None:
-            cols["flip"] = flip.float()
-        plan = None
-        if part["jitter"]:
-            coin, u_bri, u_con, u_sat, u_hue = part["jitter"]
-            bri, con, sat, hue = self.jitter
-            factors = torch.stack(
-                [_scale(u_bri, 1 - bri, 1 + bri), _scale(u_con, 1 - con, 1 + con),
-                 _scale(u_sat, 1 - sat, 1 + sat), _scale(u_hue, -hue, hue)], 1
-            )  # fmt: skip
-            plan = plan_jitter(coin < self.p_jitter, factors, keys.argsort(1))
-            cols["coef"], cols["hue"] = plan.coef, plan.hue.float()
-        if part["gray"]:
-            cols["gray"] = (part["gray"][0] < self.p_gray).float()
-        if part["blur"]:
-            cols["kernel"] = blur_kernels(_scale(part["blur"][0], 0.1, 2.0), self.kernel_size)
-            cols["blur"] = (part["blur"][1] < self.p_blur).float()
-        if part["solarize"]:
-            cols["solarize"] = (part["solarize"][0] < self.solarize_p).float()
-        return Drawn(cols) if plan is None else Drawn(cols, plan.hue_rows, plan.blends)
+        """The parameters of ``n`` views of ``b`` samples by this augment (``n·B`` rows,
+        view after view), drawn on the CPU from ``g`` (:func:`~.view_draw.draw_views`)."""
+        drawn = draw_views([self] * n, b, g, color)
+        assert drawn is not None  # one augment always shares its arithmetic
+        return drawn
 
 
 def check_jitter(values: Sequence[float]) -> tuple[float, float, float, float]:

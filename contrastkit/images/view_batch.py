@@ -44,7 +44,7 @@ class Drawn(NamedTuple):
     blends: tuple[bool, ...] = ()
 
 
-def _filler(name: str, like: Tensor, b: int) -> Tensor | None:
+def filler(name: str, like: Tensor, b: int) -> Tensor | None:
     """The value of column ``name`` for ``b`` views that lack it, leaving them unchanged
     (``like`` is the column of a view that has it); ``None`` where none exists."""
     if name in MASKS:
@@ -67,7 +67,7 @@ def stackable(drawn: Sequence[Drawn]) -> bool:
         have = [d.cols[name] for d in drawn if name in d.cols]
         if len({c.shape[1:] for c in have}) > 1:
             return False
-        if len(have) < len(drawn) and _filler(name, have[0], 1) is None:
+        if len(have) < len(drawn) and filler(name, have[0], 1) is None:
             return False
     return True
 
@@ -83,7 +83,7 @@ def stack(drawn: Sequence[Drawn]) -> Drawn:
     cols = {}
     for name in names:
         like = next(d.cols[name] for d in drawn if name in d.cols)
-        cols[name] = torch.cat([d.cols.get(name, _filler(name, like, b)) for d in drawn])
+        cols[name] = torch.cat([d.cols.get(name, filler(name, like, b)) for d in drawn])
     hue_rows: tuple[Tensor, ...] = ()
     blends: tuple[bool, ...] = ()
     if any(d.hue_rows for d in drawn):
