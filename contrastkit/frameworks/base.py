@@ -111,6 +111,16 @@ class Framework(nn.Module):
             return {}
         return dict(self.loss.diagnostics())
 
+    def step_values(self) -> dict[str, Tensor | float]:
+        """:meth:`step_logs` without reading the device where the loss can avoid it: its
+        ``diagnostic_tensors()`` (0-d device tensors: MACL, CACR, TaU, the cosine
+        schedule), else its ``diagnostics()``. A training loop that keeps them and reads
+        them once an epoch makes no host synchronisation per step for them."""
+        if not losses.info(self.loss_name).diagnostics:
+            return {}
+        tensors = getattr(self.loss, "diagnostic_tensors", None)
+        return dict(tensors() if callable(tensors) else self.loss.diagnostics())
+
 
 def build_loss(name: str, kwargs: Mapping[str, object]) -> nn.Module:
     """``losses.get(name, **kwargs)``, turning a bad keyword into a one-line ``ValueError``."""

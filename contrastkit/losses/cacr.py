@@ -188,10 +188,17 @@ class CACR(nn.Module):
             return None
         return float(attraction), float(repulsion)
 
+    def diagnostic_tensors(self) -> dict[str, Tensor]:
+        """``{"attraction": L_CA, "repulsion": L_CR}`` of the last call as device tensors
+        (empty before it): what :meth:`diagnostics` reads, without reading it."""
+        attraction, repulsion = self._last["attraction"], self._last["repulsion"]
+        if attraction is None or repulsion is None:
+            return {}
+        return {"attraction": attraction, "repulsion": repulsion}
+
     def diagnostics(self) -> dict[str, float]:
         """``{"attraction": L_CA, "repulsion": L_CR}`` of the last call (empty before it)."""
-        parts = self.last_parts
-        return {} if parts is None else {"attraction": parts[0], "repulsion": parts[1]}
+        return {k: float(v) for k, v in self.diagnostic_tensors().items()}
 
 
 @register("cmc", "views", "Tian et al., ECCV 2020 (CMC), full-graph Eq. (8)")

@@ -142,7 +142,14 @@ class MACL(TwoViewContrastive):
         alignment = self._last["alignment"]
         return None if alignment is None else float(alignment)
 
+    def diagnostic_tensors(self) -> dict[str, Tensor]:
+        """``{"temperature": τ_a, "alignment_A": A}`` of the last call as device tensors
+        (empty before it): what :meth:`diagnostics` reads, without reading it."""
+        tau, alignment = self._last["tau"], self._last["alignment"]
+        if tau is None or alignment is None:
+            return {}
+        return {"temperature": tau, "alignment_A": alignment}
+
     def diagnostics(self) -> dict[str, float]:
         """``{"temperature": τ_a, "alignment_A": A}`` of the last call (empty before it)."""
-        tau, alignment = self.last_temperature, self.last_alignment
-        return {} if tau is None else {"temperature": tau, "alignment_A": alignment}
+        return {k: float(v) for k, v in self.diagnostic_tensors().items()}

@@ -54,6 +54,27 @@ def multihead_ntxent(z1: Tensor, z2: Tensor, tau: Tensor | float) -> Tensor:
     return (torch.logsumexp(logits, dim=2) - positive).mean(dim=1).sum()
 
 
+class _LastTemperature:
+    """The temperature of the last call as a diagnostic: ``_last_tau``, a 0-d device tensor
+    (TaU: τ_i averaged over anchors and heads; the cosine schedule: τ_t), read on demand."""
+
+    _last_tau: Tensor | None = None
+
+    @property
+    def last_temperature(self) -> float | None:
+        """The last call's temperature (``None`` before it)."""
+        return None if self._last_tau is None else float(self._last_tau)
+
+    def diagnostic_tensors(self) -> dict[str, Tensor]:
+        """``{"temperature": τ}`` of the last call as a device tensor (empty before it)."""
+        return {} if self._last_tau is None else {"temperature": self._last_tau}
+
+    def diagnostics(self) -> dict[str, float]:
+        """``{"temperature": τ}`` of the last call (empty before it)."""
+        tau = self.last_temperature
+        return {} if tau is None else {"temperature": tau}
+
+
 # the multi-head projector's sizes, shared by both baselines
 _HEAD_RANGES: dict[str, Param] = {
     **dict.fromkeys(("in_dim", "heads", "out_dim"), Param.integer(1)),
@@ -67,7 +88,7 @@ _HEAD_RANGES: dict[str, Param] = {
     "Zhang et al., 2021 (TaU); AMCL Table 4 baseline",
     diagnostics=True,
 )
-class TemperatureAsUncertainty(nn.Module):
+class TemperatureAsUncertainty(_LastTemperature, nn.Module):
     """Multi-head NT-Xent with a per-anchor learned temperature (see the module docstring).
 
     Args:
@@ -96,7 +117,6 @@ class TemperatureAsUncertainty(nn.Module):
             raise ValueError(f"need lower < upper, got {lower}, {upper}")
         self.lower, self.upper = float(lower), float(upper)
         self.projector = MultiHeadProjector(in_dim, out_dim + 1, heads, hidden)
-        self._last_tau: Tensor | None = None
 
     def forward(self, h1: Tensor, h2: Tensor) -> Tensor:
         h1, h2 = check_views(h1, h2, names=("h1", "h2"))
@@ -106,16 +126,6 @@ class TemperatureAsUncertainty(nn.Module):
         self._last_tau = tau.detach().mean()  # a device tensor: read on demand, no sync
         return multihead_ntxent(p1[..., :-1], p2[..., :-1], tau)
 
-    @property
-    def last_temperature(self) -> float | None:
-        """The last call's τ_i averaged over anchors and heads (``None`` before it)."""
-        return None if self._last_tau is None else float(self._last_tau)
-
-    def diagnostics(self) -> dict[str, float]:
-        """``temperature``: the last call's τ_i averaged over anchors and heads."""
-        tau = self.last_temperature
-        return {} if tau is None else {"temperature": tau}
-
 
 @register(
     "cosine_temperature",
@@ -123,7 +133,7 @@ class TemperatureAsUncertainty(nn.Module):
     "Kukleva et al., ICLR 2023; AMCL Table 4 (TS)",
     diagnostics=True,
 )
-class CosineTemperature(nn.Module):
+class CosineTemperature(_LastTemperature, nn.Module):
     """Multi-head NT-Xent with a cosine temperature schedule (see the module docstring).
 
     Args:
@@ -154,7 +164,6 @@ class CosineTemperature(nn.Module):
         self.period = period
         self.projector = MultiHeadProjector(in_dim, out_dim, heads, hidden)
         self.register_buffer("step", torch.zeros((), dtype=torch.long))
-        self._last_tau: Tensor | None = None
 
     def temperature(self, step: int) -> float:
         """``τ_t`` at training step ``step``."""
@@ -172,13 +181,3 @@ class CosineTemperature(nn.Module):
             self.step += 1
         self._last_tau = tau.detach()  # a device tensor: read on demand
         return multihead_ntxent(self.projector(h1), self.projector(h2), tau)
-
-    @property
-    def last_temperature(self) -> float | None:
-        """τ_t of the last call (``None`` before it)."""
-        return None if self._last_tau is None else float(self._last_tau)
-
-    def diagnostics(self) -> dict[str, float]:
-        """``temperature``: τ_t of the last call."""
-        tau = self.last_temperature
-        return {} if tau is None else {"temperature": tau}

@@ -163,13 +163,13 @@ class SimCSETrainer(Trainer):
             record["sts_dev_spearman"] = last["spearman"]
         return record
 
-    def after_batch(self, step: int, loss: Tensor, step_logs: dict[str, float]) -> None:
+    def after_batch(self, step: int, loss: Tensor, step_values: dict[str, Tensor | float]) -> None:
         log = self.log
         log.train_loss.append(float(loss.detach()))
         log.steps = step
-        tau = step_logs.get("temperature")
+        tau = step_values.get("temperature")
         if tau is not None:
-            log.temperature.append(tau)
+            log.temperature.append(float(tau))
         if self.model.last_views is not None:
             diagnostics.record(log.diagnostics, *self.model.last_views, self.temperature)
         every = self.config.eval_steps

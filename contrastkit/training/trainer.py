@@ -38,6 +38,7 @@ import dataclasses
 import math
 import time
 from collections import defaultdict
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -230,7 +231,7 @@ class Trainer:
         x, y, augs = self.train_x, self.train_y, self.view_augments
         order = torch.randperm(len(x), generator=gen)
         steps = self.steps_per_epoch
-        logs: dict[str, list[float]] = defaultdict(list)
+        logs: dict[str, list[torch.Tensor | float]] = defaultdict(list)
         total = torch.zeros((), device=engine.device)
         model.train()
         start = time.perf_counter()
@@ -273,10 +274,10 @@ class Trainer:
             )
             if self.probe is not None:
                 self.probe.step(labels)
-            step_logs = model.step_logs()
-            self.after_batch(self.epoch * steps + i + 1, loss, step_logs)
+            values = model.step_values()  # device tensors: read once, at the epoch's end
+            self.after_batch(self.epoch * steps + i + 1, loss, values)
             total += loss.detach()
-            for key, value in step_logs.items():
+            for key, value in values.items():
                 logs[key].append(value)
             if self.progress and i % 10 == 9:
                 rate = (i + 1) * cfg.batch_size / (time.perf_counter() - start)
@@ -293,16 +294,20 @@ class Trainer:
         }
         if cfg.schedule != "constant":
             record["lr"] = lr
-        record.update({k: sum(v) / len(v) for k, v in logs.items()})
-        record.update({k + TRACE_SUFFIX: logs[k] for k in TRACED if k in logs})
+        steps_logs = _on_host(logs)
+        record.update({k: sum(v) / len(v) for k, v in steps_logs.items()})
+        record.update({k + TRACE_SUFFIX: steps_logs[k] for k in TRACED if k in steps_logs})
         if self.probe is not None:
             record.update(self.probe.epoch_logs())
         return record
 
-    def after_batch(self, step: int, loss: torch.Tensor, step_logs: dict[str, float]) -> None:
+    def after_batch(
+        self, step: int, loss: torch.Tensor, step_values: dict[str, torch.Tensor | float]
+    ) -> None:
         """Called after batch ``step`` (counted from 1 over the run) with its loss and the
-        framework's step logs; a trainer that evaluates within epochs overrides it
-        (SimCSE's dev evaluation)."""
+        framework's step values (:meth:`~contrastkit.frameworks.Framework.step_values`,
+        device tensors where the loss has them); a trainer that evaluates within epochs
+        overrides it (SimCSE's dev evaluation)."""
 
     def _capture(self) -> Any:
         return self.probe.capture(self.model.encoder) if self.probe else contextlib.nullcontext()
@@ -401,3 +406,15 @@ class Trainer:
         written to ``final.json`` (:func:`.checkpoint.write_final`); returned. Every
         trainer's ``finish`` ends here."""
         return checkpoint.write_final(self, metrics, time.perf_counter() - self.epoch_end)
+
+
+def _on_host(logs: Mapping[str, list[torch.Tensor | float]]) -> dict[str, list[float]]:
+    """Each diagnostic's per-step values as floats: the device tensors of an epoch stacked
+    and read in one copy per diagnostic (the same floats as reading them one by one)."""
+    out = {}
+    for key, values in logs.items():
+        if values and isinstance(values[0], torch.Tensor):
+            out[key] = [float(v) for v in torch.stack(values).tolist()]
+        else:
+            out[key] = [float(v) for v in values]
+    return out

@@ -172,3 +172,19 @@ def test_the_underflow_guard_changes_nothing_where_no_row_underflows() -> None:
             results.append((out, grad))
     for (out_u, grad_u), (out_g, grad_g) in zip(results[:2], results[2:], strict=True):
         assert torch.equal(out_u, out_g) and torch.equal(grad_u, grad_g)
+
+
+@pytest.mark.parametrize("name", [n for n in losses.available() if losses.info(n).diagnostics])
+def test_diagnostic_tensors_are_the_diagnostics_without_a_host_read(name: str) -> None:
+    """A loss with ``diagnostic_tensors()`` gives the values of ``diagnostics()`` as device
+    tensors, reading nothing (what the trainer keeps per step); empty before a call."""
+    module = build(name)
+    tensors = getattr(module, "diagnostic_tensors", None)
+    if tensors is None:
+        pytest.skip(f"{name} reports floats only (read at every step)")
+    assert tensors() == {} and module.diagnostics() == {}
+    module(*example_inputs(name, n=12, d=16, generator=torch.Generator().manual_seed(2)))
+    with HostReads() as reads:
+        values = tensors()
+    assert not reads.counts and all(isinstance(v, torch.Tensor) for v in values.values())
+    assert {k: float(v) for k, v in values.items()} == module.diagnostics()
