@@ -331,16 +331,26 @@ class AMCL(nn.Module):
                 stats.update({f"{key}/head{c}": float(v) for c, v in enumerate(values.tolist())})
         return stats
 
+    def diagnostic_tensors(self) -> dict[str, Tensor]:
+        """The values of :meth:`diagnostics` as 0-d device tensors, read nothing (what the
+        trainer keeps per step); empty before the first call."""
+        kinds = (("tau_pos", self._tau_pos), ("tau_neg", self._tau_neg))
+        kinds += (("tau_neg_runaway", self._runaway),)
+        stats: dict[str, Tensor] = {}
+        for kind, values in kinds:
+            if values is not None:
+                stats.update({f"{kind}/head{c}": v for c, v in enumerate(values.unbind())})
+        for kind, values in kinds:
+            if values is not None:
+                stats[f"{kind}_mean"] = values.mean()
+        return stats
+
     def diagnostics(self) -> dict[str, float]:
         """:meth:`temperature_stats`, ``tau_neg_runaway/head{c}`` (the cosine bases with a
         learned τ⁻: the fraction of the last call's present negative pairs whose τ⁻ the
         loss drives to its lower bound, :func:`functional.amcl_runaway`) and the head means
-        ``tau_pos_mean``, ``tau_neg_mean``, ``tau_neg_runaway_mean``."""
-        stats = self.temperature_stats()
-        if self._runaway is not None:
-            runaway = enumerate(self._runaway.tolist())
-            stats.update({f"tau_neg_runaway/head{c}": float(v) for c, v in runaway})
-        for kind in ("tau_pos", "tau_neg", "tau_neg_runaway"):
-            heads = [v for k, v in stats.items() if k.startswith(kind + "/")]
-            stats.update({f"{kind}_mean": sum(heads) / len(heads)} if heads else {})
-        return stats
+        ``tau_pos_mean``, ``tau_neg_mean``, ``tau_neg_runaway_mean``; read in one copy."""
+        stats = self.diagnostic_tensors()
+        if not stats:
+            return {}
+        return dict(zip(stats, torch.stack(list(stats.values())).tolist(), strict=True))

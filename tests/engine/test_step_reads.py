@@ -1,6 +1,7 @@
 """A training step reads nothing on the host for the loss's diagnostics: MACL's τ_a and A,
-CACR's parts and the cosine schedule's τ stay device tensors until the epoch's end, which
-copies each diagnostic's values to the host at once, whatever the number of steps."""
+CACR's parts, AMCL's temperatures and the cosine schedule's τ stay device tensors until the
+epoch's end, which copies each diagnostic's values to the host at once, whatever the
+number of steps."""
 
 from __future__ import annotations
 
@@ -39,6 +40,7 @@ def _reads(trainer: object) -> tuple[int, dict]:
         ("simclr", "macl", ("temperature", "alignment_A")),
         ("multiview", "cacr", ("attraction", "repulsion")),
         ("simclr", "cosine_temperature", ("temperature",)),
+        ("simclr", "amcl", ("tau_pos_mean", "tau_neg_mean")),
     ],
 )
 def test_diagnostics_are_read_once_an_epoch_not_once_a_step(
@@ -55,6 +57,10 @@ def test_diagnostics_are_read_once_an_epoch_not_once_a_step(
             trainer.model.step_values = trainer.model.step_logs = dict
         counts[report], record = _reads(trainer)
     assert counts[True] == counts[False]
+    # and nothing left to read later either: the step's values are device tensors (a
+    # ``tolist`` is no scalar read on a CPU, but one copy and wait on a GPU)
+    values = trainer.model.step_values()
+    assert set(keys) <= set(values) and all(isinstance(v, torch.Tensor) for v in values.values())
     for key in keys:  # the epoch's record: the mean of the steps' floats, and the trace
         assert isinstance(record[key], float)
     trace = record.get(f"{keys[0]}{TRACE_SUFFIX}")
