@@ -113,7 +113,7 @@ class Framework(nn.Module):
 
     def step_values(self) -> dict[str, Tensor | float]:
         """:meth:`step_logs` without reading the device where the loss can avoid it: its
-        ``diagnostic_tensors()`` (0-d device tensors: MACL, CACR, TaU, the cosine
+        ``diagnostic_tensors()`` (0-d device tensors: MACL, CACR, AMCL, TaU, the cosine
         schedule), else its ``diagnostics()``. A training loop that keeps them and reads
         them once an epoch makes no host synchronisation per step for them."""
         if not losses.info(self.loss_name).diagnostics:
