@@ -53,10 +53,12 @@ def lemma1_min_ratio(h: Tensor, pos: Tensor, neg: Tensor, lam: float = 0.1) -> T
 
 
 @torch.no_grad()
-def batch_diagnostics(
+def batch_diagnostic_tensors(
     h: Tensor, hp: Tensor, temperature: float = 0.05, lam: float = 0.1
-) -> dict[str, float]:
-    """The module's quantities for one batch of two views ``[N, d]`` (N ≥ 2), as floats."""
+) -> dict[str, Tensor]:
+    """The module's quantities for one batch of two views ``[N, d]`` (N ≥ 2), as 0-d
+    float64 tensors on the views' device, read nothing on the host (a training step keeps
+    them; :func:`as_floats` reads a run of them at once)."""
     if h.shape != hp.shape or h.ndim != 2 or h.shape[0] < 2:
         raise ValueError(
             f"need two views of shape [N >= 2, d], got {tuple(h.shape)}, {tuple(hp.shape)}"
@@ -65,24 +67,41 @@ def batch_diagnostics(
     b = tf.normalize(hp.detach().double(), dim=1)
     n = a.shape[0]
     s = a @ b.T
-    off = ~torch.eye(n, dtype=torch.bool, device=s.device)
-    neg = s.masked_fill(~off, -math.inf)
+    own = torch.eye(n, dtype=torch.bool, device=s.device)
+    neg = s.masked_fill(own, -math.inf)
     share = torch.softmax(neg / temperature, dim=1).amax(dim=1)
     hardest = neg.argmax(dim=1)
     r = lemma1_min_ratio(a, b, b[hardest], lam)
     defined = ~torch.isnan(r)
     pos_angle = torch.arccos(torch.diagonal(s).clamp(-1.0, 1.0))
-    neg_angle = torch.arccos(s[off].clamp(-1.0, 1.0))
+    # the off-diagonal entries in row-major order, without a data-dependent shape
+    off = s.flatten()[1:].view(n - 1, n + 1)[:, :-1].flatten()
+    neg_angle = torch.arccos(off.clamp(-1.0, 1.0))
     return {
-        "hardest_share": share.mean().item(),
-        "lemma1_ratio": r[defined].mean().item() if defined.any() else math.nan,
-        "lemma1_defined": defined.double().mean().item(),
-        "pos_cos": torch.diagonal(s).mean().item(),
-        "pos_angle_mean": pos_angle.mean().item(),
-        "pos_angle_std": pos_angle.std(unbiased=False).item(),
-        "neg_angle_mean": neg_angle.mean().item(),
-        "neg_angle_std": neg_angle.std(unbiased=False).item(),
+        "hardest_share": share.mean(),
+        "lemma1_ratio": torch.where(defined, r, 0.0).sum() / defined.sum(),  # 0/0: NaN
+        "lemma1_defined": defined.double().mean(),
+        "pos_cos": torch.diagonal(s).mean(),
+        "pos_angle_mean": pos_angle.mean(),
+        "pos_angle_std": pos_angle.std(unbiased=False),
+        "neg_angle_mean": neg_angle.mean(),
+        "neg_angle_std": neg_angle.std(unbiased=False),
     }
+
+
+def batch_diagnostics(
+    h: Tensor, hp: Tensor, temperature: float = 0.05, lam: float = 0.1
+) -> dict[str, float]:
+    """:func:`batch_diagnostic_tensors` as floats (one copy to the host)."""
+    values = batch_diagnostic_tensors(h, hp, temperature, lam)
+    return dict(zip(values, torch.stack(list(values.values())).tolist(), strict=True))
+
+
+def as_floats(values: list[Tensor | float]) -> list[float]:
+    """A run of per-step values as floats: the tensors among them read in one copy."""
+    tensors = [v for v in values if isinstance(v, Tensor)]
+    read = iter(torch.stack(tensors).tolist() if tensors else ())
+    return [next(read) if isinstance(v, Tensor) else float(v) for v in values]
 
 
 def plot_diagnostics(history: str | Path, out: str | Path) -> Path:
@@ -124,9 +143,10 @@ def plot_diagnostics(history: str | Path, out: str | Path) -> Path:
     return path
 
 
-def record(store: dict[str, list[float]], h: Tensor, hp: Tensor, temperature: float) -> None:
-    """Append :func:`batch_diagnostics` of one step at ``temperature`` to ``store`` (one
-    list per quantity)."""
-    values = batch_diagnostics(h, hp, temperature)
-    for key, value in values.items():
+def record(
+    store: dict[str, list[Tensor | float]], h: Tensor, hp: Tensor, temperature: float
+) -> None:
+    """Append :func:`batch_diagnostic_tensors` of one step at ``temperature`` to ``store``
+    (one list per quantity; device tensors until :func:`as_floats` reads them)."""
+    for key, value in batch_diagnostic_tensors(h, hp, temperature).items():
         store.setdefault(key, []).append(value)

@@ -50,6 +50,7 @@ from ..rundir import atomic_write_text
 from ..training import TrainConfig, Trainer
 from . import diagnostics
 from .data import read_sts
+from .diagnostics import as_floats
 from .evaluate import sts_spearman
 from .trainer import text_encoder
 
@@ -81,20 +82,29 @@ class SimCSEHistory:
     evaluations within them included)."""
 
     evals: list[dict[str, float]] = field(default_factory=list)
-    train_loss: list[float] = field(default_factory=list)
-    temperature: list[float] = field(default_factory=list)  # τ per step, losses that adapt it
+    # the per-step values are device tensors until flush() reads them (once an epoch)
+    train_loss: list[float | Tensor] = field(default_factory=list)
+    temperature: list[float | Tensor] = field(default_factory=list)  # τ, losses that adapt it
     # per-step batch geometry (text.diagnostics: gradient-paradigm §3.2), one list per quantity
-    diagnostics: dict[str, list[float]] = field(default_factory=dict)
+    diagnostics: dict[str, list[float | Tensor]] = field(default_factory=dict)
     best_step: int = 0
     best_spearman: float | None = None  # None until a dev evaluation
     seconds: float = 0.0
     steps: int = 0
 
     def to_dict(self) -> dict[str, object]:
+        self.flush()
         return asdict(self)
+
+    def flush(self) -> None:
+        """The per-step values kept as device tensors, read as floats in one copy per list
+        (:func:`~.diagnostics.as_floats`): a step itself waits for nothing."""
+        self.train_loss, self.temperature = as_floats(self.train_loss), as_floats(self.temperature)
+        self.diagnostics = {k: as_floats(v) for k, v in self.diagnostics.items()}
 
     def truncate(self, steps: int) -> None:
         """Forget everything after step ``steps`` (a resumed run replays those steps)."""
+        self.flush()
         self.train_loss, self.temperature = self.train_loss[:steps], self.temperature[:steps]
         self.diagnostics = {k: v[:steps] for k, v in self.diagnostics.items()}
         self.evals = [e for e in self.evals if e["step"] <= steps]
@@ -152,6 +162,7 @@ class SimCSETrainer(Trainer):
         if self.epoch == 0 and not self.log.evals:
             self.evaluate(0)  # the starting point of model selection
         record = super().train_epoch()
+        self.log.flush()
         self.save_history()
         start = self.epoch * self.steps_per_epoch
         for key, values in self.log.diagnostics.items():  # the epoch's mean §3.2 geometry
@@ -165,11 +176,11 @@ class SimCSETrainer(Trainer):
 
     def after_batch(self, step: int, loss: Tensor, step_values: dict[str, Tensor | float]) -> None:
         log = self.log
-        log.train_loss.append(float(loss.detach()))
+        log.train_loss.append(loss.detach())
         log.steps = step
         tau = step_values.get("temperature")
         if tau is not None:
-            log.temperature.append(float(tau))
+            log.temperature.append(tau)
         if self.model.last_views is not None:
             diagnostics.record(log.diagnostics, *self.model.last_views, self.temperature)
         every = self.config.eval_steps

@@ -57,3 +57,50 @@ def test_lemma1_ratio_is_the_boundary_of_getting_closer() -> None:
     # undefined anchors: no ratio on a grid brings the anchor closer
     grid = torch.linspace(-50, 50, 201, dtype=h.dtype)
     assert all((gain(g.expand(40))[~ok] <= 1e-12).all() for g in grid)
+
+
+def test_the_tensor_form_reads_nothing_and_gives_the_same_floats() -> None:
+    """``batch_diagnostic_tensors`` (what a training step keeps) makes no host read and no
+    data-dependent shape; its floats are ``batch_diagnostics``'; where no anchor has a
+    Lemma 1 ratio (a large λ) the mean ratio is NaN and the defined share 0."""
+    from collections import Counter
+
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    from contrastkit.text.diagnostics import as_floats, batch_diagnostic_tensors
+
+    class Reads(TorchDispatchMode):
+        def __init__(self) -> None:
+            super().__init__()
+            self.counts: Counter[str] = Counter()
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[override]
+            name = str(func).split(".")[1]
+            masks = name == "index" and any(
+                i is not None and i.dtype == torch.bool for i in args[1]
+            )  # boolean indexing: an output size that depends on the data
+            if name in ("_local_scalar_dense", "nonzero") or masks:
+                self.counts[str(func)] += 1
+            return func(*args, **(kwargs or {}))
+
+    h = unit(7, 5, 4)
+    hp = tf.normalize(h + 0.5 * unit(7, 5, 5), dim=1)
+    for lam in (0.1, 100.0):
+        with Reads() as reads:
+            values = batch_diagnostic_tensors(h, hp, 0.05, lam)
+        assert not reads.counts
+        floats = dict(zip(values, as_floats(list(values.values())), strict=True))
+        expected = batch_diagnostics(h, hp, 0.05, lam)
+        assert floats.keys() == expected.keys()
+        for key, value in expected.items():
+            assert value == floats[key] or (math.isnan(value) and math.isnan(floats[key]))
+    assert math.isnan(expected["lemma1_ratio"]) and expected["lemma1_defined"] == 0.0
+
+
+def test_as_floats_reads_the_tensors_among_floats_in_their_places() -> None:
+    from contrastkit.text.diagnostics import as_floats
+
+    values = [1.5, torch.tensor(2.25), 3, torch.tensor(float("nan"))]
+    out = as_floats(values)
+    assert out[:3] == [1.5, 2.25, 3.0] and math.isnan(out[3])
+    assert all(type(v) is float for v in out) and as_floats([]) == []

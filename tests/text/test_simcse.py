@@ -188,6 +188,38 @@ def test_simcse_trains_on_the_shared_loop(
     assert len(saved["diagnostics"]["hardest_share"]) == 4
 
 
+def test_a_step_between_evaluations_reads_nothing_on_the_host(
+    tmp_path: Path, tiny_bert: Path, sentences: list[str]
+) -> None:
+    """The step's loss, MACL's τ and the §3.2 geometry stay device tensors until the
+    epoch's end reads them (``SimCSEHistory.flush``); they read ``.item()`` at every step."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Reads(TorchDispatchMode):
+        count = 0
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[override]
+            Reads.count += str(func) == "aten._local_scalar_dense.default"
+            return func(*args, **(kwargs or {}))
+
+    config = simcse_config(tmp_path, tiny_bert, sentences, epochs=1)  # dev at steps 0, 2
+    trainer = SimCSETrainer(config, None, progress=False)
+    original, reads = trainer.after_batch, []
+
+    def after_batch(step: int, loss: Tensor, values: dict) -> None:
+        before = Reads.count
+        with Reads():
+            original(step, loss, values)
+        reads.append(Reads.count - before)
+
+    trainer.after_batch = after_batch
+    trainer.fit()
+    assert reads[0] == 0 and reads[1] > 0  # step 1; step 2 evaluates on the dev set
+    history = trainer.log
+    assert all(type(v) is float for v in [*history.train_loss, *history.temperature])
+    assert all(type(v) is float for v in history.diagnostics["pos_cos"])
+
+
 def test_every_epoch_record_has_its_final_dev_score_and_mean_geometry(
     tmp_path: Path, tiny_bert: Path, sentences: list[str]
 ) -> None:
