@@ -2,7 +2,15 @@
 schedules and the optimiser step (:class:`Engine`)."""
 
 from .core import COMPILE_MODES, PRECISIONS, Engine, NonFiniteError, eval_mode
-from .device import DEVICES, device_info, rng_state, select_device, set_rng_state, to_device
+from .device import (
+    DEVICES,
+    device_info,
+    host_floats,
+    rng_state,
+    select_device,
+    set_rng_state,
+    to_device,
+)
 from .kernels import BlockingTransfers, KernelCounter
 from .lars import LARS
 from .optim import OPTIMIZERS, build_optimizer, param_groups, trainable
@@ -32,6 +40,7 @@ __all__ = [
     "build_schedule",
     "device_info",
     "eval_mode",
+    "host_floats",
     "multiplier",
     "param_groups",
     "rng_state",

@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 import resource
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import torch
@@ -88,6 +88,14 @@ def to_device(obj: Any, device: torch.device, non_blocking: bool = False) -> Any
         return type(obj)(to_device(v, device, non_blocking) for v in obj)
     to = getattr(obj, "to", None)
     return to(device) if callable(to) else obj
+
+
+def host_floats(values: Sequence[torch.Tensor | float]) -> list[float]:
+    """``values`` as floats, the tensors among them (0-d, one dtype and device) read in one
+    copy: per-step values a loop kept on the device, read once instead of once a step."""
+    tensors = [v for v in values if isinstance(v, torch.Tensor)]
+    read = iter(torch.stack(tensors).tolist() if tensors else ())
+    return [next(read) if isinstance(v, torch.Tensor) else float(v) for v in values]
 
 
 def device_info(device: torch.device) -> dict[str, Any]:

@@ -20,6 +20,7 @@ from torch import Tensor, nn
 from .. import distributed
 from ..models.multihead import MultiHeadProjector
 from . import functional as F
+from ._diagnostics import DeviceDiagnostics
 from ._indices import pair_mask
 from .amcl_temperature import AdaptiveTemperature
 from .functional._common import check_tensor, check_views
@@ -45,7 +46,7 @@ _REF = "AMCL (anonymous ICLR 2024 submission), Eq. (3), (4), Table 2"
 
 
 @register("amcl", "features", _REF, queue_form=True, diagnostics=True)
-class AMCL(nn.Module):
+class AMCL(DeviceDiagnostics, nn.Module):
     """Adaptive multi-head contrastive loss on *encoder* features; it owns its heads.
 
     Built as ``losses.get("amcl", in_dim=d, heads=3, base="ntxent", ...)`` and called as
@@ -332,8 +333,12 @@ class AMCL(nn.Module):
         return stats
 
     def diagnostic_tensors(self) -> dict[str, Tensor]:
-        """The values of :meth:`diagnostics` as 0-d device tensors, read nothing (what the
-        trainer keeps per step); empty before the first call."""
+        """The diagnostics as 0-d device tensors, reading nothing (empty before the first
+        call; :meth:`diagnostics` gives their floats): :meth:`temperature_stats`' values,
+        ``tau_neg_runaway/head{c}`` (the cosine bases with a learned τ⁻: the fraction of
+        the last call's present negative pairs whose τ⁻ the loss drives to its lower bound,
+        :func:`functional.amcl_runaway`) and the head means ``tau_pos_mean``,
+        ``tau_neg_mean``, ``tau_neg_runaway_mean``."""
         kinds = (("tau_pos", self._tau_pos), ("tau_neg", self._tau_neg))
         kinds += (("tau_neg_runaway", self._runaway),)
         stats: dict[str, Tensor] = {}
@@ -344,13 +349,3 @@ class AMCL(nn.Module):
             if values is not None:
                 stats[f"{kind}_mean"] = values.mean()
         return stats
-
-    def diagnostics(self) -> dict[str, float]:
-        """:meth:`temperature_stats`, ``tau_neg_runaway/head{c}`` (the cosine bases with a
-        learned τ⁻: the fraction of the last call's present negative pairs whose τ⁻ the
-        loss drives to its lower bound, :func:`functional.amcl_runaway`) and the head means
-        ``tau_pos_mean``, ``tau_neg_mean``, ``tau_neg_runaway_mean``; read in one copy."""
-        stats = self.diagnostic_tensors()
-        if not stats:
-            return {}
-        return dict(zip(stats, torch.stack(list(stats.values())).tolist(), strict=True))

@@ -21,6 +21,7 @@ from torch import Tensor, nn
 
 from .. import distributed
 from . import functional as F
+from ._diagnostics import DeviceDiagnostics
 from .functional import GramNegatives
 from .functional._backend import DEFAULT_BACKEND
 from .functional._common import check_positive
@@ -45,7 +46,7 @@ from .views import (
     diagnostics=True,
     fused_backends=True,
 )
-class CACR(nn.Module):
+class CACR(DeviceDiagnostics, nn.Module):
     """CACR over V views: each view in turn is the query, its K = V - 1 sibling views are
     the positives, and the V·(N - 1) views of the other samples (plus an optional
     ``queue``) are the negatives; the loss is averaged over all V·N queries, which matches
@@ -120,8 +121,7 @@ class CACR(nn.Module):
             "repulsion_cost": repulsion_cost,
             "rbf_precision": rbf_precision,
         }
-        # (L_CA, L_CR) of the last call, in a plain dict (not nn.Module.__setattr__ per call)
-        # whose keys exist from the start (torch.compile guards on them: no second compile)
+        # (L_CA, L_CR) of the last call (DeviceDiagnostics)
         self._last: dict[str, Tensor | None] = {"attraction": None, "repulsion": None}
 
     def forward(self, views: Tensor, queue: Tensor | None = None) -> Tensor:
@@ -187,18 +187,6 @@ class CACR(nn.Module):
         if attraction is None or repulsion is None:
             return None
         return float(attraction), float(repulsion)
-
-    def diagnostic_tensors(self) -> dict[str, Tensor]:
-        """``{"attraction": L_CA, "repulsion": L_CR}`` of the last call as device tensors
-        (empty before it): what :meth:`diagnostics` reads, without reading it."""
-        attraction, repulsion = self._last["attraction"], self._last["repulsion"]
-        if attraction is None or repulsion is None:
-            return {}
-        return {"attraction": attraction, "repulsion": repulsion}
-
-    def diagnostics(self) -> dict[str, float]:
-        """``{"attraction": L_CA, "repulsion": L_CR}`` of the last call (empty before it)."""
-        return {k: float(v) for k, v in self.diagnostic_tensors().items()}
 
 
 @register("cmc", "views", "Tian et al., ECCV 2020 (CMC), full-graph Eq. (8)")

@@ -18,6 +18,7 @@ from torch import Tensor
 
 from .. import distributed
 from . import functional as F
+from ._diagnostics import DeviceDiagnostics
 from .functional import Negatives
 from .functional._backend import DEFAULT_BACKEND
 from .functional.macl import reweighted
@@ -34,7 +35,7 @@ from .views import ntxent_terms
     diagnostics=True,
     fused_backends=True,
 )
-class MACL(TwoViewContrastive):
+class MACL(DeviceDiagnostics, TwoViewContrastive):
     """MACL over SimCLR's 2N views (or any ``(pos, neg)`` via :meth:`similarity_loss`).
 
     Args:
@@ -48,7 +49,8 @@ class MACL(TwoViewContrastive):
             gathering, A is the mean alignment over every rank's pairs.
 
     After each call, :attr:`last_temperature` and :attr:`last_alignment` hold τ_a and
-    the alignment magnitude A of that batch (floats, for logging).
+    the alignment magnitude A of that batch (floats, for logging); :meth:`diagnostics`
+    reports them as ``temperature`` and ``alignment_A``.
     """
 
     param_ranges: ClassVar[dict[str, Param]] = {
@@ -79,10 +81,8 @@ class MACL(TwoViewContrastive):
         self.reweight = reweight
         self.adaptive = adaptive
         self.min_temperature = min_temperature
-        # τ_a and A of the last call, in a plain dict: storing tensors as module attributes
-        # goes through nn.Module.__setattr__ (parameter/buffer/submodule checks), at every call.
-        # Its keys exist from the start: torch.compile guards on them (no second compile).
-        self._last: dict[str, Tensor | None] = {"tau": None, "alignment": None}
+        # τ_a and A of the last call (DeviceDiagnostics)
+        self._last: dict[str, Tensor | None] = {"temperature": None, "alignment_A": None}
 
     def forward(self, z1: Tensor, z2: Tensor, queue: Tensor | None = None) -> Tensor:
         """As :meth:`TwoViewContrastive.forward`; without a queue, where
@@ -91,7 +91,7 @@ class MACL(TwoViewContrastive):
         gradients to float32 rounding, about a third less host time per call)."""
         if self._fusable(MACL, z1, queue, self._lowest_temperature()):
             nll, log_w, tau, alignment = ntxent_terms(z1, z2, self._temperature_of)
-            self._last["tau"], self._last["alignment"] = tau, alignment
+            self._last["temperature"], self._last["alignment_A"] = tau, alignment
             return (reweighted(nll, log_w) if self.reweight else nll).mean()
         return super().forward(z1, z2, queue)
 
@@ -127,29 +127,17 @@ class MACL(TwoViewContrastive):
             min_temperature=self.min_temperature,
             alignment=alignment,
         )
-        self._last["tau"], self._last["alignment"] = tau, alignment
+        self._last["temperature"], self._last["alignment_A"] = tau, alignment
         return loss
 
     @property
     def last_temperature(self) -> float | None:
         """τ_a of the last call (``None`` before the first)."""
-        tau = self._last["tau"]
+        tau = self._last["temperature"]
         return None if tau is None else float(tau)
 
     @property
     def last_alignment(self) -> float | None:
         """Alignment magnitude A (MACL Eq. 6) of the last call."""
-        alignment = self._last["alignment"]
+        alignment = self._last["alignment_A"]
         return None if alignment is None else float(alignment)
-
-    def diagnostic_tensors(self) -> dict[str, Tensor]:
-        """``{"temperature": τ_a, "alignment_A": A}`` of the last call as device tensors
-        (empty before it): what :meth:`diagnostics` reads, without reading it."""
-        tau, alignment = self._last["tau"], self._last["alignment"]
-        if tau is None or alignment is None:
-            return {}
-        return {"temperature": tau, "alignment_A": alignment}
-
-    def diagnostics(self) -> dict[str, float]:
-        """``{"temperature": τ_a, "alignment_A": A}`` of the last call (empty before it)."""
-        return {k: float(v) for k, v in self.diagnostic_tensors().items()}

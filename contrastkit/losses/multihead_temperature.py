@@ -34,6 +34,7 @@ import torch
 from torch import Tensor, nn
 
 from ..models.multihead import MultiHeadProjector
+from ._diagnostics import DeviceDiagnostics
 from .functional._common import check_views
 from .hparams import POSITIVE, Param
 from .registry import register
@@ -54,25 +55,15 @@ def multihead_ntxent(z1: Tensor, z2: Tensor, tau: Tensor | float) -> Tensor:
     return (torch.logsumexp(logits, dim=2) - positive).mean(dim=1).sum()
 
 
-class _LastTemperature:
-    """The temperature of the last call as a diagnostic: ``_last_tau``, a 0-d device tensor
-    (TaU: τ_i averaged over anchors and heads; the cosine schedule: τ_t), read on demand."""
-
-    _last_tau: Tensor | None = None
+class _LastTemperature(DeviceDiagnostics):
+    """The temperature of the last call as the diagnostic ``temperature``, a 0-d device
+    tensor (TaU: τ_i averaged over anchors and heads; the cosine schedule: τ_t)."""
 
     @property
     def last_temperature(self) -> float | None:
         """The last call's temperature (``None`` before it)."""
-        return None if self._last_tau is None else float(self._last_tau)
-
-    def diagnostic_tensors(self) -> dict[str, Tensor]:
-        """``{"temperature": τ}`` of the last call as a device tensor (empty before it)."""
-        return {} if self._last_tau is None else {"temperature": self._last_tau}
-
-    def diagnostics(self) -> dict[str, float]:
-        """``{"temperature": τ}`` of the last call (empty before it)."""
-        tau = self.last_temperature
-        return {} if tau is None else {"temperature": tau}
+        tau = self._last["temperature"]
+        return None if tau is None else float(tau)
 
 
 # the multi-head projector's sizes, shared by both baselines
@@ -117,13 +108,14 @@ class TemperatureAsUncertainty(_LastTemperature, nn.Module):
             raise ValueError(f"need lower < upper, got {lower}, {upper}")
         self.lower, self.upper = float(lower), float(upper)
         self.projector = MultiHeadProjector(in_dim, out_dim + 1, heads, hidden)
+        self._last: dict[str, Tensor | None] = {"temperature": None}
 
     def forward(self, h1: Tensor, h2: Tensor) -> Tensor:
         h1, h2 = check_views(h1, h2, names=("h1", "h2"))
         p1, p2 = self.projector(h1), self.projector(h2)  # [C, N, d' + 1]
         u = torch.cat([p1[..., -1], p2[..., -1]], dim=1)  # [C, 2N]
         tau = self.lower + (self.upper - self.lower) * torch.sigmoid(u)
-        self._last_tau = tau.detach().mean()  # a device tensor: read on demand, no sync
+        self._last["temperature"] = tau.detach().mean()
         return multihead_ntxent(p1[..., :-1], p2[..., :-1], tau)
 
 
@@ -164,6 +156,7 @@ class CosineTemperature(_LastTemperature, nn.Module):
         self.period = period
         self.projector = MultiHeadProjector(in_dim, out_dim, heads, hidden)
         self.register_buffer("step", torch.zeros((), dtype=torch.long))
+        self._last: dict[str, Tensor | None] = {"temperature": None}
 
     def temperature(self, step: int) -> float:
         """``τ_t`` at training step ``step``."""
@@ -179,5 +172,5 @@ class CosineTemperature(_LastTemperature, nn.Module):
         tau = self.tau_min + 0.5 * (self.tau_max - self.tau_min) * (1.0 + cosine)
         if self.training:
             self.step += 1
-        self._last_tau = tau.detach()  # a device tensor: read on demand
+        self._last["temperature"] = tau.detach()
         return multihead_ntxent(self.projector(h1), self.projector(h2), tau)

@@ -33,6 +33,8 @@ import torch
 import torch.nn.functional as tf
 from torch import Tensor
 
+from ..engine import host_floats
+
 
 def lemma1_min_ratio(h: Tensor, pos: Tensor, neg: Tensor, lam: float = 0.1) -> Tensor:
     """Lemma 1's smallest ratio per row of unit ``h, pos, neg [N, d]``; NaN where undefined."""
@@ -58,7 +60,7 @@ def batch_diagnostic_tensors(
 ) -> dict[str, Tensor]:
     """The module's quantities for one batch of two views ``[N, d]`` (N ≥ 2), as 0-d
     float64 tensors on the views' device, read nothing on the host (a training step keeps
-    them; :func:`as_floats` reads a run of them at once)."""
+    them; :func:`~contrastkit.engine.host_floats` reads a run of them at once)."""
     if h.shape != hp.shape or h.ndim != 2 or h.shape[0] < 2:
         raise ValueError(
             f"need two views of shape [N >= 2, d], got {tuple(h.shape)}, {tuple(hp.shape)}"
@@ -94,14 +96,7 @@ def batch_diagnostics(
 ) -> dict[str, float]:
     """:func:`batch_diagnostic_tensors` as floats (one copy to the host)."""
     values = batch_diagnostic_tensors(h, hp, temperature, lam)
-    return dict(zip(values, torch.stack(list(values.values())).tolist(), strict=True))
-
-
-def as_floats(values: list[Tensor | float]) -> list[float]:
-    """A run of per-step values as floats: the tensors among them read in one copy."""
-    tensors = [v for v in values if isinstance(v, Tensor)]
-    read = iter(torch.stack(tensors).tolist() if tensors else ())
-    return [next(read) if isinstance(v, Tensor) else float(v) for v in values]
+    return dict(zip(values, host_floats(list(values.values())), strict=True))
 
 
 def plot_diagnostics(history: str | Path, out: str | Path) -> Path:
@@ -147,6 +142,7 @@ def record(
     store: dict[str, list[Tensor | float]], h: Tensor, hp: Tensor, temperature: float
 ) -> None:
     """Append :func:`batch_diagnostic_tensors` of one step at ``temperature`` to ``store``
-    (one list per quantity; device tensors until :func:`as_floats` reads them)."""
+    (one list per quantity; device tensors until they are read, e.g. by
+    :func:`~contrastkit.engine.host_floats`)."""
     for key, value in batch_diagnostic_tensors(h, hp, temperature).items():
         store.setdefault(key, []).append(value)

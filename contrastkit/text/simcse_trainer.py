@@ -45,12 +45,12 @@ from typing import Any
 from torch import Tensor, nn
 
 from ..data import dataset_info
+from ..engine import host_floats
 from ..frameworks import SimCSE
 from ..rundir import atomic_write_text
 from ..training import TrainConfig, Trainer
 from . import diagnostics
 from .data import read_sts
-from .diagnostics import as_floats
 from .evaluate import sts_spearman
 from .trainer import text_encoder
 
@@ -98,9 +98,10 @@ class SimCSEHistory:
 
     def flush(self) -> None:
         """The per-step values kept as device tensors, read as floats in one copy per list
-        (:func:`~.diagnostics.as_floats`): a step itself waits for nothing."""
-        self.train_loss, self.temperature = as_floats(self.train_loss), as_floats(self.temperature)
-        self.diagnostics = {k: as_floats(v) for k, v in self.diagnostics.items()}
+        (:func:`~contrastkit.engine.host_floats`): a step itself waits for nothing."""
+        self.train_loss = host_floats(self.train_loss)
+        self.temperature = host_floats(self.temperature)
+        self.diagnostics = {k: host_floats(v) for k, v in self.diagnostics.items()}
 
     def truncate(self, steps: int) -> None:
         """Forget everything after step ``steps`` (a resumed run replays those steps)."""

@@ -38,7 +38,6 @@ import dataclasses
 import math
 import time
 from collections import defaultdict
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -47,7 +46,7 @@ import torch
 from .. import distributed, losses
 from ..data import Split, dataset_from_config
 from ..data.sources import iter_batches, pretraining_set
-from ..engine import Engine, build_optimizer, build_schedule, eval_mode
+from ..engine import Engine, build_optimizer, build_schedule, eval_mode, host_floats
 from ..engine.device import device_info
 from ..evaluation import alignment_uniformity, knn_accuracies, linear_probe
 from ..frameworks import build_framework, framework_class
@@ -294,7 +293,7 @@ class Trainer:
         }
         if cfg.schedule != "constant":
             record["lr"] = lr
-        steps_logs = _on_host(logs)
+        steps_logs = {k: host_floats(v) for k, v in logs.items()}  # one copy per diagnostic
         record.update({k: sum(v) / len(v) for k, v in steps_logs.items()})
         record.update({k + TRACE_SUFFIX: steps_logs[k] for k in TRACED if k in steps_logs})
         if self.probe is not None:
@@ -406,15 +405,3 @@ class Trainer:
         written to ``final.json`` (:func:`.checkpoint.write_final`); returned. Every
         trainer's ``finish`` ends here."""
         return checkpoint.write_final(self, metrics, time.perf_counter() - self.epoch_end)
-
-
-def _on_host(logs: Mapping[str, list[torch.Tensor | float]]) -> dict[str, list[float]]:
-    """Each diagnostic's per-step values as floats: the device tensors of an epoch stacked
-    and read in one copy per diagnostic (the same floats as reading them one by one)."""
-    out = {}
-    for key, values in logs.items():
-        if values and isinstance(values[0], torch.Tensor):
-            out[key] = [float(v) for v in torch.stack(values).tolist()]
-        else:
-            out[key] = [float(v) for v in values]
-    return out

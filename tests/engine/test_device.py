@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
 
-from contrastkit.engine import Engine, select_device, to_device
+from contrastkit.engine import Engine, host_floats, select_device, to_device
 
 
 def fake_hardware(monkeypatch: pytest.MonkeyPatch, cuda: int = 0, mps: bool = False) -> None:
@@ -84,3 +86,10 @@ def test_engine_rejects_bad_settings() -> None:
         Engine("cpu", grad_accum=0)
     with pytest.raises(ValueError, match="clip_grad must be a finite number > 0"):
         Engine("cpu", clip_grad=float("nan"))
+
+
+def test_host_floats_reads_the_tensors_among_floats_in_their_places() -> None:
+    values = [1.5, torch.tensor(2.25), 3, torch.tensor(float("nan"))]
+    out = host_floats(values)
+    assert out[:3] == [1.5, 2.25, 3.0] and math.isnan(out[3])
+    assert all(type(v) is float for v in out) and host_floats([]) == []

@@ -67,7 +67,8 @@ def test_the_tensor_form_reads_nothing_and_gives_the_same_floats() -> None:
 
     from torch.utils._python_dispatch import TorchDispatchMode
 
-    from contrastkit.text.diagnostics import as_floats, batch_diagnostic_tensors
+    from contrastkit.engine import host_floats
+    from contrastkit.text.diagnostics import batch_diagnostic_tensors
 
     class Reads(TorchDispatchMode):
         def __init__(self) -> None:
@@ -89,18 +90,9 @@ def test_the_tensor_form_reads_nothing_and_gives_the_same_floats() -> None:
         with Reads() as reads:
             values = batch_diagnostic_tensors(h, hp, 0.05, lam)
         assert not reads.counts
-        floats = dict(zip(values, as_floats(list(values.values())), strict=True))
+        floats = dict(zip(values, host_floats(list(values.values())), strict=True))
         expected = batch_diagnostics(h, hp, 0.05, lam)
         assert floats.keys() == expected.keys()
         for key, value in expected.items():
             assert value == floats[key] or (math.isnan(value) and math.isnan(floats[key]))
     assert math.isnan(expected["lemma1_ratio"]) and expected["lemma1_defined"] == 0.0
-
-
-def test_as_floats_reads_the_tensors_among_floats_in_their_places() -> None:
-    from contrastkit.text.diagnostics import as_floats
-
-    values = [1.5, torch.tensor(2.25), 3, torch.tensor(float("nan"))]
-    out = as_floats(values)
-    assert out[:3] == [1.5, 2.25, 3.0] and math.isnan(out[3])
-    assert all(type(v) is float for v in out) and as_floats([]) == []
