@@ -68,12 +68,21 @@ def plain_ntxent(z1: torch.Tensor, z2: torch.Tensor, temperature: float = 0.1) -
 
 
 def make_step(
-    case: str, backend: str, n: int, d: int, dtype: torch.dtype, device: str, mode: str = "default"
+    case: str,
+    backend: str,
+    n: int,
+    d: int,
+    dtype: torch.dtype = torch.float32,
+    device: str = "cpu",
+    mode: str = "default",
+    classes: int = 100,
 ) -> Step:
-    """One forward + backward of ``case`` on fresh random embeddings of ``n`` pairs. Backend
-    ``compiled``: the torch path (or the plain NT-Xent) through ``torch.compile`` in
-    ``mode`` (forward and backward in one graph each; ``reduce-overhead`` replays them as
-    CUDA graphs)."""
+    """One forward + backward of ``case`` (a loss name, ``plain_ntxent``, ``infonce_queue``
+    or ``floor``) on fresh random embeddings of ``n`` pairs; supervised losses get labels
+    from ``classes`` classes (LASCon: uniform in [0, 1)). Backend ``compiled``: the torch
+    path (or the plain NT-Xent) through ``torch.compile`` in ``mode`` (forward and backward
+    in one graph each; ``reduce-overhead`` replays them as CUDA graphs). Also the steps of
+    :file:`op_count.py` and :file:`call_overhead.py`."""
     g = torch.Generator(device=device).manual_seed(0)
     if case == "floor":
         z = torch.randn(2 * n, d, generator=g, device=device).to(dtype)
@@ -100,7 +109,7 @@ def make_step(
         info = losses.info(case)
         fn = losses.get(case, backend=path) if info.fused_backends else losses.get(case)
         if info.inputs == "labeled":
-            labels = torch.randint(0, 100, (n,), generator=g, device=device)
+            labels = torch.randint(0, classes, (n,), generator=g, device=device)
             if case == "lascon":
                 labels = torch.rand(n, generator=g, device=device)
             inputs.append(labels)
@@ -109,7 +118,8 @@ def make_step(
     if backend == "compiled":  # every registered loss's forward is one wrapper (checked):
         torch._dynamo.reset()  # a fresh cache, or the ninth loss passes dynamo's recompile limit
         fn = torch.compile(fn, mode=mode, fullgraph=True, dynamic=False)
-    return _backward(lambda: fn(*inputs), leaves, graphs=backend == "compiled")
+    graphs = backend == "compiled" and mode in ("reduce-overhead", "max-autotune")
+    return _backward(lambda: fn(*inputs), leaves, graphs)
 
 
 def tiled_step(variant: str, n: int, d: int, block: int, device: str) -> Step:

@@ -22,44 +22,20 @@ import statistics
 import time
 from collections.abc import Callable
 
+import gpu_loss_bench
 import torch
-from gpu_loss_bench import LOSSES, plain_ntxent
+from gpu_loss_bench import LOSSES
 
 from contrastkit import losses
 from contrastkit.engine.kernels import KernelCounter, is_view
 
 
 def make_step(case: str, n: int, d: int, compiled: bool = False) -> Callable[[], None]:
-    """One forward + backward of ``case`` (a loss name or ``plain_ntxent``) at ``n`` pairs;
-    ``compiled``: its forward through ``torch.compile`` (one graph, backward included)."""
-    g = torch.Generator().manual_seed(0)
-    z1, z2 = (torch.randn(n, d, generator=g).requires_grad_() for _ in range(2))
-    if case == "plain_ntxent":
-        fn = lambda: plain_ntxent(z1, z2)  # noqa: E731
-    elif case == "infonce_queue":
-        key, queue = torch.randn(n, d, generator=g), torch.randn(2 * n, d, generator=g)
-        module = losses.get("infonce", backend="torch")
-        fn = lambda: module(z1, key, queue)  # noqa: E731
-    else:
-        module, kind = losses.get(case, backend="torch"), losses.info(case).inputs
-        if kind == "labeled":
-            labels = torch.randint(0, n // 4, (n,), generator=g)
-            labels = torch.rand(n, generator=g) if case == "lascon" else labels
-            fn = lambda: module(z1, z2, labels)  # noqa: E731
-        elif kind == "views":
-            fn = lambda: module(torch.stack([z1, z2]))  # noqa: E731
-        else:
-            fn = lambda: module(z1, z2)  # noqa: E731
-
-    if compiled:  # every registered loss's forward is one wrapper (checked): a fresh
-        torch._dynamo.reset()  # cache, or the ninth loss passes dynamo's recompile limit
-        fn = torch.compile(fn, fullgraph=True, dynamic=False)
-
-    def step() -> None:
-        z1.grad = z2.grad = None
-        fn().backward()
-
-    return step
+    """One forward + backward of ``case`` (a loss name or ``plain_ntxent``) at ``n`` pairs
+    on the CPU in float32, labels from ``n // 4`` classes; ``compiled``: through
+    ``torch.compile`` (one graph, backward included)."""
+    backend = "compiled" if compiled else "torch"
+    return gpu_loss_bench.make_step(case, backend, n, d, classes=max(1, n // 4))
 
 
 def count(step: Callable[[], None]) -> KernelCounter:
