@@ -25,6 +25,7 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(VENV)/bin/ruff check contrastkit tests benchmarks
+	$(VENV)/bin/ruff format --check contrastkit tests benchmarks
 	$(VENV)/bin/lint-imports
 	$(PY) -m pytest
 

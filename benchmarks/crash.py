@@ -56,7 +56,10 @@ def train(out: Path, resume: bool, fault: str | None = None, kill_after: float |
 
 
 def result(out: Path) -> tuple[list[dict], dict, dict]:
-    records = [{k: v for k, v in r.items() if k not in TIMING_KEYS} for r in read_jsonl(out / "metrics.jsonl")[0]]  # noqa: E501
+    records = [
+        {k: v for k, v in r.items() if k not in TIMING_KEYS}
+        for r in read_jsonl(out / "metrics.jsonl")[0]
+    ]
     final = json.loads((out / "final.json").read_text())
     state = load_checkpoint(out / "checkpoint.pt")
     return records, {k: v for k, v in final.items() if k not in TIMING_KEYS}, state
@@ -66,8 +69,11 @@ def same(a: tuple[list[dict], dict, dict], b: tuple[list[dict], dict, dict]) -> 
     weights = a[2]["model"].keys() == b[2]["model"].keys() and all(
         torch.equal(a[2]["model"][k], b[2]["model"][k]) for k in a[2]["model"]
     )
-    return a[0] == b[0] and a[1] == b[1] and weights and str(a[2]["optimizer"]) == str(
-        b[2]["optimizer"]
+    return (
+        a[0] == b[0]
+        and a[1] == b[1]
+        and weights
+        and str(a[2]["optimizer"]) == str(b[2]["optimizer"])
     )
 
 

@@ -68,11 +68,15 @@ def _add_global_flags(parser: argparse.ArgumentParser, default: object) -> None:
     """``--debug`` and ``--trust-checkpoint`` on ``parser``; a sub-command's default is
     ``SUPPRESS``, so that it does not reset a flag given before the command."""
     parser.add_argument(
-        "--debug", action="store_true", default=default,
+        "--debug",
+        action="store_true",
+        default=default,
         help="show tracebacks of user errors as well",
     )
     parser.add_argument(
-        "--trust-checkpoint", action="store_true", default=default,
+        "--trust-checkpoint",
+        action="store_true",
+        default=default,
         help="load checkpoints that carry no SHA-256 digest (written by older versions) "
         "without verifying them",
     )

@@ -12,9 +12,8 @@ import contrastkit
 
 ROOT = Path(contrastkit.__file__).parent
 MODULES = sorted(
-    "contrastkit." + ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(
-        ".__init__"
-    )
+    "contrastkit."
+    + ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
     for path in ROOT.rglob("*.py")
     if ">>> " in path.read_text(encoding="utf-8")
 )

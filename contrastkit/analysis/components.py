@@ -63,8 +63,9 @@ def _infonce(s: Tensor, temperature: float = 0.05) -> tuple[Tensor, Tensor, Tens
     return gd_fraction(s, temperature), w, torch.ones_like(s)
 
 
-def _arccon(s: Tensor, temperature: float = 0.05, margin: float = ARCCON_MARGIN
-            ) -> tuple[Tensor, Tensor, Tensor]:
+def _arccon(
+    s: Tensor, temperature: float = 0.05, margin: float = ARCCON_MARGIN
+) -> tuple[Tensor, Tensor, Tensor]:
     pos = torch.cos(torch.arccos(clamp_cos(torch.diagonal(s))) + margin)
     w = weight_softmax(s, temperature) / temperature
     return gd_fraction(s, temperature, pos), w, ratio_arccon(s, margin)
@@ -88,8 +89,21 @@ def _exp_weights(x: Tensor, temperature: float) -> Tensor:
 
 
 _CONTRASTIVE = {"infonce": _infonce, "arccon": _arccon, "mpt": _mpt, "met": _met}
-NAMES = ("infonce", "arccon", "mpt", "met", "paradigm", "mhe", "mhs", "barlow", "vicreg",
-         "mmhe", "mmhs", "mbarlow", "mvicreg")
+NAMES = (
+    "infonce",
+    "arccon",
+    "mpt",
+    "met",
+    "paradigm",
+    "mhe",
+    "mhs",
+    "barlow",
+    "vicreg",
+    "mmhe",
+    "mmhs",
+    "mbarlow",
+    "mvicreg",
+)
 
 
 def components(name: str, h: Tensor, hp: Tensor, **hparams: float | str) -> Components:
@@ -154,8 +168,7 @@ def _barlow(a: Tensor, b: Tensor, nu: float = 5e-3) -> Components:
     r = n / (nu * total)
     c_diag = torch.diagonal(a.T @ b) / n
     a_mat = torch.diag(1.0 - (1.0 - nu) * c_diag)
-    return Components(torch.ones_like(a[:, 0]), w, r[:, None].expand(n, n), "same", 1.0,
-                      a_mat)
+    return Components(torch.ones_like(a[:, 0]), w, r[:, None].expand(n, n), "same", 1.0, a_mat)
 
 
 def _mhs(a: Tensor, nu: float = 1.0) -> Components:
@@ -193,8 +206,14 @@ def _vicreg(a: Tensor, nu: float = 0.04) -> Components:
     return Components(torch.ones_like(a[:, 0]), w, r[:, None].expand(n, n), "same", 1.0)
 
 
-def _modified(name: str, a: Tensor, b: Tensor, margin: float = 0.3, ratio: float | None = None,
-              temperature: float = 0.05) -> Components:
+def _modified(
+    name: str,
+    a: Tensor,
+    b: Tensor,
+    margin: float = 0.3,
+    ratio: float | None = None,
+    temperature: float = 0.05,
+) -> Components:
     """Eqs. (16)–(19): indicator GD, exponential (or nearest-neighbour) W, static r."""
     n = a.shape[0]
     default_ratio = {"mmhe": 1.75, "mmhs": 1.75, "mbarlow": 1.5, "mvicreg": 1.5}[name]

@@ -36,10 +36,15 @@ TEMPERATURES = (0.01, 0.03, 0.05, 0.1, 0.3, 1.0)
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("name", choices=FIGURE_SETS, help="which paper's figures")
     parser.add_argument("--out", type=Path, required=True, help="output directory")
-    parser.add_argument("--grid", type=int, default=40,
-                        help="points per μ axis (paper: 100; default 40)")
-    parser.add_argument("--batches", type=int, default=250,
-                        help="sampled batches per grid cell (paper: 1000; default 250)")
+    parser.add_argument(
+        "--grid", type=int, default=40, help="points per μ axis (paper: 100; default 40)"
+    )
+    parser.add_argument(
+        "--batches",
+        type=int,
+        default=250,
+        help="sampled batches per grid cell (paper: 1000; default 250)",
+    )
     parser.add_argument("--temperature", type=float, default=0.05, help="τ of InfoNCE/ArcCon")
     parser.add_argument("--margin", type=float, default=0.3, help="m of MPT/MET")
     parser.add_argument("--seed", type=int, default=0)
@@ -56,36 +61,57 @@ def run(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     mu_pos = sim.grid(sim.MU_POS_RANGE, args.grid)
     mu_neg = sim.grid(sim.MU_NEG_RANGE, args.grid)
-    maps = sim.paradigm_maps(mu_pos, mu_neg, args.batches, args.temperature, args.margin,
-                             seed=args.seed)
+    maps = sim.paradigm_maps(
+        mu_pos, mu_neg, args.batches, args.temperature, args.margin, seed=args.seed
+    )
     mu_neg_line = sim.grid(sim.MU_NEG_RANGE, 100)
     share = sim.hardest_share(mu_neg_line, TEMPERATURES, args.batches, seed=args.seed)
     arrays = {k: v.numpy() for k, v in maps.items()}
     np.savez_compressed(
-        args.out / "paradigm.npz", mu_pos=mu_pos.numpy(), mu_neg=mu_neg.numpy(),
-        mu_neg_share=mu_neg_line.numpy(), temperatures=np.array(TEMPERATURES),
-        hardest_share=share.numpy(), **arrays,
+        args.out / "paradigm.npz",
+        mu_pos=mu_pos.numpy(),
+        mu_neg=mu_neg.numpy(),
+        mu_neg_share=mu_neg_line.numpy(),
+        temperatures=np.array(TEMPERATURES),
+        hardest_share=share.numpy(),
+        **arrays,
     )
     _plot(args.out, mu_pos.numpy(), mu_neg.numpy(), arrays, mu_neg_line.numpy(), share.numpy())
-    print(f"wrote {args.out}/paradigm.npz, gd_heatmaps.png, hardest_share.png, "
-          f"dynamic_ratio.png (grid {args.grid}x{args.grid}, {args.batches} batches per cell, "
-          f"{time.perf_counter() - start:.1f} s)")
+    print(
+        f"wrote {args.out}/paradigm.npz, gd_heatmaps.png, hardest_share.png, "
+        f"dynamic_ratio.png (grid {args.grid}x{args.grid}, {args.batches} batches per cell, "
+        f"{time.perf_counter() - start:.1f} s)"
+    )
     return 0
 
 
-def _heatmap(ax: Axes, mu_pos: np.ndarray, mu_neg: np.ndarray, values: np.ndarray, title: str,
-             vmin: float, vmax: float) -> AxesImage:
+def _heatmap(
+    ax: Axes,
+    mu_pos: np.ndarray,
+    mu_neg: np.ndarray,
+    values: np.ndarray,
+    title: str,
+    vmin: float,
+    vmax: float,
+) -> AxesImage:
     extent = (mu_neg[0] / math.pi, mu_neg[-1] / math.pi, mu_pos[0] / math.pi, mu_pos[-1] / math.pi)
-    img = ax.imshow(values, origin="lower", aspect="auto", extent=extent, vmin=vmin, vmax=vmax,
-                    cmap="viridis")
+    img = ax.imshow(
+        values, origin="lower", aspect="auto", extent=extent, vmin=vmin, vmax=vmax, cmap="viridis"
+    )
     ax.set_title(title, fontsize=9)
     ax.set_xlabel("μ_neg / π")
     ax.set_ylabel("μ_pos / π")
     return img
 
 
-def _plot(out: Path, mu_pos: np.ndarray, mu_neg: np.ndarray, maps: dict[str, np.ndarray],
-          mu_neg_line: np.ndarray, share: np.ndarray) -> None:
+def _plot(
+    out: Path,
+    mu_pos: np.ndarray,
+    mu_neg: np.ndarray,
+    maps: dict[str, np.ndarray],
+    mu_neg_line: np.ndarray,
+    share: np.ndarray,
+) -> None:
     require("matplotlib", "train", "contrastkit figures")
     import matplotlib
 
@@ -93,8 +119,12 @@ def _plot(out: Path, mu_pos: np.ndarray, mu_neg: np.ndarray, maps: dict[str, np.
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(1, 4, figsize=(13, 3.0), constrained_layout=True)
-    for ax, key, title in zip(axes, ("gd_infonce", "gd_arccon", "gd_mpt", "gd_met"),
-                              ("InfoNCE", "ArcCon", "MPT", "MET"), strict=True):
+    for ax, key, title in zip(
+        axes,
+        ("gd_infonce", "gd_arccon", "gd_mpt", "gd_met"),
+        ("InfoNCE", "ArcCon", "MPT", "MET"),
+        strict=True,
+    ):
         img = _heatmap(ax, mu_pos, mu_neg, maps[key], f"mean GD: {title}", 0.0, 1.0)
     fig.colorbar(img, ax=axes, shrink=0.9)
     fig.savefig(out / "gd_heatmaps.png", dpi=80)
@@ -119,10 +149,19 @@ def _plot(out: Path, mu_pos: np.ndarray, mu_neg: np.ndarray, maps: dict[str, np.
     for ax, loss in zip(axes, ("arccon", "met"), strict=True):
         ratio = maps[f"ratio_{loss}"]
         mask = visited & (maps[f"gd_{loss}"] > 0.01)
-        img = _heatmap(ax, mu_pos, mu_neg, ratio, f"mean ratio: {loss} (grey: not visited)",
-                       0.0, 3.0)
-        ax.imshow(np.where(mask, np.nan, 1.0), origin="lower", aspect="auto",
-                  extent=img.get_extent(), cmap="Greys", vmin=0.0, vmax=2.0, alpha=0.6)
+        img = _heatmap(
+            ax, mu_pos, mu_neg, ratio, f"mean ratio: {loss} (grey: not visited)", 0.0, 3.0
+        )
+        ax.imshow(
+            np.where(mask, np.nan, 1.0),
+            origin="lower",
+            aspect="auto",
+            extent=img.get_extent(),
+            cmap="Greys",
+            vmin=0.0,
+            vmax=2.0,
+            alpha=0.6,
+        )
         fig.colorbar(img, ax=ax)
     fig.savefig(out / "dynamic_ratio.png", dpi=80)
     plt.close(fig)

@@ -25,6 +25,7 @@ from .train_flags import add_train_arguments, overrides_from_args
 NAME = "train"
 HELP = "train a self-supervised encoder with any registered loss and evaluate it"
 
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     groups = add_train_arguments(parser)
     groups["output"].add_argument(

@@ -125,9 +125,7 @@ def circular_coordinates(z: Tensor) -> tuple[np.ndarray, np.ndarray]:
     return pts, density
 
 
-def circular_plot(
-    z: Tensor, labels: Tensor, path: str | Path, title: str | None = None
-) -> Path:
+def circular_plot(z: Tensor, labels: Tensor, path: str | Path, title: str | None = None) -> Path:
     """Save the §4.2 circular plot of ``z [N, d]`` coloured by ``labels [N]`` as a PNG.
 
     Hue runs from red (smallest label) to blue (largest); saturation is the KDE density

@@ -137,6 +137,7 @@ def smiles_to_graph(smiles: str) -> tuple[Tensor, Tensor]:
     """Atom features ``[atoms, 78]`` and ``edge_index [2, 2·bonds]`` of one molecule."""
     require("rdkit", "graph", "the Davis task")
     from rdkit import Chem
+
     mol = Chem.MolFromSmiles(smiles)
     if mol is None:
         raise ValueError(f"RDKit cannot parse SMILES {smiles!r}")

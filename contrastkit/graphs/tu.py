@@ -91,9 +91,7 @@ def _read_numbers(path: Path, dtype: type, columns: int | None = None) -> np.nda
             raise ValueError(f"{path}, line {number}: expected integers, got {text!r}")
         values: list[float | int] = [int(v) for v in floats] if dtype is int else floats
         if columns is not None and len(values) != columns:
-            raise ValueError(
-                f"{path}, line {number}: expected {columns} values, got {len(values)}"
-            )
+            raise ValueError(f"{path}, line {number}: expected {columns} values, got {len(values)}")
         if rows and len(values) != len(rows[0]):
             raise ValueError(
                 f"{path}, line {number}: expected {len(rows[0])} values like line 1, "

@@ -229,8 +229,7 @@ def load_cifar(name: str, data_root: str | None = None, num_samples: int | None 
             data = np.asarray(batch["data"])
             if data.dtype != np.uint8 or data.ndim != 2 or data.shape[1] != 3072:
                 raise ValueError(
-                    f"{name}: {source} data must be uint8 [N, 3072], got {data.dtype} "
-                    f"{data.shape}"
+                    f"{name}: {source} data must be uint8 [N, 3072], got {data.dtype} {data.shape}"
                 )
             xs.append(data.reshape(-1, 3, 32, 32))
             with reading(source, f"{name} labels (integers)"):

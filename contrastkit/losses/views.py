@@ -151,9 +151,7 @@ def ntxent_terms(
     return pair_terms(in_dtype(z1, dtype), in_dtype(z2, dtype), temperature, exclude)
 
 
-def ntxent_statistics(
-    z1: Tensor, z2: Tensor, scales: tuple[float, ...]
-) -> tuple[Tensor, Tensor]:
+def ntxent_statistics(z1: Tensor, z2: Tensor, scales: tuple[float, ...]) -> tuple[Tensor, Tensor]:
     """Each anchor's cosine with its positive ``[2N]`` and its negatives' log-sum-exps at
     ``scales`` ``[K, 2N]`` over the layout of :func:`ntxent_negatives` (no queue) in one
     fused ``autograd.Function`` (:mod:`.functional._scaled_terms`): the ``pos`` and the

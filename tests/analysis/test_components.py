@@ -28,13 +28,17 @@ def one_way(fn: Callable[..., Tensor], **kw: object) -> Callable[[Tensor, Tensor
 
 
 LOSSES: dict[str, tuple[Callable[[Tensor, Tensor], Tensor], dict[str, object]]] = {
-    "infonce": (lambda a, b: F.info_nce(*cross_view_similarities(a, b), temperature=0.1),
-                {"temperature": 0.1}),
+    "infonce": (
+        lambda a, b: F.info_nce(*cross_view_similarities(a, b), temperature=0.1),
+        {"temperature": 0.1},
+    ),
     "arccon": (one_way(F.arccon, temperature=0.1, margin=0.2), {"temperature": 0.1, "margin": 0.2}),
     "mpt": (one_way(F.mpt, margin=0.4), {"margin": 0.4}),
     "met": (one_way(F.met, margin=0.4), {"margin": 0.4}),
-    "paradigm": (one_way(F.paradigm, gd="fraction", weight="softmax", ratio_kind="met"),
-                 {"gd": "fraction", "weight": "softmax", "ratio_kind": "met"}),
+    "paradigm": (
+        one_way(F.paradigm, gd="fraction", weight="softmax", ratio_kind="met"),
+        {"gd": "fraction", "weight": "softmax", "ratio_kind": "met"},
+    ),
     "mhe": (one_way(F.mhe, nu=0.5), {"nu": 0.5}),
     "barlow": (one_way(F.barlow_l2, nu=0.01), {"nu": 0.01}),
     "mhs": (one_way(F.mhs, nu=0.7), {"nu": 0.7}),
@@ -71,8 +75,9 @@ def test_closed_form_components_rebuild_autograd(name: str) -> None:
     c = components(name, h, hp, **kw)
     assert c.gd.shape == (8,) and c.weight.shape == (8, 8) and c.ratio.shape == (8, 8)
     assert torch.equal(torch.diagonal(c.weight), torch.zeros(8, dtype=h.dtype))
-    torch.testing.assert_close(paradigm_gradient(c, h, hp), autograd_tangent(fn, h, hp),
-                               rtol=1e-9, atol=1e-12)
+    torch.testing.assert_close(
+        paradigm_gradient(c, h, hp), autograd_tangent(fn, h, hp), rtol=1e-9, atol=1e-12
+    )
 
 
 @pytest.mark.parametrize("name", [n for n in NAMES if n != "barlow"])

@@ -79,8 +79,15 @@ def test_hardest_share_falls_with_temperature() -> None:
     assert (share[0] > 0.5).all()
 
 
-def geometric_step(theta_pos: float, theta_neg: float, alpha: float, lam: float,
-                   r: float, d: int = 6, seed: int = 0) -> tuple[float, float]:
+def geometric_step(
+    theta_pos: float,
+    theta_neg: float,
+    alpha: float,
+    lam: float,
+    r: float,
+    d: int = 6,
+    seed: int = 0,
+) -> tuple[float, float]:
     """Anchor–positive distance on the tangent plane at h_i before and after the step
     λ(r hp_i − hp_j), built from explicit vectors in R^d."""
     g = torch.Generator().manual_seed(seed)
@@ -130,8 +137,9 @@ def test_figures_command_writes_pngs_and_arrays(
 ) -> None:
     import numpy as np
 
-    code = cli.main(["figures", "paradigm", "--out", str(tmp_path), "--grid", "5",
-                     "--batches", "10"])
+    code = cli.main(
+        ["figures", "paradigm", "--out", str(tmp_path), "--grid", "5", "--batches", "10"]
+    )
     assert code == 0
     for name in ("gd_heatmaps.png", "hardest_share.png", "dynamic_ratio.png", "paradigm.npz"):
         assert (tmp_path / name).stat().st_size > 0

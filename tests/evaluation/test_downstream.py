@@ -79,7 +79,10 @@ def test_head_classification_accuracy() -> None:
     out = prediction_head(feats[:200], y[:200], feats[200:], y[200:], task="classification")
     assert set(out) == {"head_accuracy"} and out["head_accuracy"] > 0.97
     shuffled = prediction_head(
-        feats[:200], y[:200][torch.randperm(200, generator=g)], feats[200:], y[200:],
+        feats[:200],
+        y[:200][torch.randperm(200, generator=g)],
+        feats[200:],
+        y[200:],
         task="classification",
     )
     assert shuffled["head_accuracy"] < 0.6

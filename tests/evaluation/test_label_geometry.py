@@ -113,8 +113,9 @@ def test_input_errors(z: torch.Tensor, s: torch.Tensor | None, match: str) -> No
 def test_circular_coordinates_lie_on_the_circle_and_follow_the_pca_plane() -> None:
     # embeddings in a 2-D plane of R^6: the circle angle must reproduce the in-plane angle
     angles = torch.linspace(0.0, 1.5 * math.pi, 30, dtype=torch.float64)
-    plane = torch.linalg.qr(torch.randn(6, 2, generator=torch.Generator().manual_seed(1),
-                                        dtype=torch.float64))[0]
+    plane = torch.linalg.qr(
+        torch.randn(6, 2, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+    )[0]
     z = 3.0 * torch.stack([angles.cos(), angles.sin()], 1) @ plane.T
     pts, density = circular_coordinates(z)
     assert pts.shape == (30, 2) and density.shape == (30,)

@@ -160,7 +160,9 @@ def test_linear_evaluation_settings_come_from_the_config(
     flags = ["--linear-epochs", "3", "--linear-lr", "0.5", "--linear-optimizer", "lbfgs"]
     assert main([*base, *flags, "--out", str(tmp_path / "b")]) == 0
     assert {k: seen[-1][k] for k in ("epochs", "lr", "optimizer")} == {
-        "epochs": 3, "lr": 0.5, "optimizer": "lbfgs"
+        "epochs": 3,
+        "lr": 0.5,
+        "optimizer": "lbfgs",
     }
     final = json.loads((tmp_path / "b" / "final.json").read_text())
     assert final["config"]["linear_epochs"] == 3

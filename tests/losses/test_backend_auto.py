@@ -41,9 +41,7 @@ def test_auto_is_the_default_and_picks_triton_from_the_threshold(gpu: dict) -> N
     assert _backend.resolve("auto", torch.empty(big, 8)) == "torch"  # a CPU tensor
 
 
-@pytest.mark.parametrize(
-    "why", ["not installed", "older GPU", "float64", "d > 256"]
-)
+@pytest.mark.parametrize("why", ["not installed", "older GPU", "float64", "d > 256"])
 def test_auto_keeps_the_torch_path_where_triton_cannot_or_was_not_measured(
     gpu: dict, why: str
 ) -> None:

@@ -98,16 +98,24 @@ def test_a_malicious_cifar_pickle_is_refused_in_one_line(
             return (os.system, ("echo pwned",))
 
     root = _cifar(tmp_path / "c", {"data_batch_1": pickle.dumps(Evil())})
-    _fails(capsys, ["train", "--dataset=cifar10", "--data-root", root, "--epochs=1"],
-           "data_batch_1", "refused to load global")
+    _fails(
+        capsys,
+        ["train", "--dataset=cifar10", "--data-root", root, "--epochs=1"],
+        "data_batch_1",
+        "refused to load global",
+    )
 
 
 def test_a_truncated_cifar_batch(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     batch = {"data": np.zeros((10, 3072), dtype=np.uint8), "labels": list(range(10))}
     whole = pickle.dumps(batch, protocol=2)
     root = _cifar(tmp_path / "c", {"test_batch": whole[: len(whole) // 2]})
-    _fails(capsys, ["train", "--dataset=cifar10", "--data-root", root, "--epochs=1"],
-           "test_batch cannot be read as a cifar10 python pickle", "truncated")
+    _fails(
+        capsys,
+        ["train", "--dataset=cifar10", "--data-root", root, "--epochs=1"],
+        "test_batch cannot be read as a cifar10 python pickle",
+        "truncated",
+    )
 
 
 def test_a_truncated_image_archive(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
@@ -117,8 +125,11 @@ def test_a_truncated_image_archive(tmp_path: Path, capsys: pytest.CaptureFixture
         tar.add(folder, arcname="imgs")
     archive = tmp_path / "imgs.tar.gz"
     archive.write_bytes(buffer.getvalue()[: len(buffer.getvalue()) // 2])
-    _fails(capsys, ["train", *IMAGES, "--data-root", archive],
-           f"{archive} cannot be read as a .tar/.tar.gz archive of images")
+    _fails(
+        capsys,
+        ["train", *IMAGES, "--data-root", archive],
+        f"{archive} cannot be read as a .tar/.tar.gz archive of images",
+    )
 
 
 @pytest.mark.parametrize(
@@ -130,16 +141,24 @@ def test_a_damaged_mnist_gz_names_the_file(
     tmp_path: Path, capsys: pytest.CaptureFixture, images: bytes, reason: str
 ) -> None:
     root = _mnist(tmp_path / "m", images)
-    _fails(capsys, ["train", "--dataset=mnist", "--data-root", root, "--epochs=1"],
-           "train-images-idx3-ubyte.gz cannot be read as a gzipped idx file", reason)
+    _fails(
+        capsys,
+        ["train", "--dataset=mnist", "--data-root", root, "--epochs=1"],
+        "train-images-idx3-ubyte.gz cannot be read as a gzipped idx file",
+        reason,
+    )
 
 
 def test_images_too_small_for_the_encoder_are_refused_before_training(
     tmp_path: Path, capsys: pytest.CaptureFixture
 ) -> None:
     folder = _image_folder(tmp_path / "tiny", 1)
-    _fails(capsys, ["train", *IMAGES, "--data-root", folder],
-           f"the images in '{folder}' are 1x1 px", "backbone 'conv'")
+    _fails(
+        capsys,
+        ["train", *IMAGES, "--data-root", folder],
+        f"the images in '{folder}' are 1x1 px",
+        "backbone 'conv'",
+    )
 
 
 def test_a_tsne_map_of_two_samples_runs() -> None:
@@ -163,8 +182,11 @@ def _study(tmp_path: Path, metric: str, temperature: float) -> Path:
 @pytest.mark.parametrize(
     ("metric", "temperature", "message"),
     [
-        ("knn_acuracy", 0.5, "metric 'knn_acuracy' is not a number final.json holds; did you "
-                             "mean knn_accuracy"),
+        (
+            "knn_acuracy",
+            0.5,
+            "metric 'knn_acuracy' is not a number final.json holds; did you mean knn_accuracy",
+        ),
         ("knn_accuracy", -1, "arm 'b': loss 'ntxent': temperature must be"),
     ],
     ids=["misspelt-metric", "bad-loss-arg-of-a-later-arm"],
@@ -185,9 +207,11 @@ def test_a_non_utf8_sts_input_line_is_named_before_the_model_loads(
     for subset in ("MSRpar", "MSRvid", "SMTeuroparl", "surprise.OnWN", "surprise.SMTnews"):
         (folder / f"STS.input.{subset}.txt").write_bytes(b"a b\tc d\n\xff x\ty\n")
         (folder / f"STS.gs.{subset}.txt").write_text("1\n2\n")
-    _fails(capsys, ["senteval", "--data", tmp_path, "--tasks", "STS12",
-                    "--model", tmp_path / "no-model"],
-           "STS.input.MSRpar.txt line 2 is not UTF-8 text")
+    _fails(
+        capsys,
+        ["senteval", "--data", tmp_path, "--tasks", "STS12", "--model", tmp_path / "no-model"],
+        "STS.input.MSRpar.txt line 2 is not UTF-8 text",
+    )
 
 
 def test_empty_rt_polarity_files_are_refused_before_the_model_loads(
@@ -196,9 +220,11 @@ def test_empty_rt_polarity_files_are_refused_before_the_model_loads(
     (tmp_path / "MR").mkdir()
     for name in ("rt-polarity.pos", "rt-polarity.neg"):
         (tmp_path / "MR" / name).write_bytes(b"")
-    _fails(capsys, ["senteval", "--data", tmp_path, "--tasks", "MR",
-                    "--model", tmp_path / "no-model"],
-           "rt-polarity.pos holds no sentence")
+    _fails(
+        capsys,
+        ["senteval", "--data", tmp_path, "--tasks", "MR", "--model", tmp_path / "no-model"],
+        "rt-polarity.pos holds no sentence",
+    )
 
 
 def _resave(run: Path, change: dict, drop_digest: bool = False) -> None:
@@ -218,8 +244,11 @@ def test_resume_names_the_one_config_key_that_differs(
     run = tmp_path / "run"
     shutil.copytree(finished_run, run)
     _resave(run, {"config": {"extra_key": 1}})
-    err = _fails(capsys, ["train", *TINY, "--epochs=2", "--resume", "--out", run],
-                 "differs in: extra_key (unknown to this version))")
+    err = _fails(
+        capsys,
+        ["train", *TINY, "--epochs=2", "--resume", "--out", run],
+        "differs in: extra_key (unknown to this version))",
+    )
     assert "batch_size" not in err
 
 
@@ -232,8 +261,12 @@ def test_a_checkpoint_without_its_digest_needs_trust(
     name = next(k for k, v in weights.items() if v.is_floating_point())
     _resave(run, {"model": {name: weights[name] + 1}}, drop_digest=True)
     before = (run / CHECKPOINT).read_bytes()
-    _fails(capsys, ["train", *TINY, "--epochs=2", "--resume", "--out", run],
-           f"checkpoint '{run / CHECKPOINT}' has no SHA-256 digest", "--trust-checkpoint")
+    _fails(
+        capsys,
+        ["train", *TINY, "--epochs=2", "--resume", "--out", run],
+        f"checkpoint '{run / CHECKPOINT}' has no SHA-256 digest",
+        "--trust-checkpoint",
+    )
     assert (run / CHECKPOINT).read_bytes() == before
     assert load_checkpoint(run / CHECKPOINT, trust=True)["model"][name].equal(weights[name] + 1)
     argv = ["train", *TINY, "--epochs=2", "--resume", "--out", str(run), "--trust-checkpoint"]
@@ -247,8 +280,12 @@ def test_resume_refuses_a_folder_holding_another_final_json(
     run = tmp_path / "theirs"
     run.mkdir()
     (run / FINAL).write_text('{"theirs": 1}')
-    _fails(capsys, ["train", *TINY, "--resume", "--out", run], f"'{run}' holds no checkpoint.pt",
-           "final.json")
+    _fails(
+        capsys,
+        ["train", *TINY, "--resume", "--out", run],
+        f"'{run}' holds no checkpoint.pt",
+        "final.json",
+    )
     assert (run / FINAL).read_text() == '{"theirs": 1}'
 
 
@@ -257,8 +294,12 @@ def test_overwrite_refuses_a_folder_that_is_not_a_run(
 ) -> None:
     folder = _image_folder(tmp_path / "photos", 2, per_class=1)
     before = sorted(p.relative_to(folder) for p in folder.rglob("*"))
-    _fails(capsys, ["train", *TINY, "--overwrite", "--out", folder],
-           f"--overwrite refuses to empty '{folder}'", "no contrastkit run")
+    _fails(
+        capsys,
+        ["train", *TINY, "--overwrite", "--out", folder],
+        f"--overwrite refuses to empty '{folder}'",
+        "no contrastkit run",
+    )
     assert sorted(p.relative_to(folder) for p in folder.rglob("*")) == before
 
 
@@ -274,8 +315,10 @@ def _davis(root: Path, kd: str, pkd: str) -> Path:
 
 @pytest.mark.parametrize(
     ("kd", "pkd", "message"),
-    [("10", "nan", "column pkd: expected a finite number, got 'nan'"),
-     ("abc", "5.0", "column kd_nM: expected a number, got 'abc'")],
+    [
+        ("10", "nan", "column pkd: expected a finite number, got 'nan'"),
+        ("abc", "5.0", "column kd_nM: expected a number, got 'abc'"),
+    ],
     ids=["nan-pkd", "text-in-unused-kd"],
 )
 def test_davis_refuses_non_finite_and_non_numeric_values(
@@ -283,9 +326,19 @@ def test_davis_refuses_non_finite_and_non_numeric_values(
 ) -> None:
     pytest.importorskip("rdkit")
     root = _davis(tmp_path / "davis", kd, pkd)
-    _fails(capsys, ["train", "--dataset=davis", "--data-root", root, "--framework=supervised",
-                    "--loss=supcon", "--epochs=1"],
-           f"{root / 'affinities.tsv'}, line 2, {message}")
+    _fails(
+        capsys,
+        [
+            "train",
+            "--dataset=davis",
+            "--data-root",
+            root,
+            "--framework=supervised",
+            "--loss=supcon",
+            "--epochs=1",
+        ],
+        f"{root / 'affinities.tsv'}, line 2, {message}",
+    )
 
 
 def test_tu_refuses_non_finite_attributes(tmp_path: Path) -> None:

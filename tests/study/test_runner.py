@@ -86,9 +86,7 @@ def test_more_epochs_extend_finished_runs_and_other_configs_are_refused(tmp_path
     run_study(study, log=False)
     longer = load_study(_study(tmp_path, arms, [0], base={**TINY, "epochs": 3}))
     assert (
-        run_state(
-            longer.runs_dir / "ntxent" / "seed0", runner_module.seeded(longer.arms[0], 0)
-        )
+        run_state(longer.runs_dir / "ntxent" / "seed0", runner_module.seeded(longer.arms[0], 0))
         == "partial"
     )
     other = load_study(_study(tmp_path, [{"label": "ntxent", "loss": "dcl"}], [0]))

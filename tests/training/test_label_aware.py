@@ -99,8 +99,10 @@ def test_compare_tabulates_regression_metrics(
     ("extra", "match"),
     [
         (["--framework", "simclr", "--binarize-threshold", "1"], "binarize_threshold applies"),
-        (["--framework", "supervised", "--loss", "supcon", "--binarize-threshold", "1e9"],
-         "puts every training sample in one class"),
+        (
+            ["--framework", "supervised", "--loss", "supcon", "--binarize-threshold", "1e9"],
+            "puts every training sample in one class",
+        ),
         (["--aug-types", "2"], "aug_types does not apply"),
     ],
 )

@@ -161,9 +161,7 @@ def logsumexp(
     """Fused ``lse [M]`` (float32), as :func:`~._negatives.gram_logsumexp`; ``extra`` is
     constant. ``tiles`` overrides ``(BLOCK_M, BLOCK_N)`` (powers of two >= 16)."""
     extra = None if extra is None else extra.detach()
-    return _GramStatistic.apply(
-        anchors, keys, extra, exclude, float(scale), "lse", _tiles(tiles)
-    )
+    return _GramStatistic.apply(anchors, keys, extra, exclude, float(scale), "lse", _tiles(tiles))
 
 
 def softmax_mean(
@@ -178,6 +176,4 @@ def softmax_mean(
     """Fused softmax mean ``E [M]`` (float32), as :func:`~._negatives.gram_softmax_mean`."""
     extra = None if extra is None else extra.detach()
     mode = "mean_detached" if detach_weights else "mean"
-    return _GramStatistic.apply(
-        anchors, keys, extra, exclude, float(scale), mode, _tiles(tiles)
-    )
+    return _GramStatistic.apply(anchors, keys, extra, exclude, float(scale), mode, _tiles(tiles))
