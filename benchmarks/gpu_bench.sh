@@ -19,8 +19,10 @@
 # directory). SECTIONS picks what runs, in order: `losses` (the table above) and `sweep`
 # (benchmarks/gpu_tile_sweep.py: Triton against torch and float64 on the GPU, then the
 # kernels' tile shapes), `train` (the training table and step breakdown; TRAIN_ARGS
-# adds to or overrides its arguments) and `views` (benchmarks/view_speed.py: a step's
-# views of 512 images, kernels and time; VIEW_ARGS likewise), e.g. SECTIONS="sweep losses train views".
+# adds to or overrides its arguments), `views` (benchmarks/view_speed.py: a step's
+# views of 512 images, kernels and time; VIEW_ARGS likewise) and `optim`
+# (benchmarks/optimizer_step.py: one step of sgd, lars, adam and adamw over the ResNet-18's
+# parameters against torch's foreach SGD; OPTIM_ARGS likewise), e.g. SECTIONS="sweep losses train views optim".
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 DEVICE=${DEVICE:-cuda}
@@ -61,13 +63,18 @@ for section in $SECTIONS; do
       "$PYTHON" "$HERE/view_speed.py" --device "$DEVICE" --batch 512 ${VIEW_ARGS:-} \
         | tee "$OUT/gpu_bench_views.txt"
       ;;
+    optim)
+      # shellcheck disable=SC2086 # OPTIM_ARGS: extra arguments of optimizer_step.py
+      "$PYTHON" "$HERE/optimizer_step.py" --device "$DEVICE" ${OPTIM_ARGS:-} \
+        | tee "$OUT/gpu_bench_optim.txt"
+      ;;
     sweep)
       # shellcheck disable=SC2086 # SWEEP_ARGS: extra arguments of gpu_tile_sweep.py
       "$PYTHON" "$HERE/gpu_tile_sweep.py" --device "$DEVICE" --dim "$DIM" ${SWEEP_ARGS:-} \
         | tee "$OUT/gpu_bench_sweep.txt"
       ;;
     *)
-      echo "gpu_bench.sh: unknown section '$section' (known: losses, sweep, train, views)" >&2
+      echo "gpu_bench.sh: unknown section '$section' (known: losses, sweep, train, views, optim)" >&2
       exit 2
       ;;
   esac

@@ -63,26 +63,43 @@ class LARS(torch.optim.Optimizer):
             with torch.enable_grad():
                 loss = closure()
         for group in self.param_groups:
-            mu, lr = group["momentum"], group["lr"]
+            by_kind: dict[tuple[torch.device, torch.dtype], list[Tensor]] = {}
             for p in group["params"]:
-                if p.grad is None:
-                    continue
-                d = p.grad
-                scale = lr
-                if not group["lars_exclude"]:
-                    if group["weight_decay"]:
-                        d = d.add(p, alpha=group["weight_decay"])
-                    w_norm, d_norm = torch.linalg.vector_norm(p), torch.linalg.vector_norm(d)
-                    trust = torch.where(
-                        (w_norm > 0) & (d_norm > 0),
-                        group["trust_coefficient"] * w_norm / (d_norm + group["eps"]),
-                        torch.ones_like(w_norm),
-                    )
-                    d = d * trust
-                state = self.state[p]
-                buf = state.get("momentum_buffer")
-                if buf is None:
-                    buf = state["momentum_buffer"] = torch.zeros_like(p)
-                buf.mul_(mu).add_(d, alpha=scale)
-                p.sub_(buf.mul(mu).add(d, alpha=scale) if group["nesterov"] else buf)
+                if p.grad is not None:
+                    by_kind.setdefault((p.device, p.dtype), []).append(p)
+            for params in by_kind.values():
+                self._update(group, params)
         return loss
+
+    def _update(self, group: dict[str, Any], params: list[Tensor]) -> None:
+        """The module docstring's update for ``params`` (one device and dtype) in
+        multi-tensor operations (``torch._foreach_*``): on a GPU a few kernels for the
+        whole group, where a loop over the tensors launched about a dozen per tensor; the
+        trust ratios stay on the device (no host read)."""
+        mu, lr = group["momentum"], group["lr"]
+        d = [p.grad for p in params]
+        if not group["lars_exclude"]:
+            if group["weight_decay"]:
+                d = torch._foreach_add(d, params, alpha=group["weight_decay"])
+            w_norm = torch.stack(torch._foreach_norm(params))
+            d_norm = torch.stack(torch._foreach_norm(d))
+            trust = torch.where(
+                (w_norm > 0) & (d_norm > 0),
+                group["trust_coefficient"] * w_norm / (d_norm + group["eps"]),
+                torch.ones_like(w_norm),
+            )
+            d = torch._foreach_mul(d, list(trust.unbind()))
+        bufs = []
+        for p in params:
+            state = self.state[p]
+            if "momentum_buffer" not in state:
+                state["momentum_buffer"] = torch.zeros_like(p)
+            bufs.append(state["momentum_buffer"])
+        torch._foreach_mul_(bufs, mu)
+        torch._foreach_add_(bufs, d, alpha=lr)
+        if group["nesterov"]:
+            update = torch._foreach_mul(bufs, mu)
+            torch._foreach_add_(update, d, alpha=lr)
+            torch._foreach_sub_(params, update)
+        else:
+            torch._foreach_sub_(params, bufs)

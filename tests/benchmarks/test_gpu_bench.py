@@ -3,7 +3,8 @@ its ``losses`` section in the tiny CPU mode (torch backend only) runs end to end
 records every case, its ``sweep`` section (Triton against torch and float64, then tile
 configurations) runs in Triton's interpreter on tiny shapes, its ``train`` section times
 a tiny image archive made here, its ``views`` section counts and times the views of a
-tiny batch, and an unknown section is refused. The GPU numbers of
+tiny batch, its ``optim`` section times the optimisers' steps, and an unknown section is
+refused. The GPU numbers of
 issue #38 come from the same script on a GPU."""
 
 from __future__ import annotations
@@ -99,7 +100,24 @@ def test_compiled_backend_times_the_plain_version_and_the_losses_through_torch_c
 def test_unknown_section_is_refused() -> None:
     proc = _gpu_bench(timeout=None, SECTIONS="train_step")
     assert proc.returncode == 2
-    assert "unknown section 'train_step' (known: losses, sweep, train, views)" in proc.stderr
+    assert "unknown section 'train_step' (known: losses, sweep, train, views, optim)" in proc.stderr
+
+
+def test_optim_section_times_each_optimiser_against_foreach_sgd(tmp_path: Path) -> None:
+    done = _gpu_bench(
+        SECTIONS="optim", OUT=str(tmp_path), OPTIM_ARGS="--width 2 --steps 2 --rounds 1"
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    table = (tmp_path / "gpu_bench_optim.txt").read_text()
+    rows = dict(
+        (name, (int(ops), float(ms), float(ratio)))
+        for name, ops, ms, ratio in re.findall(
+            r"\| ([^|]+?) \| (\d+) \| ([\d.]+) \| ([\d.]+) \|", table
+        )
+    )
+    assert list(rows) == ["foreach SGD (baseline)", "sgd", "lars", "adam", "adamw"]
+    assert rows["foreach SGD (baseline)"][2] == 1.0 and all(r[1] > 0 for r in rows.values())
+    assert rows["lars"][0] < 40  # multi-tensor: not a dozen operators per tensor
 
 
 def test_views_section_counts_kernels_and_blocking_copies(tmp_path: Path) -> None:
