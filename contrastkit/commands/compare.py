@@ -31,41 +31,12 @@ from ..training import (
     trainer_class,
 )
 from ..training.checkpoint import METRICS
+from ..training.metrics import compare_columns, header
 from .train import check_config, merge
 from .train_flags import add_train_arguments, overrides_from_args
 
 NAME = "compare"
 HELP = "train several losses over several seeds and compare their metrics"
-METRIC_COLUMNS = ("knn_accuracy", "linear_accuracy", "alignment", "uniformity", "train_time_s")
-# label-aware runs (training.LabelAwareTrainer): downstream head and LASCon §4.2 geometry
-LABEL_COLUMNS = (
-    "head_mae",
-    "head_pearson",
-    "head_spearman",
-    "head_accuracy",
-    "label_alignment",
-    "label_uniformity",
-    # graph runs (contrastkit/graphs): GraphCL's SVM protocol and the Davis DTA head
-    "svm_accuracy",
-    "dta_mse",
-    "dta_ci",
-    # SimCSE runs (text/simcse_trainer.py): STS dev Spearman before training and of the best model
-    "sts_dev_spearman_before",
-    "sts_dev_spearman_best",
-)
-HEADERS = {
-    "knn_accuracy": "kNN k=200",
-    "linear_accuracy": "linear",
-    "train_time_s": "train s/run",
-    "head_mae": "head MAE",
-    "head_pearson": "head Pearson",
-    "head_spearman": "head Spearman",
-    "head_accuracy": "head acc",
-    "label_alignment": "label align",
-    "label_uniformity": "label unif",
-    "sts_dev_spearman_before": "STS dev before",
-    "sts_dev_spearman_best": "STS dev best",
-}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -163,7 +134,7 @@ def markdown_table(summary: dict[str, dict[str, Any]], seeds: list[int]) -> str:
     """The mean ± std table (std over seeds, n - 1 denominator)."""
     cols = list(dict.fromkeys(c for entry in summary.values() for c in entry["metrics"]))
     cols.append(cols.pop(cols.index("train_time_s")))
-    head = ["run", *(_header(c) for c in cols), "seeds"]
+    head = ["run", *(header(c) for c in cols), "seeds"]
     lines = [f"| {' | '.join(head)} |", "|" + "---|" * len(head)]
     for label, entry in summary.items():
         cells = []
@@ -181,10 +152,6 @@ def markdown_table(summary: dict[str, dict[str, Any]], seeds: list[int]) -> str:
         f"\nseeds {', '.join(map(str, seeds))}; mean ± std (n - 1) over the finished seeds."
     )
     return "\n".join(lines)
-
-
-def _header(col: str) -> str:
-    return HEADERS.get(col, col.replace("knn_accuracy_k", "kNN k="))
 
 
 def plot(out: Path, runs: dict[str, list[Path]]) -> list[str]:
@@ -282,10 +249,9 @@ def _compare(
             continue
         small_k = f"knn_accuracy_k{config.knn_small_k}"
         metrics = {}
-        knn, rest = METRIC_COLUMNS[0], METRIC_COLUMNS[1:-1]  # train_time_s last
-        for col in (knn, small_k, *rest, *LABEL_COLUMNS, "train_time_s"):
-            if not all(col in f for f in finals):  # kNN for classes only, head metrics ...
-                continue
+        columns = compare_columns(finals)  # what every seed's run holds, declared with a header
+        columns.append(columns.pop(columns.index("train_time_s")))
+        for col in columns:
             values = [float(f[col]) for f in finals]
             mean, std = _mean_std(values)
             metrics[col] = {"mean": mean, "std": std, "values": values}

@@ -17,7 +17,7 @@ from torch import nn
 
 from ..data import Split, dataset_info
 from ..models.export import Architecture
-from ..training import Modality, TrainConfig, Trainer
+from ..training import Metric, Modality, TrainConfig, Trainer
 from .davis import DAVIS, load_davis
 from .dta import GraphDTAEncoder
 from .gin import GINEncoder
@@ -78,11 +78,23 @@ def graph_dta_args(module: nn.Module) -> dict[str, Any]:
     }
 
 
+_REGRESSION = ("mse", "mae", "pearson", "spearman", "ci")
+# what GraphTrainer (GraphCL's SVM protocol, 10 folds) and DavisTrainer (the GraphDTA head
+# on frozen embeddings, then optionally end-to-end fine-tuning) add to final.json
+GRAPH_METRICS = (
+    Metric("svm_accuracy", "svm_accuracy"),
+    Metric("svm_accuracy_std"),
+    *(Metric(f"dta_{m}", f"dta_{m}" if m in ("mse", "ci") else "") for m in _REGRESSION),
+    *(Metric(f"finetune_{m}") for m in _REGRESSION),
+    Metric("finetune_train_mse"),
+    Metric("finetune_time_s"),
+)
 GRAPH = Modality(
     "graph",
     kinds=("graph", "dta"),  # TU graph sets (GraphSet); drug graph + protein pairs (Davis)
     trainer=graph_trainer,
     check=check,
+    metrics=GRAPH_METRICS,
     architectures=(
         Architecture("gin", GINEncoder, gin_args),
         Architecture("graph_dta", GraphDTAEncoder, graph_dta_args),

@@ -22,7 +22,7 @@ from torch import nn
 from ..data import Split, dataset_info
 from ..models import build_encoder
 from ..models.backbones import MIN_SIDE
-from ..training import Modality, TrainConfig, Trainer
+from ..training import Metric, Modality, TrainConfig, Trainer
 from ..training.label_aware import shared_trainer
 from .augment import Augment
 from .image_augment import AUG_RECIPES, ImageAugment, check_jitter
@@ -135,6 +135,20 @@ def check(config: TrainConfig) -> None:
         raise ValueError(f"linear_optimizer must be sgd, lbfgs or null, got {opt!r}")
 
 
+# what ImageTrainer adds to final.json: MACL App. B.3's linear evaluation, AMCL Table 4's
+# label-fraction probe, CACR Fig. 3/5's repulsion entropy and the similarity panels
+IMAGE_METRICS = (
+    Metric("linear_top1"),
+    Metric("linear_top5"),
+    Metric(r"probe_(\d+)_per_class", pattern=True),
+    Metric("repulsion_entropy"),
+    Metric("repulsion_entropy_max"),
+    *(
+        Metric(f"{name}_{part}")
+        for part in ("head", "backbone")
+        for name in ("positive_cosine_mean", "negative_cosine_mean", "similarity_overlap")
+    ),
+)
 IMAGE = Modality(
     "image",
     kinds=("2d", "image"),  # float images [N, 1, H, W] (digits); uint8 images [N, C, H, W]
@@ -142,6 +156,7 @@ IMAGE = Modality(
     augment=views,
     trainer=image_trainer,
     check=check,
+    metrics=IMAGE_METRICS,
     description="images: the conv encoder or a ResNet, SimCLR-style views",
 )
 SIGNAL = Modality(

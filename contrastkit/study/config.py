@@ -16,7 +16,8 @@ Keys:
 * ``seeds``; ``metric`` (a ``final.json`` key, default ``knn_accuracy``) and ``better``
   (``higher``/``lower``); ``confidence`` (0.95); ``min_seeds`` (3);
 * ``also_report``: further ``final.json`` keys tabulated (mean and interval), not judged;
-  ``metric`` and ``also_report`` must name numbers ``final.json`` holds (:data:`FINAL_KEYS`),
+  ``metric`` and ``also_report`` must name numbers ``final.json`` holds (declared by the
+  trainers and the registered modalities: :mod:`contrastkit.training.metrics`),
   and every arm's config, loss arguments and framework options are checked, before any run;
 * ``primary``: the pre-registered comparison(s), ``{arm: A, vs: B}`` or a list of them,
   each one of the judged comparisons; a confirmation study declares it (with fresh seeds
@@ -32,13 +33,13 @@ Keys:
 from __future__ import annotations
 
 import difflib
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..training import ENVIRONMENT_KEYS, TrainConfig, flatten, load_yaml
+from ..training.metrics import final_metric_keys, is_final_metric
 from .stats import ABSOLUTE, RANGE
 
 # evaluations the convergence window must hold, by curve: SimCSE's STS-B dev curve is
@@ -155,38 +156,14 @@ class Study:
         return conv
 
 
-_REGRESSION = ("mse", "mae", "pearson", "spearman", "ci")
-# every number a run's final.json can hold (the trainers' final evaluations: training.trainer,
-# images.trainer, training.label_aware, graphs.trainer, text.simcse_trainer); a study's
-# metric and also_report keys are checked against these before anything trains. A new
-# final.json number goes here.
-FINAL_KEYS = frozenset(
-    {
-        "knn_accuracy", "linear_accuracy", "linear_top1", "linear_top5", "head_accuracy",
-        "alignment", "uniformity", "label_alignment", "label_uniformity",
-        "svm_accuracy", "svm_accuracy_std", "repulsion_entropy", "repulsion_entropy_max",
-        *(f"{name}_{part}" for part in ("head", "backbone") for name in
-          ("positive_cosine_mean", "negative_cosine_mean", "similarity_overlap")),
-        *(f"{prefix}_{m}" for prefix in ("head", "dta", "finetune") for m in _REGRESSION),
-        "sts_dev_spearman_before", "sts_dev_spearman_last", "sts_dev_spearman_best",
-        "best_step", "steps", "senteval_sts_avg", "senteval_transfer_avg",
-        "epochs", "seed", "world_size", "train_time_s", "final_eval_time_s", "finetune_time_s",
-        "peak_device_memory_mb",
-    }
-)  # fmt: skip
-# knn at a second k; per-class probes; SentEval's task scores (senteval_<task>)
-FINAL_PATTERNS = tuple(
-    re.compile(p) for p in (r"knn_accuracy_k\d+", r"probe_\d+_per_class", r"senteval_[A-Za-z0-9]+")
-)
-
-
 def check_final_key(key: str, where: str) -> None:
     """``ValueError`` (``where``: the config and field) unless ``key`` is a number
-    ``final.json`` can hold (:data:`FINAL_KEYS`, :data:`FINAL_PATTERNS`); it suggests the
-    closest known keys."""
-    if key in FINAL_KEYS or any(p.fullmatch(key) for p in FINAL_PATTERNS):
+    ``final.json`` can hold, as the trainers and the registered modalities declare it
+    (:func:`contrastkit.training.metrics.is_final_metric`); it suggests the closest
+    declared keys."""
+    if is_final_metric(key):
         return
-    close = difflib.get_close_matches(key, sorted(FINAL_KEYS), n=3)
+    close = difflib.get_close_matches(key, sorted(final_metric_keys()), n=3)
     hint = f"; did you mean {' or '.join(close)}?" if close else ""
     raise ValueError(f"{where} {key!r} is not a number final.json holds{hint}")
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 
 from ..data import dataset_info
-from ..training import Modality, TrainConfig, Trainer
+from ..training import Metric, Modality, TrainConfig, Trainer
 from .simcse_trainer import SimCSETrainer
 from .trainer import SentenceTrainer
 
@@ -57,10 +57,23 @@ def check(config: TrainConfig) -> None:
         raise ValueError("eval_steps needs sts_dev (the STS pairs to evaluate)")
 
 
+# what SimCSETrainer adds to final.json: the STS-B dev Spearman before training, at the
+# last and at the best evaluation, and SentEval's scores of the selected model
+TEXT_METRICS = (
+    Metric("sts_dev_spearman_before", "STS dev before"),
+    Metric("sts_dev_spearman_last"),
+    Metric("sts_dev_spearman_best", "STS dev best"),
+    Metric("best_step"),
+    Metric("steps"),
+    Metric("senteval_sts_avg"),
+    Metric("senteval_transfer_avg"),
+    Metric(r"senteval_[A-Za-z0-9]+", pattern=True),  # one task's score
+)
 TEXT = Modality(
     "text",
     kinds=("text",),  # sentences (.datasets.Sentences), a pretrained transformer
     trainer=text_trainer,
     check=check,
+    metrics=TEXT_METRICS,
     description="sentences: a pretrained transformer, EDA or dropout views",
 )

@@ -15,6 +15,7 @@ from .checkpoint import (
 from .config import ENVIRONMENT_KEYS, TrainConfig, flatten
 from .config_io import load_yaml, parse_assignments, parse_value
 from .label_aware import LabelAwareTrainer
+from .metrics import Metric, UndeclaredMetricWarning
 from .modality import (
     Modality,
     ViewAugment,
@@ -35,9 +36,11 @@ __all__ = [
     "TIMING_KEYS",
     "TRACE_SUFFIX",
     "LabelAwareTrainer",
+    "Metric",
     "Modality",
     "TrainConfig",
     "Trainer",
+    "UndeclaredMetricWarning",
     "ViewAugment",
     "available_modalities",
     "epoch_generator",

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import sys
+import warnings
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -38,6 +39,7 @@ from ..engine import LENGTH_DEPENDENT, Engine
 from ..engine.device import rng_state, set_rng_state
 from .config import ENVIRONMENT_KEYS, TrainConfig
 from .defaults import in_effect
+from .metrics import UndeclaredMetricWarning, undeclared
 
 CHECKPOINT = "checkpoint.pt"
 METRICS = "metrics.jsonl"
@@ -230,7 +232,19 @@ def write_final(
     """``metrics`` completed with what describes the run (epochs, training time, the final
     evaluation's ``final_eval_time_s``, seed, world size, :meth:`RunState.run_info`, the
     defaults in effect, config) and, with a run directory, written atomically to
-    ``final.json``; returned."""
+    ``final.json``; returned. A number of ``metrics`` that no
+    :class:`~.metrics.Metric` declares gives an :class:`~.metrics.UndeclaredMetricWarning`:
+    ``contrastkit study`` would refuse it as a metric, and ``contrastkit compare`` would
+    leave it out."""
+    missing = undeclared(metrics)
+    if missing:
+        warnings.warn(
+            f"final.json numbers {', '.join(missing)} are declared by no Metric; declare them "
+            "in the modality's metrics (contrastkit.training.Metric) so that contrastkit "
+            "study and compare know them",
+            UndeclaredMetricWarning,
+            stacklevel=3,
+        )
     cfg = trainer.config
     final: dict[str, Any] = {
         **metrics,

@@ -27,6 +27,7 @@ from ..data import Split, dataset_info, register_kind
 from ..models import register_architecture
 from ..models.export import Architecture
 from .config import TrainConfig, add_check
+from .metrics import Metric, register_metrics
 
 
 class ViewAugment(Protocol):
@@ -76,6 +77,8 @@ class Modality:
             modality refuses; run by every config, whatever its dataset, so a modality
             also refuses its own settings on other data.
         architectures: the encoder classes it exports (``contrastkit export``).
+        metrics: the numbers its trainer adds to ``final.json`` (:class:`.metrics.Metric`:
+            what ``contrastkit study`` may judge and ``contrastkit compare`` tabulates).
         description: one line for listings.
     """
 
@@ -86,6 +89,7 @@ class Modality:
     trainer: TrainerChoice | None = None
     check: Callable[[TrainConfig], None] | None = None
     architectures: tuple[Architecture, ...] = field(default=())
+    metrics: tuple[Metric, ...] = field(default=())
     description: str = ""
 
     def build_encoder(self, split: Split, config: TrainConfig) -> nn.Module:
@@ -105,14 +109,16 @@ _MODALITIES: dict[str, Modality] = {}
 
 
 def register_modality(modality: Modality) -> Modality:
-    """Record ``modality``, declare its kinds to the dataset registry, register its export
-    architectures and add its config check (:func:`~.config.add_check`); returns it. A
-    second modality of the same name, or a kind that another modality declared, raises
+    """Record ``modality``, declare its kinds to the dataset registry and its metrics
+    (:func:`.metrics.register_metrics`), register its export architectures and add its
+    config check (:func:`~.config.add_check`); returns it. A second modality of the same
+    name, a kind that another modality declared or a metric declared already raises
     ``ValueError``."""
     if modality.name in _MODALITIES:
         raise ValueError(f"a modality named {modality.name!r} is registered already")
     if not modality.kinds:
         raise ValueError(f"modality {modality.name!r} declares no data kind")
+    register_metrics(modality.metrics)
     for kind in modality.kinds:
         register_kind(kind, modality.name)
     for arch in modality.architectures:

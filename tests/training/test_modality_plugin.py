@@ -24,8 +24,17 @@ from torch import Tensor, nn
 from contrastkit.cli import main
 from contrastkit.data import Split, dataset_info, register_dataset
 from contrastkit.data import registry as data_registry
-from contrastkit.training import Modality, TrainConfig, register_modality, trainer_class
+from contrastkit.study.config import check_final_key
+from contrastkit.training import (
+    Metric,
+    Modality,
+    TrainConfig,
+    UndeclaredMetricWarning,
+    register_modality,
+    trainer_class,
+)
 from contrastkit.training import config as config_module
+from contrastkit.training import metrics as metrics_module
 from contrastkit.training import modality as modality_module
 from contrastkit.training.trainer import Trainer
 
@@ -76,15 +85,27 @@ def check(config: TrainConfig) -> None:
         raise ValueError("aug_types does not apply to points")
 
 
-def register() -> None:
-    """Register the ``points`` modality and its dataset ``rings``."""
+class NormTrainer(Trainer):
+    """The shared trainer, and one number of the plug-in's own in ``final.json``: the mean
+    norm of the test features."""
+
+    def final_metrics(self, train_feats: Tensor, test_feats: Tensor) -> dict[str, float]:
+        norm = float(test_feats.norm(dim=1).mean())
+        return {**super().final_metrics(train_feats, test_feats), "feature_norm": norm}
+
+
+def register(trainer: type[Trainer] | None = None, metrics: tuple[Metric, ...] = ()) -> None:
+    """Register the ``points`` modality and its dataset ``rings`` (``trainer``: its own
+    trainer class, with the numbers it adds declared in ``metrics``)."""
     register_modality(
         Modality(
             "points",
             kinds=("points",),
             encoder=lambda split, config: PointEncoder(config.feature_dim, config.width),
             augment=lambda split, config: Jitter(),
+            trainer=None if trainer is None else lambda config, label_aware: trainer,
             check=check,
+            metrics=metrics,
             description="2-D points: an MLP encoder, rotation and noise views",
         )
     )
@@ -96,14 +117,20 @@ REGISTRIES = (
     (data_registry, "_KIND_MODALITY"),
     (modality_module, "_MODALITIES"),
     (config_module, "_CHECKS"),
+    (metrics_module, "_METRICS"),
 )
 
 
 @pytest.fixture
-def points(monkeypatch: pytest.MonkeyPatch) -> None:
-    """``points`` registered into copies of the registries, which the test leaves behind."""
+def registries(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Copies of the registries, which the test leaves behind."""
     for module, name in REGISTRIES:
         monkeypatch.setattr(module, name, copy.copy(getattr(module, name)))
+
+
+@pytest.fixture
+def points(registries: None) -> None:
+    """``points`` registered into copies of the registries."""
     register()
 
 
@@ -162,3 +189,38 @@ def test_import_of_a_missing_module_is_one_line(capsys: pytest.CaptureFixture[st
         "contrastkit: error: --import no_such_points_module: no module "
         "'no_such_points_module' on the Python path\n"
     )
+
+
+@pytest.mark.usefixtures("registries")
+def test_the_numbers_a_modality_declares_are_what_study_and_compare_know(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A modality's own ``final.json`` number, declared in its ``metrics``: a study may
+    judge it, and ``contrastkit compare`` tabulates it under its header."""
+    with pytest.raises(ValueError, match=r"'feature_norm' is not a number final\.json holds"):
+        check_final_key("feature_norm", "metric")
+    register(NormTrainer, (Metric("feature_norm", "feature norm"),))
+    check_final_key("feature_norm", "metric")
+    out = tmp_path / "cmp"
+    assert (
+        main(["compare", *ARGS[1:], "--epochs", "1", "--losses", "ntxent", "--out", str(out)]) == 0
+    )
+    summary = json.loads((out / "summary.json").read_text())["runs"]["ntxent"]["metrics"]
+    assert list(summary)[-2:] == ["feature_norm", "train_time_s"]
+    assert summary["feature_norm"]["mean"] > 0
+    header = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("| run"))
+    assert header == (
+        "| run | kNN k=200 | kNN k=3 | linear | alignment | uniformity | feature norm"
+        " | train s/run | seeds |"
+    )
+    with pytest.raises(ValueError, match="final metric 'feature_norm' is declared already"):
+        register_modality(Modality("more_points", ("more",), metrics=(Metric("feature_norm"),)))
+
+
+@pytest.mark.usefixtures("registries")
+def test_a_final_number_no_metric_declares_warns(tmp_path: Path) -> None:
+    """The run finishes and keeps the number, and the warning says what to declare."""
+    register(NormTrainer)
+    with pytest.warns(UndeclaredMetricWarning, match="numbers feature_norm are declared by no"):
+        assert main([*ARGS, "--epochs", "1", "--out", str(tmp_path / "run")]) == 0
+    assert json.loads((tmp_path / "run" / "final.json").read_text())["feature_norm"] > 0
