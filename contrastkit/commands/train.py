@@ -18,7 +18,7 @@ from typing import Any
 
 from ..frameworks import FRAMEWORK_OPTIONS, check_run
 from ..rundir import prepare_run_dir, removed_if_unused
-from ..training import TrainConfig, flatten, load_yaml, trainer_class
+from ..training import MAPPING_KEYS, TrainConfig, flatten, load_yaml, trainer_class
 from ..training.defaults import describe
 from .train_flags import add_train_arguments, overrides_from_args
 
@@ -34,10 +34,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def merge(base: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
-    """``base`` updated by ``overrides``; ``loss_args`` are merged key by key."""
+    """``base`` updated by ``overrides``; the mappings (``loss_args``, ``modality_args``:
+    :data:`~contrastkit.training.MAPPING_KEYS`) are merged key by key."""
     merged = {**base, **overrides}
-    if "loss_args" in base and "loss_args" in overrides:
-        merged["loss_args"] = {**base["loss_args"], **overrides["loss_args"]}
+    for key in MAPPING_KEYS:
+        if key in base and key in overrides:
+            merged[key] = {**base[key], **overrides[key]}
     return merged
 
 

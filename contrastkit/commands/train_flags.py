@@ -55,6 +55,12 @@ def add_train_arguments(
         groups[spec.group].add_argument(
             flag, dest=spec.key, type=spec.kind, default=None, help=spec.help
         )
+    groups["data"].add_argument(
+        "--modality-arg",
+        action="append",
+        metavar="KEY=VALUE",
+        help="a setting the dataset's modality declares, repeatable (modality_args)",
+    )
     loss = groups["loss"]
     loss.add_argument(
         "--loss-arg",
@@ -110,4 +116,7 @@ def overrides_from_args(args: argparse.Namespace) -> dict[str, Any]:
             loss_args[key] = getattr(args, key)
     if loss_args:
         values["loss_args"] = loss_args
+    modality_args = parse_assignments(args.modality_arg, "--modality-arg")
+    if modality_args:
+        values["modality_args"] = modality_args
     return values

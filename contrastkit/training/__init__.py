@@ -12,16 +12,18 @@ from .checkpoint import (
     resumes,
     run_state,
 )
-from .config import ENVIRONMENT_KEYS, TrainConfig, flatten
+from .config import ENVIRONMENT_KEYS, MAPPING_KEYS, TrainConfig, flatten
 from .config_io import load_yaml, parse_assignments, parse_value
 from .label_aware import LabelAwareTrainer
 from .metrics import Metric, UndeclaredMetricWarning
 from .modality import (
     Modality,
+    ModalitySetting,
     ViewAugment,
     available_modalities,
     make_views,
     modality_of,
+    modality_settings,
     register_modality,
 )
 from .selection import trainer_class
@@ -31,6 +33,7 @@ __all__ = [
     "CHECKPOINT",
     "ENVIRONMENT_KEYS",
     "FINAL",
+    "MAPPING_KEYS",
     "METRICS",
     "RUN_IGNORED",
     "TIMING_KEYS",
@@ -38,6 +41,7 @@ __all__ = [
     "LabelAwareTrainer",
     "Metric",
     "Modality",
+    "ModalitySetting",
     "TrainConfig",
     "Trainer",
     "UndeclaredMetricWarning",
@@ -50,6 +54,7 @@ __all__ = [
     "load_yaml",
     "make_views",
     "modality_of",
+    "modality_settings",
     "parse_assignments",
     "parse_value",
     "read_final",

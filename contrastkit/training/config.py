@@ -171,6 +171,10 @@ def flatten(values: dict[str, Any]) -> dict[str, Any]:
     return flat
 
 
+# the settings whose value is a mapping (loss_args, modality_args): a config given over
+# another (a command line over a YAML file, an arm over a study's base) merges them key by key
+MAPPING_KEYS = tuple(d.key for d in declarations(TrainConfig) if d.kind is dict)
+
 # where a run's data is and how it executes: set per machine (``contrastkit study --set``),
 # never part of a protocol, and free to change when a run resumes; every other field is
 ENVIRONMENT_KEYS = tuple(d.key for d in declarations(TrainConfig) if d.environment)

@@ -144,6 +144,13 @@ class DataSection:
         check=finite_or_null,
         help="supervised framework on regression data: the loss gets labels 1[y >= T] (SupCon)",
     )
+    modality_args: dict[str, Any] = S(
+        section="data",
+        factory=dict,
+        check=of_type(dict, "a mapping"),
+        cli=False,
+        help="the settings a modality declares for itself (--modality-arg KEY=VALUE)",
+    )
 
 
 @dataclass

@@ -3,10 +3,12 @@
 A :class:`Modality` declares, once, everything the loop needs to know about one kind of
 data: the data kinds its datasets name (:class:`~contrastkit.data.Split` ``kind``), how to
 build its encoder and its views (a :class:`ViewAugment`), which trainer runs it (its
-evaluation protocol and analyses are that trainer's hooks), its config checks, and the
-encoder architectures that ``contrastkit export`` writes. :func:`register_modality` records
-it and declares its kinds to the dataset registry; the modality's package then registers
-its datasets with :func:`contrastkit.data.register_dataset`.
+evaluation protocol and analyses are that trainer's hooks), its config checks, its own
+settings (:class:`ModalitySetting`, given in a config's ``modality_args``), the numbers
+its trainer adds to ``final.json`` and the encoder architectures that ``contrastkit
+export`` writes. :func:`register_modality` records it and declares its kinds to the
+dataset registry; the modality's package then registers its datasets with
+:func:`contrastkit.data.register_dataset`.
 
 The built-in modalities are packages above this layer (:mod:`contrastkit.images`: images
 and signals, :mod:`contrastkit.tabular`, :mod:`contrastkit.text`, :mod:`contrastkit.graphs`)
@@ -28,6 +30,7 @@ from ..models import register_architecture
 from ..models.export import Architecture
 from .config import TrainConfig, add_check
 from .metrics import Metric, register_metrics
+from .settings import Check
 
 
 class ViewAugment(Protocol):
@@ -50,6 +53,27 @@ def make_views(
     if batched is not None and all(type(a) is type(augments[0]) for a in augments):
         return batched(augments, batch, generator, n)
     return [augments[v % len(augments)](batch, generator) for v in range(n)]
+
+
+@dataclass(frozen=True)
+class ModalitySetting:
+    """A setting that a modality declares for itself: a config gives it in
+    ``modality_args`` (``--modality-arg NAME=VALUE``, or ``modality_args: {NAME: VALUE}``
+    in the YAML file's ``data`` section), and the modality's builders read it with
+    :func:`modality_settings`.
+
+    Attributes:
+        name: its key in ``modality_args``.
+        default: its value when the config does not give it.
+        help: one line for ``contrastkit`` users.
+        check: ``(name, value) -> None``, raising ``ValueError`` for a value it refuses
+            (the checks of :mod:`.settings`, e.g. ``positive_int``).
+    """
+
+    name: str
+    default: Any
+    help: str
+    check: Check | None = None
 
 
 EncoderBuilder = Callable[[Split, TrainConfig], nn.Module]
@@ -77,6 +101,7 @@ class Modality:
             modality refuses; run by every config, whatever its dataset, so a modality
             also refuses its own settings on other data.
         architectures: the encoder classes it exports (``contrastkit export``).
+        settings: its own settings (:class:`ModalitySetting`).
         metrics: the numbers its trainer adds to ``final.json`` (:class:`.metrics.Metric`:
             what ``contrastkit study`` may judge and ``contrastkit compare`` tabulates).
         description: one line for listings.
@@ -89,6 +114,7 @@ class Modality:
     trainer: TrainerChoice | None = None
     check: Callable[[TrainConfig], None] | None = None
     architectures: tuple[Architecture, ...] = field(default=())
+    settings: tuple[ModalitySetting, ...] = field(default=())
     metrics: tuple[Metric, ...] = field(default=())
     description: str = ""
 
@@ -127,6 +153,34 @@ def register_modality(modality: Modality) -> Modality:
         add_check(modality.check)
     _MODALITIES[modality.name] = modality
     return modality
+
+
+def modality_settings(config: TrainConfig) -> dict[str, Any]:
+    """The settings of ``config``'s modality (:attr:`Modality.settings`): each default,
+    replaced by what ``config.modality_args`` gives."""
+    declared = modality_of(config.dataset).settings
+    return {s.name: config.modality_args.get(s.name, s.default) for s in declared}
+
+
+def check_modality_args(config: TrainConfig) -> None:
+    """``ValueError`` for a key of ``config.modality_args`` that the dataset's modality does
+    not declare, or a value its setting's check refuses (a check of every config)."""
+    if not config.modality_args:
+        return
+    modality = modality_of(config.dataset)
+    declared = {s.name: s for s in modality.settings}
+    for key, value in config.modality_args.items():
+        if key not in declared:
+            known = ", ".join(declared) or "none"
+            raise ValueError(
+                f"modality_args: {key!r} is no setting of modality {modality.name!r} "
+                f"(its settings: {known})"
+            )
+        if declared[key].check is not None:
+            declared[key].check(f"modality_args {key}", value)
+
+
+add_check(check_modality_args)
 
 
 def available_modalities() -> list[str]:

@@ -10,6 +10,8 @@ import pytest
 
 from contrastkit.study import Suite, load_config, load_study
 
+from .tiny import TINY, write_study
+
 ALL = sorted((Path(__file__).parents[2] / "configs" / "studies").glob("*.yaml"))
 SUITES = [p for p in ALL if isinstance(load_config(p), Suite)]
 CONFIGS = [p for p in ALL if p not in SUITES]
@@ -39,3 +41,13 @@ def test_shared_arms_have_identical_configs() -> None:
             if key in seen:
                 assert seen[key][0] == config, f"{arm.label}: {path.name} vs {seen[key][1]}"
             seen[key] = (config, path.name)
+
+
+def test_an_arm_s_mappings_add_to_the_base_s_key_by_key(tmp_path: Path) -> None:
+    """``loss_args`` (and ``modality_args``): an arm's keys over the base's, the others kept."""
+    base = {**TINY, "loss_args": {"temperature": 0.2}}
+    arms = [{"label": "ntxent", "loss": "ntxent"},
+            {"label": "macl", "loss": "macl", "loss_args": {"alpha": 0.3}}]  # fmt: skip
+    study = load_study(write_study(tmp_path / "s.yaml", base=base, arms=arms, seeds=[0, 1, 2]))
+    args = {arm.label: arm.config.loss_args for arm in study.arms}
+    assert args == {"ntxent": {"temperature": 0.2}, "macl": {"temperature": 0.2, "alpha": 0.3}}

@@ -28,14 +28,17 @@ from contrastkit.study.config import check_final_key
 from contrastkit.training import (
     Metric,
     Modality,
+    ModalitySetting,
     TrainConfig,
     UndeclaredMetricWarning,
+    modality_settings,
     register_modality,
     trainer_class,
 )
 from contrastkit.training import config as config_module
 from contrastkit.training import metrics as metrics_module
 from contrastkit.training import modality as modality_module
+from contrastkit.training.settings import finite_non_negative as non_negative
 from contrastkit.training.trainer import Trainer
 
 
@@ -102,9 +105,13 @@ def register(trainer: type[Trainer] | None = None, metrics: tuple[Metric, ...] =
             "points",
             kinds=("points",),
             encoder=lambda split, config: PointEncoder(config.feature_dim, config.width),
-            augment=lambda split, config: Jitter(),
+            augment=lambda split, config: Jitter(**modality_settings(config)),
             trainer=None if trainer is None else lambda config, label_aware: trainer,
             check=check,
+            settings=(
+                ModalitySetting("degrees", 20.0, "largest rotation of a view", non_negative),
+                ModalitySetting("noise", 0.05, "std of a view's Gaussian noise", non_negative),
+            ),
             metrics=metrics,
             description="2-D points: an MLP encoder, rotation and noise views",
         )
@@ -224,3 +231,38 @@ def test_a_final_number_no_metric_declares_warns(tmp_path: Path) -> None:
     with pytest.warns(UndeclaredMetricWarning, match="numbers feature_norm are declared by no"):
         assert main([*ARGS, "--epochs", "1", "--out", str(tmp_path / "run")]) == 0
     assert json.loads((tmp_path / "run" / "final.json").read_text())["feature_norm"] > 0
+
+
+@pytest.mark.usefixtures("points")
+def test_a_modality_s_own_settings_come_from_modality_args(tmp_path: Path) -> None:
+    """The settings a modality declares: their defaults, a config's ``modality_args``
+    (YAML, and ``--modality-arg`` over it key by key), their checks and the record."""
+    views = Trainer(TrainConfig(dataset="rings", modality_args={"noise": 0.2}), None, False)
+    assert (views.augment.noise, views.augment.degrees) == (0.2, 20.0)
+    (tmp_path / "run.yaml").write_text("data:\n  dataset: rings\n  modality_args: {degrees: 5}\n")
+    argv = [*ARGS[:1], "--config", str(tmp_path / "run.yaml"), *ARGS[3:], "--epochs", "1"]
+    assert main([*argv, "--modality-arg", "noise=0.1", "--out", str(tmp_path / "run")]) == 0
+    final = json.loads((tmp_path / "run" / "final.json").read_text())
+    assert final["config"]["modality_args"] == {"degrees": 5, "noise": 0.1}
+
+
+@pytest.mark.usefixtures("points")
+@pytest.mark.parametrize(
+    ("given", "message"),
+    [
+        ("nois=0.1", "modality_args: 'nois' is no setting of modality 'points' "
+                     "(its settings: degrees, noise)"),
+        ("noise=-1", "modality_args noise must be a finite number >= 0, got -1"),
+        ("noise", "--modality-arg expects key=value, got 'noise'"),
+    ],
+)  # fmt: skip
+def test_a_modality_arg_it_does_not_declare_or_refuses_is_one_line(
+    given: str, message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main([*ARGS, "--modality-arg", given]) == 2
+    assert capsys.readouterr().err == f"contrastkit: error: {message}\n"
+
+
+def test_a_modality_without_settings_refuses_modality_args() -> None:
+    with pytest.raises(ValueError, match="'noise' is no setting of modality 'image'"):
+        TrainConfig(dataset="digits", modality_args={"noise": 0.1})

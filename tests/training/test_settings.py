@@ -26,7 +26,8 @@ def test_every_field_is_declared_with_a_section_help_and_flag() -> None:
             assert BOOLEAN_FLAGS[d.flag] == (d.section, d.help)
         elif d.cli:
             assert (FLAGS[d.flag].key, FLAGS[d.flag].group) == (d.key, d.section)
-    assert [d.key for d in decls if not d.cli] == ["loss_args"]  # --loss-arg KEY=VALUE
+    # --modality-arg KEY=VALUE, --loss-arg KEY=VALUE
+    assert [d.key for d in decls if not d.cli] == ["modality_args", "loss_args"]
     assert set(ENVIRONMENT_KEYS) == {d.key for d in decls if d.environment}
 
 
