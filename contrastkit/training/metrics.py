@@ -48,8 +48,6 @@ class UndeclaredMetricWarning(UserWarning):
     """A number in ``final.json`` that no :class:`Metric` declares."""
 
 
-_REGRESSION = ("mse", "mae", "pearson", "spearman", "ci")
-_HEAD = {"mae": "head MAE", "pearson": "head Pearson", "spearman": "head Spearman"}
 
 _METRICS: list[Metric] = [
     # the base trainer: kNN at k and at the small k, the linear probe, Wang & Isola (2020)
@@ -58,8 +56,11 @@ _METRICS: list[Metric] = [
     Metric("linear_accuracy", "linear"),
     Metric("alignment", "alignment"),
     Metric("uniformity", "uniformity"),
-    # the label-aware trainer: its downstream head and LASCon §4.2's label geometry
-    *(Metric(f"head_{m}", _HEAD.get(m, "")) for m in _REGRESSION),
+    # the label-aware trainer: its downstream head (regression or classification,
+    # evaluation.downstream) and LASCon §4.2's label geometry
+    Metric("head_mae", "head MAE"),
+    Metric("head_pearson", "head Pearson"),
+    Metric("head_spearman", "head Spearman"),
     Metric("head_accuracy", "head acc"),
     Metric("label_alignment", "label align"),
     Metric("label_uniformity", "label unif"),
