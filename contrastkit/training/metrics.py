@@ -48,7 +48,6 @@ class UndeclaredMetricWarning(UserWarning):
     """A number in ``final.json`` that no :class:`Metric` declares."""
 
 
-
 _METRICS: list[Metric] = [
     # the base trainer: kNN at k and at the small k, the linear probe, Wang & Isola (2020)
     Metric("knn_accuracy", "kNN k=200"),
