@@ -134,7 +134,9 @@ def markdown_table(summary: dict[str, dict[str, Any]], seeds: list[int]) -> str:
     """The mean ± std table (std over seeds, n - 1 denominator)."""
     cols = list(dict.fromkeys(c for entry in summary.values() for c in entry["metrics"]))
     cols.append(cols.pop(cols.index("train_time_s")))
-    head = ["run", *(header(c) for c in cols), "seeds"]
+    configs = [entry["config"] for entry in summary.values()]
+    shared = {k: v for k, v in configs[0].items() if all(c.get(k) == v for c in configs)}
+    head = ["run", *(header(c, shared) for c in cols), "seeds"]
     lines = [f"| {' | '.join(head)} |", "|" + "---|" * len(head)]
     for label, entry in summary.items():
         cells = []

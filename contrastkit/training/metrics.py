@@ -29,7 +29,8 @@ class Metric:
         key: the ``final.json`` key; with ``pattern``, a regular expression that the keys
             match whole (``r"knn_accuracy_k(\\d+)"``).
         header: the header of its ``contrastkit compare`` column, formatted with the
-            pattern's groups (``"kNN k={}"``); empty: not a compare column.
+            pattern's groups (``"kNN k={}"``) and the runs' config values
+            (``"kNN k={knn_k}"``); empty: not a compare column.
         pattern: whether ``key`` is a regular expression.
     """
 
@@ -50,7 +51,7 @@ class UndeclaredMetricWarning(UserWarning):
 
 _METRICS: list[Metric] = [
     # the base trainer: kNN at k and at the small k, the linear probe, Wang & Isola (2020)
-    Metric("knn_accuracy", "kNN k=200"),
+    Metric("knn_accuracy", "kNN k={knn_k}"),
     Metric(r"knn_accuracy_k(\d+)", "kNN k={}", pattern=True),
     Metric("linear_accuracy", "linear"),
     Metric("alignment", "alignment"),
@@ -120,10 +121,15 @@ def compare_columns(finals: list[Mapping[str, Any]]) -> list[str]:
     return columns
 
 
-def header(key: str) -> str:
-    """The compare header of ``key`` (the key itself when it declares none)."""
+def header(key: str, config: Mapping[str, Any] | None = None) -> str:
+    """The compare header of ``key``, its fields filled from the pattern's groups and
+    ``config`` (the values the compared runs share); the key itself when the metric
+    declares no header or a field it names has no value."""
     metric = declared(key)
-    if metric is None or not metric.header:
+    match = metric.match(key) if metric is not None else None
+    if match is None or not metric.header:
         return key
-    match = metric.match(key)
-    return metric.header.format(*match.groups()) if match else key
+    try:
+        return metric.header.format(*match.groups(), **(config or {}))
+    except (KeyError, IndexError):
+        return key

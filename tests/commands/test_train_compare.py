@@ -107,7 +107,7 @@ def test_compare_table_plots_and_summary(tmp_path: Path, capsys: pytest.CaptureF
     ]
     assert main(argv) == 0
     printed = capsys.readouterr().out
-    assert "| run | kNN k=200 |" in printed and "| macl |" in printed
+    assert "| run | kNN k=50 |" in printed and "| macl |" in printed  # --knn-k 50
     summary = json.loads((out / "summary.json").read_text())
     assert summary["seeds"] == [0, 1]
     knn = summary["runs"]["macl"]["metrics"]["knn_accuracy"]

@@ -217,7 +217,7 @@ def test_the_numbers_a_modality_declares_are_what_study_and_compare_know(
     assert summary["feature_norm"]["mean"] > 0
     header = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("| run"))
     assert header == (
-        "| run | kNN k=200 | kNN k=3 | linear | alignment | uniformity | feature norm"
+        "| run | kNN k=5 | kNN k=3 | linear | alignment | uniformity | feature norm"
         " | train s/run | seeds |"
     )
     with pytest.raises(ValueError, match="final metric 'feature_norm' is declared already"):
