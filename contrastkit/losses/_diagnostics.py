@@ -25,6 +25,11 @@ class DeviceDiagnostics:
             return {}
         return dict(self._last)  # type: ignore[arg-type]
 
+    def last_float(self, name: str) -> float | None:
+        """Diagnostic ``name`` of the last call as a float (one read; ``None`` before it)."""
+        value = self._last[name]
+        return None if value is None else float(value)
+
     def diagnostics(self) -> dict[str, float]:
         """:meth:`diagnostic_tensors` as floats, read in one copy (empty before a call)."""
         values = self.diagnostic_tensors()

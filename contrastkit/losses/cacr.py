@@ -183,10 +183,8 @@ class CACR(DeviceDiagnostics, nn.Module):
     @property
     def last_parts(self) -> tuple[float, float] | None:
         """``(L_CA, L_CR)`` of the last call (``None`` before the first)."""
-        attraction, repulsion = self._last["attraction"], self._last["repulsion"]
-        if attraction is None or repulsion is None:
-            return None
-        return float(attraction), float(repulsion)
+        attraction, repulsion = self.last_float("attraction"), self.last_float("repulsion")
+        return None if attraction is None or repulsion is None else (attraction, repulsion)
 
 
 @register("cmc", "views", "Tian et al., ECCV 2020 (CMC), full-graph Eq. (8)")

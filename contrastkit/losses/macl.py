@@ -133,11 +133,9 @@ class MACL(DeviceDiagnostics, TwoViewContrastive):
     @property
     def last_temperature(self) -> float | None:
         """τ_a of the last call (``None`` before the first)."""
-        tau = self._last["temperature"]
-        return None if tau is None else float(tau)
+        return self.last_float("temperature")
 
     @property
     def last_alignment(self) -> float | None:
         """Alignment magnitude A (MACL Eq. 6) of the last call."""
-        alignment = self._last["alignment_A"]
-        return None if alignment is None else float(alignment)
+        return self.last_float("alignment_A")

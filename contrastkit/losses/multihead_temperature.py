@@ -62,8 +62,7 @@ class _LastTemperature(DeviceDiagnostics):
     @property
     def last_temperature(self) -> float | None:
         """The last call's temperature (``None`` before it)."""
-        tau = self._last["temperature"]
-        return None if tau is None else float(tau)
+        return self.last_float("temperature")
 
 
 # the multi-head projector's sizes, shared by both baselines
