@@ -2,7 +2,9 @@
 
 Each optimiser as :func:`contrastkit.engine.build_optimizer` builds it for the device
 (``sgd``, ``adam``, ``adamw``: torch's fused kernels on CUDA; ``lars``: multi-tensor
-operations per parameter group), against torch's SGD with momentum in its multi-tensor
+operations per parameter group; ``lars+skip``: with ``found_inf`` set, the step the engine
+takes, which a non-finite gradient skips on the device), against torch's SGD with momentum
+in its multi-tensor
 (``foreach``) form, measured in the same run. A step's time on a GPU at this size is
 mostly its launches, so the aten operators it dispatches are counted too
 (:class:`contrastkit.engine.kernels.KernelCounter`, the same count on any device).
@@ -33,7 +35,7 @@ from contrastkit.engine import build_optimizer
 from contrastkit.engine.kernels import KernelCounter
 from contrastkit.models.backbones import build_encoder
 
-OPTIMIZERS = ("sgd", "lars", "adam", "adamw")
+OPTIMIZERS = ("sgd", "lars", "lars+skip", "adam", "adamw")  # +skip: found_inf set
 
 
 def model(width: int, device: str) -> nn.Module:
@@ -53,7 +55,9 @@ def stepper(name: str, width: int, device: str) -> tuple[Callable[[], None], int
     if name == "baseline":
         opt = torch.optim.SGD(net.parameters(), lr=0.1, momentum=0.9, foreach=True)
     else:
-        opt = build_optimizer(name, net, lr=1e-3, weight_decay=1e-6)
+        opt = build_optimizer(name.removesuffix("+skip"), net, lr=1e-3, weight_decay=1e-6)
+    if name.endswith("+skip"):  # as the engine steps it: skippable on the device, no read
+        opt.found_inf = torch.zeros((), device=device)
     opt.step()  # the first step creates the optimiser's state
     with KernelCounter() as counter:
         opt.step()

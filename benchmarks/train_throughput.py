@@ -42,8 +42,16 @@ VARIANTS = {  # channels_last unset: the engine's default (on for CUDA and a con
     "bf16+compile": {"precision": "bf16", "compile": True},
     "bf16+graphs": {"precision": "bf16", "compile": True, "compile_mode": "reduce-overhead"},
     "bf16+triton": {"precision": "bf16", "aug_backend": "triton"},  # fused colour kernel
+    "bf16+torchaug": {"precision": "bf16", "aug_backend": "torch"},  # colour ops in torch
+    "bf16+lars": {"precision": "bf16", "optimizer": "lars"},
 }
 PHASES = ("batch", "augment", "forward", "backward", "optimiser")
+TITLES = {
+    False: "step breakdown, median ms of {steps} steps (share of the step), each step from an"
+    " idle device",
+    True: "steps back to back, median ms of {steps} steps (share of the step), events read"
+    " after the last step: the host runs ahead of the device as in training",
+}
 
 
 class Clock:
@@ -74,10 +82,16 @@ class Clock:
         return [1e3 * (b - a) for a, b in zip(self.host, self.host[1:], strict=False)]
 
 
-def breakdown(trainer: Trainer, steps: int) -> tuple[dict[str, float], dict[str, float]]:
+def breakdown(
+    trainer: Trainer, steps: int, back_to_back: bool = False
+) -> tuple[dict[str, float], dict[str, float]]:
     """Median ms per phase of ``steps`` training steps written out phase by phase on the
     trainer's own objects (gather the batch, the views, forward, backward, optimiser):
-    the device's time, and the host's."""
+    the device's time, and the host's. Each step starts from an idle device (its events are
+    read, which waits for it, before the next step), so a phase whose launches take longer
+    than its kernels shows its host time; ``back_to_back``: the events are read after the
+    last step, so the host runs ahead of the device as in training (nothing in the step
+    reads the device) and a phase shows the device's time in it."""
     cfg, model, engine, x = trainer.config, trainer.model, trainer.engine, trainer.train_x
     gen = epoch_generator(cfg.seed, 10**6)
     augs = trainer.view_augments
@@ -86,9 +100,11 @@ def breakdown(trainer: Trainer, steps: int) -> tuple[dict[str, float], dict[str,
     order = torch.randperm(len(x), generator=gen)[: steps * cfg.batch_size].view(steps, -1)
     order = order.to(x.device)
     model.train()
+    clocks = []
     for s in range(steps):
         engine.begin_step()
         clock = Clock(engine.device)
+        clocks.append(clock)
         clock.mark()
         batch = engine.to_device(x[order[s]])
         clock.mark()
@@ -102,6 +118,9 @@ def breakdown(trainer: Trainer, steps: int) -> tuple[dict[str, float], dict[str,
         clock.mark()
         trainer.optimizer.step()
         clock.mark()
+        if not back_to_back:
+            clock.spans_ms()  # waits for the device
+    for clock in clocks:
         for phase, ms, host in zip(PHASES, clock.spans_ms(), clock.host_ms(), strict=True):
             device_ms[phase].append(ms)
             host_ms[phase].append(host)
@@ -208,18 +227,28 @@ def main() -> None:
         )
     print(f"engine overhead vs hand loop: {100 * (1 - med['fp32'] / med['hand loop']):+.1f} %")
     if args.breakdown:
-        print(f"\nstep breakdown, median ms of {args.breakdown} steps (share of the step)")
-        print(f"{'variant':<14} " + " ".join(f"{p:>17}" for p in PHASES) + f" {'step':>8}")
-        hosts = {}
+        print_breakdown(trainers, args.breakdown)
+
+
+def print_breakdown(trainers: dict[str, Trainer], steps: int) -> None:
+    """The phase tables of :func:`breakdown`: each step from an idle device (with the host's
+    times), then steps back to back."""
+    header = f"{'variant':<14} " + " ".join(f"{p:>17}" for p in PHASES) + f" {'step':>8}"
+    hosts = {}
+    for back_to_back in (False, True):
+        title = TITLES[back_to_back].format(steps=steps)
+        print(f"\n{title}\n{header}")
         for name, trainer in trainers.items():
-            ms, hosts[name] = breakdown(trainer, args.breakdown)
+            ms, host = breakdown(trainer, steps, back_to_back)
+            hosts.setdefault(name, host)
             total = sum(ms.values())
             cells = " ".join(f"{ms[p]:8.2f} ({100 * ms[p] / total:4.1f}%)" for p in PHASES)
             print(f"{name:<14} {cells} {total:8.2f}")
-        print("host time of the same steps, median ms (until each phase's calls returned)")
-        for name, ms in hosts.items():
-            cells = " ".join(f"{ms[p]:17.2f}" for p in PHASES)
-            print(f"{name:<13} host {cells} {sum(ms.values()):8.2f}")
+        if not back_to_back:
+            print("host time of the same steps, median ms (until each phase's calls returned)")
+            for name, ms in hosts.items():
+                cells = " ".join(f"{ms[p]:17.2f}" for p in PHASES)
+                print(f"{name:<13} host {cells} {sum(ms.values()):8.2f}")
 
 
 if __name__ == "__main__":

@@ -119,6 +119,19 @@ def missing_extra(exc: BaseException) -> str | None:
     return None
 
 
+_FOUND: dict[str, bool] = {}  # packages looked up by installed()
+
+
+def installed(package: str) -> bool:
+    """Whether ``package`` can be imported: found once, not imported (a search of the import
+    path where it is missing costs milliseconds, too much for a per-call choice such as a
+    backend's ``"auto"``)."""
+    found = _FOUND.get(package)
+    if found is None:
+        found = _FOUND[package] = _installed(package)
+    return found
+
+
 def triton_interpreted() -> bool:
     """Whether Triton kernels run in its CPU interpreter (``TRITON_INTERPRET=1``, read by
     triton when it is imported): the one case in which Triton takes CPU tensors."""

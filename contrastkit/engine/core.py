@@ -18,10 +18,11 @@ It owns what depends on the hardware and the numerics, never the method:
   clipping, and a guard that raises *before* the optimiser step when the loss or the
   gradient is not finite (under fp16 a non-finite gradient is the scaler's business: the
   step is skipped and the scale lowered, as ``GradScaler`` intends). With a fused
-  optimiser (what :func:`~contrastkit.engine.build_optimizer` builds on CUDA) the guard
-  reads nothing on the host during the step: the optimiser skips a non-finite update on
-  the device, and the error is raised at the next step, the parameters as before the
-  skipped one (:meth:`Engine.check_pending`). Otherwise it is one host read per step.
+  optimiser (what :func:`~contrastkit.engine.build_optimizer` builds on CUDA) or LARS the
+  guard reads nothing on the host during the step: the optimiser skips a non-finite
+  update on the device, and the error is raised at the next step, the parameters as
+  before the skipped one (:meth:`Engine.check_pending`). Otherwise it is one host read
+  per step.
 """
 
 from __future__ import annotations
@@ -272,7 +273,7 @@ class Engine:
     def _step_unless_non_finite(
         self, optimizer: torch.optim.Optimizer, finite: Tensor, loss: Tensor, norm: Tensor
     ) -> None:
-        """The optimiser step without a host read: the fused optimiser skips the whole update
+        """The optimiser step without a host read: the optimiser skips the whole update
         on the device where ``finite`` is false (``found_inf``, as ``GradScaler`` drives
         it), and the flag goes to host memory in a non-blocking copy that
         :meth:`check_pending` reads at the next call, by which time the device is past it."""
@@ -307,7 +308,7 @@ class Engine:
         optimizer.zero_grad(set_to_none=True)
         raise NonFiniteError(
             f"non-finite loss or gradient (loss {float(loss)}, gradient norm {float(norm)}) "
-            f"at backward pass {micro} (optimiser step {step + 1}); the fused optimiser "
+            f"at backward pass {micro} (optimiser step {step + 1}); the optimiser "
             "skipped that update, so the parameters are those before it. Lower the learning "
             "rate, clip gradients (--clip-grad) or use fp32/bf16 instead of fp16"
         )
@@ -367,9 +368,12 @@ class Engine:
 def skips_on_device(optimizer: torch.optim.Optimizer) -> bool:
     """Whether ``optimizer`` can skip a step on the device (``found_inf``): torch's fused
     Adam, AdamW and SGD, which :func:`~contrastkit.engine.build_optimizer` builds for CUDA
-    parameters."""
-    fused = all(group.get("fused") for group in optimizer.param_groups)
-    return fused and getattr(optimizer, "_step_supports_amp_scaling", False)
+    parameters, and an optimiser that says so (``skips_on_device``, e.g.
+    :class:`~contrastkit.engine.LARS`)."""
+    if not getattr(optimizer, "_step_supports_amp_scaling", False):
+        return False
+    said = getattr(optimizer, "skips_on_device", False)
+    return said or all(group.get("fused") for group in optimizer.param_groups)
 
 
 def channels_last_default(device: torch.device, model: nn.Module) -> bool:

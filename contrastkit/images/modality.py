@@ -43,7 +43,7 @@ def build_augment(
     defaults) for ``"image"`` data, :class:`Augment` for the small ``"2d"`` / ``"1d"`` data.
     The arguments are the settings of the same names."""
     options = {"crop_scale": crop_scale, "jitter": jitter, "p_jitter": p_jitter}
-    options["aug_backend"] = None if aug_backend == "torch" else aug_backend
+    options["aug_backend"] = None if aug_backend == "auto" else aug_backend
     given = {name: value for name, value in options.items() if value is not None}
     if split.kind == "image":
         if "aug_backend" in given:

@@ -231,13 +231,14 @@ class EngineSection:
         ),
     )
     aug_backend: str = S(
-        "torch",
+        "auto",
         section="engine",
-        check=one_of(("torch", "triton")),
+        check=one_of(("auto", "torch", "triton")),
         environment=True,
+        source="H200: a bf16 SimCLR step's views 3.9 -> 2.4 ms (docs/guides/performance.md)",
         help=(
-            "image views' colour jitter and grayscale: torch, or triton (one fused kernel; CUDA;"
-            " not yet timed on a GPU)"
+            "image views' colour jitter and grayscale: torch, triton (one fused kernel; CUDA) or"
+            " auto (triton on CUDA when installed, else torch)"
         ),
     )
     sync_batchnorm: bool = S(

@@ -11,7 +11,7 @@ import torch
 from torch import nn
 
 from contrastkit import losses
-from contrastkit.engine import Engine, NonFiniteError
+from contrastkit.engine import Engine, NonFiniteError, build_optimizer
 from contrastkit.engine.core import channels_last_default
 
 
@@ -85,18 +85,24 @@ def test_a_step_reads_the_device_once(monkeypatch: pytest.MonkeyPatch) -> None:
     assert len(reads) == 1
 
 
-def _fused_problem() -> tuple[nn.Linear, torch.Tensor, torch.Tensor, torch.optim.Optimizer]:
+def _fused_problem(
+    kind: str = "adam",
+) -> tuple[nn.Linear, torch.Tensor, torch.Tensor, torch.optim.Optimizer]:
     model, x, y = linear_problem()
+    if kind == "lars":  # skips on the device too (found_inf), on every device
+        return model, x, y, build_optimizer("lars", model, lr=0.1, weight_decay=1e-4)
     return model, x, y, torch.optim.Adam(model.parameters(), lr=0.1, fused=True)
 
 
+@pytest.mark.parametrize("kind", ["adam", "lars"])
 def test_a_fused_step_reads_nothing_and_skips_a_non_finite_update_on_the_device(
-    monkeypatch: pytest.MonkeyPatch,
+    kind: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """With a fused optimiser (built so on CUDA) the step reads nothing on the host: the
-    optimiser skips a non-finite update itself, and the next call raises, the parameters
-    as before the skipped step (fused Adam runs on CPU too, so this is the CUDA path)."""
-    model, x, y, opt = _fused_problem()
+    """With a fused optimiser (built so on CUDA) or LARS the step reads nothing on the
+    host: the optimiser skips a non-finite update itself, and the next call raises, the
+    parameters as before the skipped step (fused Adam runs on CPU too, so this is the CUDA
+    path)."""
+    model, x, y, opt = _fused_problem(kind)
     engine = Engine("cpu")
     reads = []
     original = torch.Tensor.__bool__
@@ -109,8 +115,10 @@ def test_a_fused_step_reads_nothing_and_skips_a_non_finite_update_on_the_device(
     engine.backward_step(((model(x) - y) ** 2).mean(), opt)
     assert reads == []  # the flag is read at the next call
     good = model.weight.detach().clone()
+    state = {k: v.clone() for k, v in opt.state[model.weight].items()}
     engine.backward_step(model(x).sum() * float("nan"), opt)  # skipped on the device
-    assert torch.equal(model.weight, good) and opt.state[model.weight]["step"] == 1
+    assert torch.equal(model.weight, good) and state.keys() == opt.state[model.weight].keys()
+    assert all(torch.equal(v, opt.state[model.weight][k]) for k, v in state.items())
     with pytest.raises(NonFiniteError, match=r"loss nan.*backward pass 2 \(optimiser step 2\)"):
         engine.backward_step(((model(x) - y) ** 2).mean(), opt)
     assert torch.equal(model.weight, good) and model.weight.grad is None

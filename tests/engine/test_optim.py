@@ -158,8 +158,76 @@ def test_a_lars_step_is_a_fixed_number_of_operations() -> None:
         opt.step()  # the first step creates the momentum buffers
         with KernelCounter() as counter:
             opt.step()
-        counts.append(sum(counter.split()))
-    assert counts[0] == counts[1] < 40
+        opt.found_inf = torch.tensor(0.0)  # skippable on the device: a few more kernels
+        with KernelCounter() as skippable:  # (and two views of each tensor)
+            opt.step()
+        counts.append((sum(counter.split()), skippable.split()[0]))
+    assert counts[0] == counts[1] and counts[0][0] < 40 and counts[0][1] < 50
+
+
+def _conv_net() -> nn.Module:
+    """Conv weights in channels_last (the engine's CUDA default), a linear head, biases and
+    batch norm (excluded from the adaptation)."""
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Conv2d(3, 4, 3), nn.BatchNorm2d(4), nn.Flatten(), nn.Linear(16, 5))
+    return net.to(memory_format=torch.channels_last)
+
+
+def _grads(net: nn.Module, seed: int, poison: bool = False) -> None:
+    g = torch.Generator().manual_seed(seed)
+    for p in net.parameters():
+        grad = torch.randn(p.shape, generator=g)
+        p.grad = torch.empty_like(p).copy_(grad)  # the parameter's layout, as autograd gives
+    if poison:
+        next(net.parameters()).grad[0, 0, 0, 0] = float("nan")
+        list(net.parameters())[-1].grad[1] = float("inf")
+
+
+@pytest.mark.parametrize("nesterov", [False, True])
+def test_lars_skips_a_non_finite_step_on_the_device_and_takes_the_others_bit_for_bit(
+    nesterov: bool,
+) -> None:
+    """With ``found_inf`` set (the engine's and GradScaler's protocol) a finite step is the
+    plain step bit for bit and a non-finite one leaves parameters and momentum exactly as
+    they were; channels_last weights keep their layout."""
+    nets = [_conv_net(), _conv_net()]
+    opts = [build_optimizer("lars", n, lr=0.7, weight_decay=0.05, nesterov=nesterov) for n in nets]
+    assert opts[1].skips_on_device and opts[1]._step_supports_amp_scaling
+    for step, poison in enumerate([False, False, True, False]):
+        if not poison:  # the plain optimiser never sees the skipped step
+            _grads(nets[0], step)
+            opts[0].step()
+        _grads(nets[1], step, poison)
+        before = [p.detach().clone() for p in nets[1].parameters()]
+        momenta = [s["momentum_buffer"].clone() for s in opts[1].state.values()]
+        opts[1].found_inf = torch.tensor(float(poison))
+        opts[1].step()
+        del opts[1].found_inf
+        if poison:
+            assert all(torch.equal(a, b) for a, b in zip(before, nets[1].parameters(), strict=True))
+            kept = [s["momentum_buffer"] for s in opts[1].state.values()]
+            assert all(torch.equal(a, b) for a, b in zip(momenta, kept, strict=True))
+        for a, b in zip(nets[0].parameters(), nets[1].parameters(), strict=True):
+            assert torch.equal(a, b)
+    for p in nets[1].parameters():
+        buf = opts[1].state[p]["momentum_buffer"]
+        assert buf.stride() == p.stride() and torch.isfinite(p).all()
+
+
+def test_lars_divides_by_the_grad_scale_it_is_given() -> None:
+    """``grad_scale`` (a GradScaler whose gradients were not unscaled) divides the
+    gradients before the step."""
+    nets = [_conv_net(), _conv_net()]
+    opts = [build_optimizer("lars", n, lr=0.7, weight_decay=0.05) for n in nets]
+    _grads(nets[0], 0)
+    opts[0].step()
+    _grads(nets[1], 0)
+    for p in nets[1].parameters():
+        p.grad.mul_(1024.0)  # a power of two: the division is exact
+    opts[1].grad_scale, opts[1].found_inf = torch.tensor(1024.0), torch.tensor(0.0)
+    opts[1].step()
+    pairs = zip(nets[0].parameters(), nets[1].parameters(), strict=True)
+    assert all(torch.equal(a, b) for a, b in pairs)
 
 
 def test_sgd_adam_adamw_builders() -> None:

@@ -77,7 +77,7 @@ def test_triton_views_are_the_torch_views(recipe: str, side: int) -> None:
 
 
 def test_backend_is_checked(monkeypatch: pytest.MonkeyPatch) -> None:
-    with pytest.raises(ValueError, match="backend must be one of torch, triton, got 'cuda'"):
+    with pytest.raises(ValueError, match="backend must be one of auto, torch, triton, got 'cuda'"):
         ImageAugment(32, backend="cuda")
     monkeypatch.setenv("TRITON_INTERPRET", "0")
     if DEVICE == "cpu":

@@ -300,3 +300,37 @@ def test_compiled_views_are_the_eager_views_in_one_graph(recipe: str, side: int)
         assert all(torch.allclose(a, b, atol=1e-4, rtol=0) for a, b in zip(want, got, strict=True))
         assert torch.equal(g1.get_state(), g2.get_state())
     assert torch._dynamo.utils.counters["stats"]["unique_graphs"] == 1
+
+
+def test_auto_backend_fuses_the_colour_ops_on_cuda_when_triton_is_installed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``backend="auto"`` (the default) takes the Triton kernel for CUDA images when triton
+    is installed, the torch operators otherwise; ``"torch"`` and ``"triton"`` are fixed."""
+    from contrastkit.images import image_augment
+
+    have = {"triton": True}
+    monkeypatch.setattr(image_augment, "installed", lambda package: have[package])
+    cuda, cpu = torch.device("cuda"), torch.device("cpu")
+    auto = ImageAugment(32)
+    assert auto.backend == "auto" and TrainConfig().aug_backend == "auto"
+    assert auto.fuses_colour(cuda) and not auto.fuses_colour(cpu)
+    assert not ImageAugment(32, backend="torch").fuses_colour(cuda)
+    have["triton"] = False
+    assert not auto.fuses_colour(cuda)
+    triton = ImageAugment.__new__(ImageAugment)
+    triton.backend = "triton"  # what the constructor keeps once triton imports
+    assert triton.fuses_colour(cpu) and triton.fuses_colour(cuda)
+
+
+def test_auto_backend_makes_the_torch_views_on_the_cpu() -> None:
+    """On CPU images the default augments give the torch path's views bit for bit (the
+    kernel, even in Triton's interpreter, rounds differently)."""
+    x = torch.randint(0, 256, (6, 3, 16, 16), dtype=torch.uint8)
+    got = ImageAugment.batched_views(
+        view_augments("simclr", 16), x, torch.Generator().manual_seed(4), 2
+    )
+    want = ImageAugment.batched_views(
+        view_augments("simclr", 16, backend="torch"), x, torch.Generator().manual_seed(4), 2
+    )
+    assert all(torch.equal(a, b) for a, b in zip(got, want, strict=True))

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from contrastkit import _optional
 from contrastkit.losses.functional import _backend
 
 
@@ -27,7 +28,7 @@ def _rows(n: int, d: int = 8, dtype: torch.dtype = torch.float32) -> torch.Tenso
 def gpu(monkeypatch: pytest.MonkeyPatch) -> dict[str, bool]:
     """Triton installed and tensor cores present, unless a test says otherwise."""
     state = {"installed": True, "capable": True}
-    monkeypatch.setattr(_backend, "_triton_installed", lambda: state["installed"])
+    monkeypatch.setattr(_optional, "installed", lambda package: state["installed"])
     monkeypatch.setattr(_backend, "_tensor_cores", lambda device: state["capable"])
     return state
 
@@ -56,3 +57,12 @@ def test_auto_keeps_the_torch_path_where_triton_cannot_or_was_not_measured(
         rows = _rows(_backend.AUTO_MIN_ROWS, d=_backend.MAX_DIM + 1)
     assert _backend.resolve("auto", rows) == "torch"
     assert _backend.resolve("torch", rows) == "torch"
+
+
+def test_hcl_auto_keeps_the_torch_path() -> None:
+    """HCL's ``"auto"`` is the torch path at every size (one product for both of its
+    log-sum-exps; the kernels, a pass each, measured slower on an H200); ``"triton"``
+    stays available."""
+    from contrastkit.losses.infonce import HCL
+
+    assert HCL().backend == "torch" and HCL(backend="triton").backend == "triton"

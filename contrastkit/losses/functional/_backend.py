@@ -23,11 +23,10 @@ Example:
 
 from __future__ import annotations
 
-import importlib.util
-
 import torch
 from torch import Tensor
 
+from ... import _optional
 from ..._optional import triton_interpreted
 
 BACKENDS = ("auto", "torch", "triton")
@@ -44,7 +43,7 @@ def resolve(backend: str, anchors: Tensor, rows: int | None = None) -> str:
     if backend == "auto":  # the default: two attribute reads for CPU tensors
         rows = anchors.shape[0] if rows is None else rows
         large = anchors.is_cuda and rows >= AUTO_MIN_ROWS
-        usable = large and _triton_installed() and _tensor_cores(anchors.device)
+        usable = large and _optional.installed("triton") and _tensor_cores(anchors.device)
         return "triton" if usable and not _unfit(anchors) else "torch"
     if backend == "torch":
         return backend
@@ -55,18 +54,6 @@ def resolve(backend: str, anchors: Tensor, rows: int | None = None) -> str:
     if backend == "triton" and unfit:
         raise ValueError(f"backend='triton' {unfit}")
     return backend
-
-
-_FOUND: dict[str, bool] = {}  # whether triton is installed, looked up once
-
-
-def _triton_installed() -> bool:
-    """Whether the ``triton`` package can be imported (found once, not imported: a search
-    of the import path at every ``"auto"`` call where it is missing costs milliseconds)."""
-    found = _FOUND.get("triton")
-    if found is None:
-        found = _FOUND["triton"] = importlib.util.find_spec("triton") is not None
-    return found
 
 
 _CAPABLE: dict[torch.device, bool] = {}
