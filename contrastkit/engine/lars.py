@@ -68,6 +68,9 @@ class LARS(torch.optim.Optimizer):
         super().__init__(params, defaults)
         self._step_supports_amp_scaling = True  # honours found_inf / grad_scale (docstring)
         self.skips_on_device = True  # what the engine asks (engine.core.skips_on_device)
+        # per group, device and dtype: the parameters' ids, one buffer and a view of it
+        # for each tensor (_finite_times)
+        self._scratch: dict[tuple[Any, ...], tuple[tuple[int, ...], Tensor, list[Tensor]]] = {}
 
     @torch.no_grad()
     def step(self, closure: Callable[[], float] | None = None) -> float | None:  # type: ignore[override]
@@ -103,7 +106,7 @@ class LARS(torch.optim.Optimizer):
         if not group["lars_exclude"] and group["weight_decay"]:
             d = torch._foreach_add(d, params, alpha=group["weight_decay"])
         if keep is not None:  # a skipped step's d is 0, its momentum factor 1
-            d = _finite_times(d, keep)
+            d = self._finite_times(id(group), params, d, keep)
             mu = torch.where(keep > 0, mu, torch.ones_like(keep))
         if not group["lars_exclude"]:
             w_norm = torch.stack(torch._foreach_norm(params))
@@ -130,17 +133,29 @@ class LARS(torch.optim.Optimizer):
             update = torch._foreach_mul(update, keep)
         torch._foreach_sub_(params, update)
 
-
-def _finite_times(d: list[Tensor], keep: Tensor) -> list[Tensor]:
-    """``d`` with its non-finite entries set to 0, times ``keep``, in one buffer for the
-    whole list (``nan_to_num`` has no multi-tensor form); each tensor keeps its memory
-    layout (channels_last weights too), so the multi-tensor operations after it stay
-    single kernels."""
-    dense = [t if _dense(t) else t.contiguous() for t in d]
-    flat = torch.cat([t.as_strided((t.numel(),), (1,)) for t in dense])
-    flat.nan_to_num_(0.0, 0.0, 0.0).mul_(keep)
-    parts = flat.split([t.numel() for t in dense])
-    return [part.as_strided(t.shape, t.stride()) for part, t in zip(parts, dense, strict=True)]
+    def _finite_times(
+        self, group: int, params: list[Tensor], d: list[Tensor], keep: Tensor
+    ) -> list[Tensor]:
+        """``d`` with its non-finite entries set to 0, times ``keep``: copied into one
+        buffer (``nan_to_num`` has no multi-tensor form) whose views, one per tensor in
+        its parameter's memory layout (channels_last weights too, so the multi-tensor
+        operations after it stay single kernels), are made once per parameter list of
+        ``group`` and kept, so a step adds three operators whatever the number of
+        tensors."""
+        slot, ids = (group, params[0].device, params[0].dtype), tuple(map(id, params))
+        kept = self._scratch.get(slot)
+        if kept is None or kept[0] != ids:  # first step, or another list of gradients
+            flat = params[0].new_empty(sum(p.numel() for p in params))
+            views, offset = [], 0
+            for p in params:
+                stride = p.stride() if _dense(p) else p.contiguous().stride()
+                views.append(flat.as_strided(p.shape, stride, offset))
+                offset += p.numel()
+            kept = self._scratch[slot] = (ids, flat, views)
+        _, flat, views = kept
+        torch._foreach_copy_(views, d)
+        flat.nan_to_num_(0.0, 0.0, 0.0).mul_(keep)
+        return views
 
 
 def _dense(t: Tensor) -> bool:
