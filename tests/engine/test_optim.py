@@ -234,6 +234,32 @@ def test_lars_divides_by_the_grad_scale_it_is_given() -> None:
     assert all(torch.equal(a, b) for a, b in pairs)
 
 
+def test_lars_under_a_grad_scaler_skips_on_the_device_and_unscales_itself() -> None:
+    """``torch.amp.GradScaler`` hands LARS ``found_inf`` and, when its gradients were not
+    unscaled, ``grad_scale``: a finite step equals plain LARS on the true gradients (the
+    scale is a power of two, so exactly), a non-finite one is skipped and the scale
+    lowered."""
+    nets = [_conv_net(), _conv_net()]
+    opts = [build_optimizer("lars", n, lr=0.7, weight_decay=0.05) for n in nets]
+    scaler = torch.amp.GradScaler("cpu", init_scale=2.0**10)
+    scaler.scale(torch.ones(()))  # the scaler makes its scale at the first loss it scales
+    _grads(nets[0], 0)
+    opts[0].step()
+    _grads(nets[1], 0)
+    for p in nets[1].parameters():
+        p.grad.mul_(2.0**10)  # as backward of the scaled loss gives them
+    scaler.step(opts[1])
+    scaler.update()
+    pairs = zip(nets[0].parameters(), nets[1].parameters(), strict=True)
+    assert all(torch.equal(a, b) for a, b in pairs)
+    before = [p.detach().clone() for p in nets[1].parameters()]
+    _grads(nets[1], 1, poison=True)
+    scaler.step(opts[1])
+    scaler.update()
+    assert all(torch.equal(a, b) for a, b in zip(before, nets[1].parameters(), strict=True))
+    assert scaler.get_scale() == 2.0**9
+
+
 def test_sgd_adam_adamw_builders() -> None:
     model = nn.Linear(2, 2)
     sgd = build_optimizer("sgd", model, lr=0.1, weight_decay=1e-4, momentum=0.8, nesterov=True)
