@@ -22,7 +22,10 @@
 # adds to or overrides its arguments), `views` (benchmarks/view_speed.py: a step's
 # views of 512 images, kernels and time; VIEW_ARGS likewise) and `optim`
 # (benchmarks/optimizer_step.py: one step of sgd, lars, adam and adamw over the ResNet-18's
-# parameters against torch's foreach SGD; OPTIM_ARGS likewise), e.g. SECTIONS="sweep losses train views optim".
+# parameters against torch's foreach SGD; OPTIM_ARGS likewise) and `run` (one whole
+# `contrastkit train` run on the archive, its evaluation included, in bf16 with
+# `--compile --compile-mode reduce-overhead`: CUDA graphs through a run's evaluation too;
+# RUN_ARGS adds or overrides), e.g. SECTIONS="sweep losses train views optim run".
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 DEVICE=${DEVICE:-cuda}
@@ -47,16 +50,26 @@ for section in $SECTIONS; do
         --dtypes "$DTYPES" --losses "$LOSSES" --dim "$DIM" --repeats "$REPEATS" \
         --tiled "$TILED" ${BACKENDS:+--backends "$BACKENDS"} --json "$OUT/gpu_bench_losses.json"
       ;;
-    train)
+    train | run)
       if [[ ! -f $CIFAR ]]; then
-        echo "gpu_bench.sh: train needs the CIFAR-10 JPEG archive; CIFAR=$CIFAR is no file" >&2
+        echo "gpu_bench.sh: $section needs the CIFAR-10 JPEG archive; CIFAR=$CIFAR is no file" >&2
         exit 2
       fi
+      ;;&
+    train)
       # shellcheck disable=SC2086 # TRAIN_ARGS: extra arguments of train_throughput.py
       "$PYTHON" "$HERE/train_throughput.py" --device "$DEVICE" --dataset imagefolder \
         --data-root "$CIFAR" --cache-dir "${CACHE:-$OUT/cache}" --backbone resnet18 --width 64 \
         --batch-size 512 --epochs 3 --epoch-steps 40 --threads 4 --variants "$VARIANTS" \
         --breakdown 20 ${TRAIN_ARGS:-} | tee "$OUT/gpu_bench_train.txt"
+      ;;
+    run)
+      # shellcheck disable=SC2086 # RUN_ARGS: extra arguments of contrastkit train
+      "$PYTHON" -m contrastkit train --device "$DEVICE" --dataset imagefolder --data-root "$CIFAR" \
+        --cache-dir "${CACHE:-$OUT/cache}" --backbone resnet18 --width 64 --batch-size 512 \
+        --epochs 2 --epoch-steps 40 --linear-epochs 5 --precision bf16 --compile \
+        --compile-mode reduce-overhead --no-progress --out "$OUT/run" ${RUN_ARGS:-} \
+        | tee "$OUT/gpu_bench_run.txt"
       ;;
     views)
       # shellcheck disable=SC2086 # VIEW_ARGS: extra arguments of view_speed.py
@@ -74,7 +87,7 @@ for section in $SECTIONS; do
         | tee "$OUT/gpu_bench_sweep.txt"
       ;;
     *)
-      echo "gpu_bench.sh: unknown section '$section' (known: losses, sweep, train, views, optim)" >&2
+      echo "gpu_bench.sh: unknown section '$section' (known: losses, sweep, train, views, optim, run)" >&2
       exit 2
       ;;
   esac

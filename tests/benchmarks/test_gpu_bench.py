@@ -3,8 +3,8 @@ its ``losses`` section in the tiny CPU mode (torch backend only) runs end to end
 records every case, its ``sweep`` section (Triton against torch and float64, then tile
 configurations) runs in Triton's interpreter on tiny shapes, its ``train`` section times
 a tiny image archive made here, its ``views`` section counts and times the views of a
-tiny batch, its ``optim`` section times the optimisers' steps, and an unknown section is
-refused. The GPU numbers of
+tiny batch, its ``optim`` section times the optimisers' steps, its ``run`` section trains
+and evaluates one whole run, and an unknown section is refused. The GPU numbers of
 issue #38 come from the same script on a GPU."""
 
 from __future__ import annotations
@@ -100,7 +100,8 @@ def test_compiled_backend_times_the_plain_version_and_the_losses_through_torch_c
 def test_unknown_section_is_refused() -> None:
     proc = _gpu_bench(timeout=None, SECTIONS="train_step")
     assert proc.returncode == 2
-    assert "unknown section 'train_step' (known: losses, sweep, train, views, optim)" in proc.stderr
+    known = "(known: losses, sweep, train, views, optim, run)"
+    assert f"unknown section 'train_step' {known}" in proc.stderr
 
 
 def test_optim_section_times_each_optimiser_against_foreach_sgd(tmp_path: Path) -> None:
@@ -144,8 +145,9 @@ def test_views_section_times_the_compiled_views(tmp_path: Path) -> None:
     assert 0 < int(kernels["compiled"]) < int(kernels["eager"]) / 3, table
 
 
-def test_train_section_times_every_variant_and_each_phase(tmp_path: Path) -> None:
-    image = pytest.importorskip("PIL.Image", reason="the train section needs the images extra")
+def _tiny_archive(tmp_path: Path) -> Path:
+    """An image-folder archive of 2 classes × 8 JPEGs of 8×8 px per split."""
+    image = pytest.importorskip("PIL.Image", reason="the archive sections need the images extra")
     rng = np.random.default_rng(0)
     src = tmp_path / "src"
     for split in ("train", "test"):
@@ -157,6 +159,26 @@ def test_train_section_times_every_variant_and_each_phase(tmp_path: Path) -> Non
     archive = tmp_path / "tiny.tar.gz"
     with tarfile.open(archive, "w:gz") as tar:
         tar.add(src, arcname="tiny")
+    return archive
+
+
+def test_run_section_trains_and_evaluates_a_whole_run(tmp_path: Path) -> None:
+    """The ``run`` section: one ``contrastkit train`` run on the archive, evaluation
+    included (here fp32, not compiled, a tiny model: the GPU's settings are overridden by
+    ``RUN_ARGS``, as a user would)."""
+    archive = _tiny_archive(tmp_path)
+    args = ("--device cpu --width 4 --batch-size 8 --epochs 1 --epoch-steps 1 "
+            "--linear-epochs 1 --precision fp32 --no-compile --compile-mode default")  # fmt: skip
+    out = tmp_path / "out"
+    done = _gpu_bench(SECTIONS="run", CIFAR=str(archive), OUT=str(out), RUN_ARGS=args)
+    assert done.returncode == 0, done.stderr[-2000:]
+    final = json.loads((out / "run" / "final.json").read_text())
+    assert final["epochs"] == 1 and 0 <= final["knn_accuracy"] <= 1
+    assert (out / "gpu_bench_run.txt").read_text().strip()
+
+
+def test_train_section_times_every_variant_and_each_phase(tmp_path: Path) -> None:
+    archive = _tiny_archive(tmp_path)
     args = "--width 4 --batch-size 8 --epochs 1 --epoch-steps 1 --breakdown 2 --threads 1"
     done = _gpu_bench(
         SECTIONS="train", CIFAR=str(archive), OUT=str(tmp_path / "out"), TRAIN_ARGS=args
@@ -177,10 +199,11 @@ def test_train_section_times_every_variant_and_each_phase(tmp_path: Path) -> Non
     assert [name for name, _, _ in hosts] == ["fp32", "bf16", "bf16+nchw", "bf16+compile"]
 
 
-def test_train_section_without_the_archive_is_one_clear_error(tmp_path: Path) -> None:
-    done = _gpu_bench(timeout=None, SECTIONS="train", CIFAR=str(tmp_path / "none.tar.gz"))
+@pytest.mark.parametrize("section", ["train", "run"])
+def test_a_section_without_the_archive_is_one_clear_error(section: str, tmp_path: Path) -> None:
+    done = _gpu_bench(timeout=None, SECTIONS=section, CIFAR=str(tmp_path / "none.tar.gz"))
     assert done.returncode == 2
-    assert "train needs the CIFAR-10 JPEG archive" in done.stderr
+    assert f"{section} needs the CIFAR-10 JPEG archive" in done.stderr
 
 
 def test_sweep_runs_in_the_triton_interpreter(tmp_path: Path) -> None:
