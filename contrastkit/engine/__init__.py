@@ -4,6 +4,7 @@ schedules and the optimiser step (:class:`Engine`)."""
 from .core import COMPILE_MODES, PRECISIONS, Engine, NonFiniteError, eval_mode
 from .device import (
     DEVICES,
+    cat_rows,
     device_info,
     host_floats,
     rng_state,
@@ -38,6 +39,7 @@ __all__ = [
     "NonFiniteError",
     "build_optimizer",
     "build_schedule",
+    "cat_rows",
     "device_info",
     "eval_mode",
     "host_floats",

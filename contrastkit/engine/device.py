@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 import resource
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import torch
@@ -96,6 +96,24 @@ def host_floats(values: Sequence[torch.Tensor | float]) -> list[float]:
     tensors = [v for v in values if isinstance(v, torch.Tensor)]
     read = iter(torch.stack(tensors).tolist() if tensors else ())
     return [next(read) if isinstance(v, torch.Tensor) else float(v) for v in values]
+
+
+def cat_rows(outputs: Iterable[torch.Tensor], rows: int) -> torch.Tensor:
+    """``torch.cat`` of ``outputs`` (chunks along dim 0, ``rows`` in all), each copied into
+    the result as it comes. A module compiled in a mode that replays CUDA graphs
+    (``reduce-overhead``) overwrites its last outputs at its next call, and torch raises on
+    reading them after that, so a list of a compiled encoder's outputs cannot wait for
+    ``torch.cat``; this copies each chunk before the next is made."""
+    out: torch.Tensor | None = None
+    start = 0
+    for part in outputs:
+        if out is None:
+            out = part.new_empty((rows, *part.shape[1:]))
+        out[start : start + len(part)] = part
+        start += len(part)
+    if out is None or start != rows:
+        raise ValueError(f"cat_rows: the outputs hold {start} rows, expected {rows}")
+    return out
 
 
 def device_info(device: torch.device) -> dict[str, Any]:

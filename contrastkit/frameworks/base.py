@@ -15,6 +15,7 @@ import torch
 from torch import Tensor, nn
 
 from .. import losses
+from ..engine import cat_rows
 from ..losses.hparams import Param
 from ..losses.registry import LossInfo
 
@@ -95,7 +96,7 @@ class Framework(nn.Module):
         """Frozen features ``[N, feature_dim]`` of ``x`` (eval mode, no gradient)."""
         was_training = self.encoder.training
         self.encoder.eval()
-        out = torch.cat([self.encoder(chunk) for chunk in x.split(batch_size)])
+        out = cat_rows((self.encoder(chunk) for chunk in x.split(batch_size)), len(x))
         self.encoder.train(was_training)
         return out
 

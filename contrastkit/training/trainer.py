@@ -46,7 +46,7 @@ import torch
 from .. import distributed, losses
 from ..data import Split, dataset_from_config
 from ..data.sources import iter_batches, pretraining_set
-from ..engine import Engine, build_optimizer, build_schedule, eval_mode, host_floats
+from ..engine import Engine, build_optimizer, build_schedule, cat_rows, eval_mode, host_floats
 from ..engine.device import device_info
 from ..evaluation import alignment_uniformity, knn_accuracies, linear_probe
 from ..frameworks import build_framework, framework_class
@@ -317,11 +317,11 @@ class Trainer:
         engine = self.engine
         rows = [slice(a, a + batch_size) for a in range(0, len(x), batch_size)]
         with eval_mode(self.model.encoder) as encoder, engine.autocast():
-            parts = [
+            parts = (
                 encoder(engine.format_input(engine.to_device(b)))
                 for b in iter_batches(x, rows, self.config.workers, self.pin)
-            ]
-        return torch.cat(parts).float()
+            )  # copied one by one: a CUDA-graph replay overwrites the last (cat_rows)
+            return cat_rows(parts, len(x)).float()
 
     def features(self) -> tuple[torch.Tensor, torch.Tensor]:
         """Frozen encoder features of the train and test splits (on the device)."""

@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from contrastkit.engine import Engine, host_floats, select_device, to_device
+from contrastkit.engine import Engine, cat_rows, host_floats, select_device, to_device
 
 
 def fake_hardware(monkeypatch: pytest.MonkeyPatch, cuda: int = 0, mps: bool = False) -> None:
@@ -93,3 +93,22 @@ def test_host_floats_reads_the_tensors_among_floats_in_their_places() -> None:
     out = host_floats(values)
     assert out[:3] == [1.5, 2.25, 3.0] and math.isnan(out[3])
     assert all(type(v) is float for v in out) and host_floats([]) == []
+
+
+def test_cat_rows_copies_each_output_before_the_next_is_made() -> None:
+    """``cat_rows`` is ``torch.cat`` of the chunks; it also holds when a producer reuses
+    its output buffer at its next call, as a module compiled with CUDA graphs does
+    (``torch.cat`` of the kept list would give the last chunk three times)."""
+    chunks = [torch.full((2, 3), float(i)) for i in range(3)]
+    buffer = torch.empty(2, 3)
+
+    def replayed():  # one static output, overwritten at every call
+        for chunk in chunks:
+            buffer.copy_(chunk)
+            yield buffer
+
+    assert torch.equal(cat_rows(iter(chunks), 6), torch.cat(chunks))
+    assert torch.equal(cat_rows(replayed(), 6), torch.cat(chunks))
+    assert not torch.equal(torch.cat(list(replayed())), torch.cat(chunks))
+    with pytest.raises(ValueError, match="the outputs hold 6 rows, expected 7"):
+        cat_rows(iter(chunks), 7)
