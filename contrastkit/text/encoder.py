@@ -28,6 +28,7 @@ import torch
 from torch import Tensor, nn
 
 from .._optional import require
+from ..engine import cat_rows
 
 POOLINGS: tuple[str, ...] = ("cls", "mean")
 DEFAULT_MAX_LENGTH = 512  # BERT's position limit, when a model declares no length
@@ -232,8 +233,8 @@ class SentenceEncoder(nn.Module):
             return torch.empty(0, self.dim, device=next(self.model.parameters()).device)
         order = sorted(range(len(sentences)), key=lambda i: -len(sentences[i]))
         groups = [order[a : a + batch_size] for a in range(0, len(order), batch_size)]
-        parts = [self.embed([sentences[i] for i in g], max_length) for g in groups]
-        emb = torch.cat(parts)
+        parts = (self.embed([sentences[i] for i in g], max_length) for g in groups)
+        emb = cat_rows(parts, len(sentences))  # each copied as made: see cat_rows
         rows = torch.tensor(order, device=emb.device)
         return emb.new_empty(emb.shape).index_copy_(0, rows, emb)
 
