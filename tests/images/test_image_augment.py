@@ -310,11 +310,15 @@ def test_auto_backend_fuses_the_colour_ops_on_cuda_when_triton_is_installed(
     from contrastkit.images import image_augment
 
     have = {"triton": True}
+    capability = {"cuda:0": (9, 0), "cuda:1": (6, 1)}  # an H100, a P100-class GPU
     monkeypatch.setattr(image_augment, "installed", lambda package: have[package])
-    cuda, cpu = torch.device("cuda"), torch.device("cpu")
+    monkeypatch.setattr(image_augment, "_CAPABLE", {})
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda d: capability[str(d)])
+    cuda, old, cpu = torch.device("cuda:0"), torch.device("cuda:1"), torch.device("cpu")
     auto = ImageAugment(32)
     assert auto.backend == "auto" and TrainConfig().aug_backend == "auto"
     assert auto.fuses_colour(cuda) and not auto.fuses_colour(cpu)
+    assert not auto.fuses_colour(old)  # Triton does not compile for it
     assert not ImageAugment(32, backend="torch").fuses_colour(cuda)
     have["triton"] = False
     assert not auto.fuses_colour(cuda)
