@@ -116,6 +116,18 @@ def cat_rows(outputs: Iterable[torch.Tensor], rows: int) -> torch.Tensor:
     return out
 
 
+_CAPABILITY: dict[torch.device, tuple[int, int]] = {}
+
+
+def cuda_capability(device: torch.device) -> tuple[int, int]:
+    """The compute capability of the CUDA ``device``, asked of the driver once per device
+    (what a per-call choice of kernels, such as a backend's ``"auto"``, compares)."""
+    capability = _CAPABILITY.get(device)
+    if capability is None:
+        capability = _CAPABILITY[device] = torch.cuda.get_device_capability(device)
+    return capability
+
+
 def device_info(device: torch.device) -> dict[str, Any]:
     """What a run's ``final.json`` records about the hardware: device, GPU name, torch
     version, peak device memory (CUDA: ``max_memory_allocated``; CPU: the process's peak

@@ -59,6 +59,7 @@ import torch
 from torch import Tensor
 
 from .._optional import installed, require
+from ..engine.device import cuda_capability
 from .view_batch import (
     Drawn,
     apply,
@@ -165,7 +166,8 @@ class ImageAugment:
         backend is ``"triton"``, or ``"auto"`` with triton installed and a CUDA device of
         compute capability 7.0 or more (what Triton compiles for)."""
         if self.backend == "auto":
-            return device.type == "cuda" and installed("triton") and _triton_capable(device)
+            cuda = device.type == "cuda"
+            return cuda and installed("triton") and cuda_capability(device) >= (7, 0)
         return self.backend == "triton"
 
     def check_device(self, device: torch.device) -> None:
@@ -224,17 +226,6 @@ class ImageAugment:
         drawn = draw_views([self] * n, b, g, color)
         assert drawn is not None  # one augment always shares its arithmetic
         return drawn
-
-
-_CAPABLE: dict[torch.device, bool] = {}
-
-
-def _triton_capable(device: torch.device) -> bool:
-    """Whether the CUDA ``device`` has compute capability >= 7.0 (asked once per device)."""
-    capable = _CAPABLE.get(device)
-    if capable is None:
-        capable = _CAPABLE[device] = torch.cuda.get_device_capability(device) >= (7, 0)
-    return capable
 
 
 def check_jitter(values: Sequence[float]) -> tuple[float, float, float, float]:

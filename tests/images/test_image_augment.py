@@ -307,12 +307,13 @@ def test_auto_backend_fuses_the_colour_ops_on_cuda_when_triton_is_installed(
 ) -> None:
     """``backend="auto"`` (the default) takes the Triton kernel for CUDA images when triton
     is installed, the torch operators otherwise; ``"torch"`` and ``"triton"`` are fixed."""
+    from contrastkit.engine import device as engine_device
     from contrastkit.images import image_augment
 
     have = {"triton": True}
     capability = {"cuda:0": (9, 0), "cuda:1": (6, 1)}  # an H100, a P100-class GPU
     monkeypatch.setattr(image_augment, "installed", lambda package: have[package])
-    monkeypatch.setattr(image_augment, "_CAPABLE", {})
+    monkeypatch.setattr(engine_device, "_CAPABILITY", {})
     monkeypatch.setattr(torch.cuda, "get_device_capability", lambda d: capability[str(d)])
     cuda, old, cpu = torch.device("cuda:0"), torch.device("cuda:1"), torch.device("cpu")
     auto = ImageAugment(32)

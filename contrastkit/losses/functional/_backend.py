@@ -28,6 +28,7 @@ from torch import Tensor
 
 from ... import _optional
 from ..._optional import triton_interpreted
+from ...engine.device import cuda_capability
 
 BACKENDS = ("auto", "torch", "triton")
 DEFAULT_BACKEND = "auto"
@@ -56,15 +57,9 @@ def resolve(backend: str, anchors: Tensor, rows: int | None = None) -> str:
     return backend
 
 
-_CAPABLE: dict[torch.device, bool] = {}
-
-
 def _tensor_cores(device: torch.device) -> bool:
-    """Whether the CUDA ``device`` has compute capability >= 8.0 (asked once per device)."""
-    capable = _CAPABLE.get(device)
-    if capable is None:
-        capable = _CAPABLE[device] = torch.cuda.get_device_capability(device) >= (8, 0)
-    return capable
+    """Whether the CUDA ``device`` has compute capability >= 8.0."""
+    return cuda_capability(device) >= (8, 0)
 
 
 def _unfit(anchors: Tensor) -> str:
