@@ -25,6 +25,7 @@ from ..training import (
     TrainConfig,
     flatten,
     load_yaml,
+    merge_config,
     read_final,
     resumes,
     run_state,
@@ -32,7 +33,7 @@ from ..training import (
 )
 from ..training.checkpoint import METRICS
 from ..training.metrics import compare_columns, header
-from .train import check_config, merge
+from .train import check_config
 from .train_flags import add_train_arguments, overrides_from_args
 
 NAME = "compare"
@@ -90,7 +91,7 @@ def plan(args: argparse.Namespace) -> tuple[list[tuple[str, TrainConfig]], list[
     for spec in runs:
         spec = flatten(dict(spec))
         label = str(spec.pop("label", spec.get("loss", "run")))
-        values = merge(merge(base, spec), flags)
+        values = merge_config(merge_config(base, spec), flags)
         config = TrainConfig.from_dict(values)
         check_config(config, spec)
         planned.append((label, config))

@@ -14,11 +14,10 @@ import json
 import sys
 from collections.abc import Collection
 from pathlib import Path
-from typing import Any
 
 from ..frameworks import FRAMEWORK_OPTIONS, check_run
 from ..rundir import prepare_run_dir, removed_if_unused
-from ..training import MAPPING_KEYS, TrainConfig, flatten, load_yaml, trainer_class
+from ..training import TrainConfig, flatten, load_yaml, merge_config, trainer_class
 from ..training.defaults import describe
 from .train_flags import add_train_arguments, overrides_from_args
 
@@ -31,16 +30,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     groups["output"].add_argument(
         "--out", help="run directory (metrics.jsonl, checkpoint.pt, final.json)"
     )
-
-
-def merge(base: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
-    """``base`` updated by ``overrides``; the mappings (``loss_args``, ``modality_args``:
-    :data:`~contrastkit.training.MAPPING_KEYS`) are merged key by key."""
-    merged = {**base, **overrides}
-    for key in MAPPING_KEYS:
-        if key in base and key in overrides:
-            merged[key] = {**base[key], **overrides[key]}
-    return merged
 
 
 def check_config(
@@ -57,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
     out = args.out if args.out is not None else base.pop("out", None)
     base.pop("out", None)
     overrides = overrides_from_args(args)
-    config = TrainConfig.from_dict(merge(base, overrides))
+    config = TrainConfig.from_dict(merge_config(base, overrides))
     check_config(config, {*base, *overrides})
     for flag in ("resume", "overwrite"):
         if getattr(args, flag) and out is None:

@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..training import ENVIRONMENT_KEYS, MAPPING_KEYS, TrainConfig, flatten, load_yaml
+from ..training import ENVIRONMENT_KEYS, TrainConfig, flatten, load_yaml, merge_config
 from ..training.metrics import final_metric_keys, is_final_metric
 from .stats import ABSOLUTE, RANGE
 
@@ -222,10 +222,7 @@ def load_study(
         vs = spec.pop("vs", None)
         vs = [baseline] if vs is None else [str(v) for v in (vs if isinstance(vs, list) else [vs])]
         judged = bool(spec.pop("claim", label != baseline))
-        values = {**base, **spec, **settings}
-        for key in MAPPING_KEYS:  # loss_args, modality_args: key by key
-            if key in base and key in spec:
-                values[key] = {**base[key], **spec[key]}
+        values = {**merge_config(base, spec), **settings}
         try:
             config = TrainConfig.from_dict(values)
             options = {key: getattr(config, key) for key in FRAMEWORK_OPTIONS}

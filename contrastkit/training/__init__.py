@@ -12,7 +12,7 @@ from .checkpoint import (
     resumes,
     run_state,
 )
-from .config import ENVIRONMENT_KEYS, MAPPING_KEYS, TrainConfig, flatten
+from .config import ENVIRONMENT_KEYS, MAPPING_KEYS, TrainConfig, flatten, merge_config
 from .config_io import load_yaml, parse_assignments, parse_value
 from .label_aware import LabelAwareTrainer
 from .metrics import Metric, UndeclaredMetricWarning
@@ -53,6 +53,7 @@ __all__ = [
     "length_note",
     "load_yaml",
     "make_views",
+    "merge_config",
     "modality_of",
     "modality_settings",
     "parse_assignments",

@@ -175,6 +175,17 @@ def flatten(values: dict[str, Any]) -> dict[str, Any]:
 # another (a command line over a YAML file, an arm over a study's base) merges them key by key
 MAPPING_KEYS = tuple(d.key for d in declarations(TrainConfig) if d.kind is dict)
 
+
+def merge_config(base: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
+    """``base`` updated by ``overrides`` (flat config values); the mappings
+    (:data:`MAPPING_KEYS`) are merged key by key."""
+    merged = {**base, **overrides}
+    for key in MAPPING_KEYS:
+        if key in base and key in overrides:
+            merged[key] = {**base[key], **overrides[key]}
+    return merged
+
+
 # where a run's data is and how it executes: set per machine (``contrastkit study --set``),
 # never part of a protocol, and free to change when a run resumes; every other field is
 ENVIRONMENT_KEYS = tuple(d.key for d in declarations(TrainConfig) if d.environment)

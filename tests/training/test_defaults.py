@@ -13,14 +13,13 @@ import pytest
 import torch
 
 from contrastkit.cli import build_parser, main
-from contrastkit.commands.train import merge
 from contrastkit.commands.train_flags import overrides_from_args
 from contrastkit.engine import OPTIMIZERS, build_optimizer, build_schedule
 from contrastkit.models import BACKBONES, load_encoder, save_encoder
 from contrastkit.study import load_study
 from contrastkit.study.records import RECORDS, RunRecord
 from contrastkit.study.runner import seeded
-from contrastkit.training import TrainConfig, load_yaml, modality_of
+from contrastkit.training import TrainConfig, load_yaml, merge_config, modality_of
 from contrastkit.training.defaults import OPTIMIZER, RESOLVED, WIDTH, describe, in_effect
 
 from .test_shipped_configs import CONFIGS, ROOT, _configs
@@ -42,7 +41,7 @@ ARM_KEYS = ("label", "vs", "claim")  # a study arm's keys beside the config's
 def _cli_config(*argv: str) -> TrainConfig:
     """The config ``contrastkit train ARGV`` builds (no ``--config`` file)."""
     args = build_parser().parse_args(["train", *argv])
-    return TrainConfig.from_dict(merge({}, overrides_from_args(args)))
+    return TrainConfig.from_dict(merge_config({}, overrides_from_args(args)))
 
 
 def _raw_runs(path: Path) -> list[dict[str, Any]]:
