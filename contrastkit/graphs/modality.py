@@ -19,7 +19,7 @@ from ..data import Split, dataset_info
 from ..models.export import Architecture
 from ..training import Metric, Modality, TrainConfig, Trainer
 from .davis import DAVIS, load_davis
-from .dta import GraphDTAEncoder
+from .dta import REGRESSION, GraphDTAEncoder
 from .gin import GINEncoder
 from .trainer import DavisTrainer, GraphTrainer
 from .tu import PREFIX, load_tu
@@ -78,14 +78,13 @@ def graph_dta_args(module: nn.Module) -> dict[str, Any]:
     }
 
 
-_REGRESSION = ("mse", "mae", "pearson", "spearman", "ci")
 # what GraphTrainer (GraphCL's SVM protocol, 10 folds) and DavisTrainer (the GraphDTA head
 # on frozen embeddings, then optionally end-to-end fine-tuning) add to final.json
 GRAPH_METRICS = (
     Metric("svm_accuracy", "svm_accuracy"),
     Metric("svm_accuracy_std"),
-    *(Metric(f"dta_{m}", f"dta_{m}" if m in ("mse", "ci") else "") for m in _REGRESSION),
-    *(Metric(f"finetune_{m}") for m in _REGRESSION),
+    *(Metric(f"dta_{m}", f"dta_{m}" if m in ("mse", "ci") else "") for m in REGRESSION),
+    *(Metric(f"finetune_{m}") for m in REGRESSION),
     Metric("finetune_train_mse"),
     Metric("finetune_time_s"),
 )
