@@ -99,15 +99,21 @@ def _lars_reference(
         w -= mu * v + lr * trust * d if nesterov else v
 
 
+@pytest.mark.parametrize("channels_last", [False, True])
 @pytest.mark.parametrize("nesterov", [False, True])
-def test_lars_steps_match_a_tensor_by_tensor_float64_reference(nesterov: bool) -> None:
+def test_lars_steps_match_a_tensor_by_tensor_float64_reference(
+    nesterov: bool, channels_last: bool
+) -> None:
     """Several steps on a conv net (weights adapted, biases and batch-norm parameters
     excluded), one weight starting at zero (trust 1), one parameter without a gradient
-    (left alone, no momentum buffer), against a loop over the tensors."""
+    (left alone, no momentum buffer), against a loop over the tensors; with the conv
+    weight in channels_last too (its stretch of LARS's buffer is in memory order)."""
     torch.manual_seed(0)
     model = nn.Sequential(
         nn.Conv2d(3, 4, 3), nn.BatchNorm2d(4), nn.Flatten(), nn.Linear(16, 5), nn.Linear(5, 2)
     ).double()
+    if channels_last:
+        model = model.to(memory_format=torch.channels_last)
     with torch.no_grad():
         model[3].weight.zero_()
     opt = build_optimizer("lars", model, lr=0.7, weight_decay=0.05, momentum=0.9, nesterov=nesterov)
