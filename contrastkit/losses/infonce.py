@@ -42,6 +42,7 @@ from .registry import register
 from .views import (
     cross_view_negatives,
     cross_view_terms,
+    dual_ntxent_terms,
     fused_pair_terms,
     ntxent_negatives,
     ntxent_statistics,
@@ -307,14 +308,13 @@ class DualTemperature(TwoViewContrastive):
     def forward(self, z1: Tensor, z2: Tensor, queue: Tensor | None = None) -> Tensor:
         """As :meth:`TwoViewContrastive.forward`; without a queue, where
         :func:`views.fused_pair_terms` allows at the lower of the two temperatures, from
-        the fused terms (:func:`views.ntxent_terms`) at τ and, without gradient, at
-        τ_inter (same values and gradients to float32 rounding)."""
+        the fused terms at τ and, without gradient, at τ_inter, both from one matrix
+        product (:func:`views.dual_ntxent_terms`; same values and gradients to float32
+        rounding)."""
         lowest = min(self.temperature, self.inter_temperature)
         if self._fusable(DualTemperature, z1, queue, lowest):
-            nll, log_w, _, _ = ntxent_terms(z1, z2, self.temperature)
-            with torch.no_grad():
-                log_w_inter = ntxent_terms(z1, z2, self.inter_temperature)[1]
-            return dual_weighted(nll, log_w, log_w_inter).mean()
+            terms = dual_ntxent_terms(z1, z2, self.temperature, self.inter_temperature)
+            return dual_weighted(*terms).mean()
         return super().forward(z1, z2, queue)
 
     def similarity_loss(self, pos: Tensor, neg: Tensor | Negatives) -> Tensor:

@@ -37,7 +37,7 @@ from .functional._common import (
 )
 from .functional._gram_torch import needs_guard
 from .functional._negatives import GramNegatives
-from .functional._pair_terms import Temperature, cross_terms, pair_terms
+from .functional._pair_terms import Temperature, cross_terms, dual_pair_terms, pair_terms
 from .functional._precision import in_dtype
 from .functional._scaled_terms import scaled_terms
 from .functional._view_terms import pairwise_terms, view_terms
@@ -149,6 +149,20 @@ def ntxent_terms(
     dtype, n = compute_dtype(z1, z2), z1.shape[0]
     exclude = pair_exclude(n, n, 0, z1.device)
     return pair_terms(in_dtype(z1, dtype), in_dtype(z2, dtype), temperature, exclude)
+
+
+def dual_ntxent_terms(
+    z1: Tensor, z2: Tensor, temperature: float, inter_temperature: float
+) -> tuple[Tensor, Tensor, Tensor]:
+    """``(-log P, log W)`` ``[2N]`` at ``temperature`` as :func:`ntxent_terms`, and ``log W``
+    at ``inter_temperature`` without gradient, from one fused ``autograd.Function`` and one
+    matrix product (:func:`.functional._pair_terms.dual_pair_terms`): the dual-temperature
+    loss's terms. For calls :func:`fused_pair_terms` accepts at the lower temperature."""
+    z1, z2 = check_views(z1, z2)
+    dtype, n = compute_dtype(z1, z2), z1.shape[0]
+    exclude = pair_exclude(n, n, 0, z1.device)
+    z1, z2 = in_dtype(z1, dtype), in_dtype(z2, dtype)
+    return dual_pair_terms(z1, z2, temperature, inter_temperature, exclude)
 
 
 def ntxent_statistics(z1: Tensor, z2: Tensor, scales: tuple[float, ...]) -> tuple[Tensor, Tensor]:

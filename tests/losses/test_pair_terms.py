@@ -25,6 +25,7 @@ from contrastkit.losses import supervised as supervised_module
 from contrastkit.losses._indices import pair_exclude, self_exclude
 from contrastkit.losses.functional._pair_terms import (
     cross_terms,
+    dual_pair_terms,
     pair_terms,
     supervised_pair_terms,
 )
@@ -133,21 +134,39 @@ def test_the_terms_are_infonces_terms() -> None:
         assert nll[i].item() == pytest.approx(float(lse) - float(z[i] @ z[positive]) / 0.3)
 
 
+@pytest.mark.parametrize("inter", [0.07, 1.0])
+def test_the_second_temperatures_weights_come_from_the_same_product(inter: float) -> None:
+    """``dual_pair_terms``: the terms at τ are ``pair_terms``'s, bit for bit, and its third
+    output is ``log W`` at τ' (below and above τ = 0.3), without gradient."""
+    z1, z2 = _views(9, 6, torch.float64, seed=8)
+    exclude = pair_exclude(9, 9, 0, z1.device)
+    nll, log_w, log_w_inter = dual_pair_terms(z1, z2, 0.3, inter, exclude)
+    want = pair_terms(z1, z2, 0.3, exclude)
+    assert torch.equal(nll, want[0]) and torch.equal(log_w, want[1])
+    want_inter = F.info_nce_terms(*ntxent_negatives(z1, z2), temperature=inter)[1]
+    torch.testing.assert_close(log_w_inter, want_inter, rtol=1e-12, atol=1e-12)
+    assert not log_w_inter.requires_grad and nll.requires_grad
+
+
 @pytest.mark.parametrize(
     "setting",
     [{}, {"temperature": 0.2, "inter_temperature": 0.5}, {"inter_temperature": 0.02}],
 )
 @pytest.mark.parametrize(("dtype", "tol"), [(torch.float64, 1e-12), (torch.float32, 2e-6)])
 def test_dual_temperature_takes_the_fused_terms_at_both_temperatures(
-    setting: dict, dtype: torch.dtype, tol: float, taken: list[int]
+    setting: dict,
+    dtype: torch.dtype,
+    tol: float,
+    count_calls: Callable[[object, str], list[int]],
 ) -> None:
     z1, z2 = _views(9, 5, dtype, seed=21)
     module = losses.get("dual_temperature", **setting)
+    taken = count_calls(infonce, "dual_ntxent_terms")
     got, got_grads = _value_and_grads(module, z1, z2)
-    # τ with gradient, then τ_inter without; general where a row sum could underflow at
-    # the lower temperature (τ_inter = 0.02 in float32)
+    # τ with gradient and τ_inter without, from one call; general where a row sum could
+    # underflow at the lower temperature (τ_inter = 0.02 in float32)
     underflow = setting.get("inter_temperature") == 0.02 and dtype == torch.float32
-    assert taken == ([] if underflow else [1, 1])
+    assert taken == ([] if underflow else [1])
     want, want_grads = _value_and_grads(
         lambda a, b: module.similarity_loss(*ntxent_negatives(a, b)), z1, z2
     )

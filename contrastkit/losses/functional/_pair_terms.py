@@ -62,16 +62,23 @@ Temperature = float | Callable[[Tensor], Tensor]  # τ, or the alignment A -> τ
 
 
 class _PairTerms(torch.autograd.Function):
-    """``(-log P [2N], log W [2N], τ, A)`` from ``z1, z2 [N, d]`` (see the module
+    """``(-log P [2N], log W [2N], τ, A, log W')`` from ``z1, z2 [N, d]`` (see the module
     docstring); ``exclude [2N, 2]`` holds each anchor's own and positive column, in that
     order. A number ``temperature`` is τ (then ``τ`` and ``A`` come back ``None``); a
     callable maps the batch's alignment ``A = mean_i u_i·u_π(i)`` (0-d, no gradient) to a
-    0-d τ, and both are returned (no gradient; MACL's adaptive temperature)."""
+    0-d τ, and both are returned (no gradient; MACL's adaptive temperature). ``also_at``
+    (with a number τ): ``log W'`` is ``log W`` at that temperature τ', without gradient,
+    from the same product (the dual-temperature loss's weights); else ``None``."""
 
     @staticmethod
     def forward(  # type: ignore[override]
-        ctx, z1: Tensor, z2: Tensor, temperature: Temperature, exclude: Tensor
-    ) -> tuple[Tensor, Tensor, Tensor | None, Tensor | None]:
+        ctx,
+        z1: Tensor,
+        z2: Tensor,
+        temperature: Temperature,
+        exclude: Tensor,
+        also_at: float | None = None,
+    ) -> tuple[Tensor, Tensor, Tensor | None, Tensor | None, Tensor | None]:
         n = z1.shape[0]
         u, norm = _unit(torch.cat([z1, z2]))
         tau = alignment = None
@@ -85,6 +92,12 @@ class _PairTerms(torch.autograd.Function):
             scale = 1.0 / temperature
             logits = torch.addmm(u.new_full((), -scale), u, u.T, alpha=scale)
         p = logits.gather(1, exclude[:, 1:]).squeeze(1)
+        log_w_at = None
+        if also_at is not None:  # σ'·(s - 1) = (σ'/σ)·logits: the same shift, no product
+            ratio = 1.0 / (also_at * scale)
+            e_at = (logits * ratio).exp_().scatter_(1, exclude, 0.0)
+            log_w_at = terms_of_gap(e_at.sum(dim=1).log_() - p * ratio)[1]
+            ctx.mark_non_differentiable(log_w_at)
         e = logits.exp_().scatter_(1, exclude, 0.0)
         row_sum = e.sum(dim=1)
         nll, log_w = terms_of_gap(row_sum.log() - p)
@@ -92,7 +105,7 @@ class _PairTerms(torch.autograd.Function):
         ctx.save_for_backward(z1, z2, exclude, u, norm, coef, row_sum, nll, log_w)
         ctx.scale = scale
         ctx.set_materialize_grads(False)
-        return nll, log_w, tau, alignment
+        return nll, log_w, tau, alignment, log_w_at
 
     @staticmethod
     def backward(ctx, grad_nll: Tensor | None, grad_log_w: Tensor | None, *_: None) -> tuple:  # type: ignore[override]
@@ -101,14 +114,14 @@ class _PairTerms(torch.autograd.Function):
         if differentiating_backward():
             upstream = (grad_nll, grad_log_w)
             grads = _recomputed_grads(ctx, (z1, z2), upstream, _recomputed, scale, exclude)
-            return *grads, None, None
+            return *grads, None, None, None
         delta = _delta(grad_nll, grad_log_w, nll, log_w)
         if delta is None:
-            return None, None, None, None
+            return None, None, None, None, None
         r = (delta.mul_(scale) / row_sum)[:, None]
         with no_autocast(u.device.type):  # a backward inside autocast keeps float32 products
             grad_u = torch.addmm(r * (coef @ u), coef.T, r * u)
-        return *_unit_backward(grad_u, u, norm, n), None, None
+        return *_unit_backward(grad_u, u, norm, n), None, None, None
 
 
 class _CrossTerms(torch.autograd.Function):
@@ -324,7 +337,20 @@ def pair_terms(
     when ``temperature`` is a callable ``A -> τ`` (else ``None, None``);
     ``exclude [2N, 2]``: each anchor's own and positive column. Valid only where no row sum
     can underflow (see the module docstring)."""
-    return _PairTerms.apply(z1, z2, temperature, exclude)
+    return _PairTerms.apply(z1, z2, temperature, exclude)[:4]
+
+
+def dual_pair_terms(
+    z1: Tensor, z2: Tensor, temperature: float, inter_temperature: float, exclude: Tensor
+) -> tuple[Tensor, Tensor, Tensor]:
+    """``(-log P, log W)`` ``[2N]`` at ``temperature``, as :func:`pair_terms`, and
+    ``log W`` at ``inter_temperature`` without gradient, from the same matrix product (one
+    more exponential of it instead of a second call). Valid only where no row sum can
+    underflow at the lower of the two temperatures."""
+    nll, log_w, _, _, log_w_inter = _PairTerms.apply(
+        z1, z2, temperature, exclude, inter_temperature
+    )
+    return nll, log_w, log_w_inter
 
 
 def supervised_pair_terms(
