@@ -1,7 +1,8 @@
 """The run-configuration flags that ``train`` and ``compare`` share, generated from the
 declarations of :class:`~contrastkit.training.TrainConfig`'s fields (config key, type,
 ``--help`` group and help: :mod:`contrastkit.training.settings`), and the config values a
-parsed command line gives."""
+parsed command line gives. :func:`add_config_argument` makes the flag of one config key,
+for a command that spells a few of them its own way (``simcse``)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import argparse
 from typing import Any, NamedTuple
 
 from ..training import TrainConfig, parse_assignments
-from ..training.settings import SECTIONS, declarations
+from ..training.settings import SECTIONS, Declaration, declarations
 
 # The argument groups of `train --help` (and `compare --help`), in the order shown:
 # the config's sections (group -> (title, description)).
@@ -26,6 +27,8 @@ class Flag(NamedTuple):
 
 
 _DECLARED = [d for d in declarations(TrainConfig) if d.cli]
+# config key -> its declaration, for the settings that may have a flag
+DECLARATIONS: dict[str, Declaration] = {d.key: d for d in _DECLARED}
 _PARSE = {d.key: d.parse for d in _DECLARED if d.parse is not None}
 # flag -> its declaration, generated from TrainConfig's fields (contrastkit.training.settings);
 # lists are read as text and parsed by their declaration
@@ -40,6 +43,31 @@ BOOLEAN_FLAGS: dict[str, tuple[str, str]] = {
 }
 
 
+def add_config_argument(
+    parser: argparse.ArgumentParser | argparse._ArgumentGroup,
+    key: str,
+    flag: str | None = None,
+    *,
+    help: str | None = None,
+    **kwargs: Any,
+) -> argparse.Action:
+    """The flag of the config key ``key``, from its declaration: its type (lists as text,
+    parsed by the declaration), its help, ``dest`` the key and default ``None`` (unset);
+    on/off settings are ``--x/--no-x``. ``flag`` renames it (``simcse``'s ``--train-file``
+    for ``data_root``), ``help`` replaces the text, and ``kwargs`` go to ``add_argument``
+    (``choices``, ``dest``, ``action``). ``KeyError`` for a key with no flag."""
+    d = DECLARATIONS[key]
+    options: dict[str, Any] = {"dest": key, "default": None, "help": d.help}
+    if help is not None:
+        options["help"] = help
+    if d.kind is not bool:
+        options["type"] = str if d.parse else d.kind
+    elif "action" not in kwargs:
+        options["action"] = argparse.BooleanOptionalAction
+    options.update(kwargs)
+    return parser.add_argument(flag or d.flag, **options)
+
+
 def add_train_arguments(
     parser: argparse.ArgumentParser,
 ) -> dict[str, argparse._ArgumentGroup]:
@@ -51,10 +79,8 @@ def add_train_arguments(
         name: parser.add_argument_group(title, description)
         for name, (title, description) in GROUPS.items()
     }
-    for flag, spec in FLAGS.items():
-        groups[spec.group].add_argument(
-            flag, dest=spec.key, type=spec.kind, default=None, help=spec.help
-        )
+    for spec in FLAGS.values():
+        add_config_argument(groups[spec.group], spec.key)
     groups["data"].add_argument(
         "--modality-arg",
         action="append",
@@ -75,14 +101,8 @@ def add_train_arguments(
     )
     loss.add_argument("--c", type=float, help="LASCon: steepness c of Eq. (5) (--loss-arg c=C)")
     loss.add_argument("--variant", help="LASCon: out or in (--loss-arg variant=...)")
-    for flag, (group, text) in BOOLEAN_FLAGS.items():
-        groups[group].add_argument(
-            flag,
-            dest=flag[2:].replace("-", "_"),
-            action=argparse.BooleanOptionalAction,
-            default=None,
-            help=text,
-        )
+    for flag, (group, _) in BOOLEAN_FLAGS.items():
+        add_config_argument(groups[group], flag[2:].replace("-", "_"))
     output = groups["output"]
     output.add_argument("--resume", action="store_true", help="continue the run in --out")
     output.add_argument(
