@@ -27,7 +27,9 @@ Keys:
   ``knn_accuracy``), ``window`` (0.2 = last 20 % of epochs), ``tolerance`` (0.005 =
   0.5 points), ``relative`` (for losses: the change as a share of the mean curve's range
   over the run, :data:`~.stats.RANGE`) and ``min_points`` (evaluations the window must
-  hold; default 2, and 4 for the STS-B dev curve of sentence runs, :data:`MIN_POINTS`).
+  hold; default 2, or what the curve's modality declares:
+  :func:`contrastkit.training.metrics.min_points`, e.g. 4 for the STS-B dev curve of
+  sentence runs).
 """
 
 from __future__ import annotations
@@ -39,13 +41,8 @@ from pathlib import Path
 from typing import Any
 
 from ..training import ENVIRONMENT_KEYS, TrainConfig, flatten, load_yaml, merge_config
-from ..training.metrics import final_metric_keys, is_final_metric
+from ..training.metrics import final_metric_keys, is_final_metric, min_points
 from .stats import ABSOLUTE, RANGE
-
-# evaluations the convergence window must hold, by curve: SimCSE's STS-B dev curve is
-# scored once per epoch of a few epochs, and a line through 2-3 of its noisy points would
-# call anything flat; every other curve keeps the general minimum of 2
-MIN_POINTS = {"sts_dev_spearman": 4}
 
 KNOWN_KEYS = {
     "name",
@@ -151,7 +148,7 @@ class Study:
             "relative": False,
             **self.convergence,
         }
-        conv.setdefault("min_points", MIN_POINTS.get(conv["metric"], 2))
+        conv.setdefault("min_points", min_points(conv["metric"]))
         conv["scale"] = RANGE if conv["relative"] else ABSOLUTE
         return conv
 

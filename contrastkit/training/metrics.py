@@ -6,7 +6,11 @@ base trainer (:meth:`~.trainer.Trainer.final_metrics`), of the label-aware train
 (:mod:`.label_aware`) and of every run's record (:func:`.checkpoint.write_final`). A
 modality declares the numbers that its own trainer adds in
 :attr:`~.modality.Modality.metrics`, and :func:`~.modality.register_modality` registers them
-here. ``contrastkit study`` checks a config's ``metric`` and ``also_report`` against
+here. A modality also declares the per-epoch curves of ``metrics.jsonl`` whose
+convergence window must hold more evaluations than :data:`MIN_POINTS`
+(:attr:`~.modality.Modality.curve_points`, registered with
+:func:`register_curve_points`; :func:`min_points` answers). ``contrastkit study`` checks
+a config's ``metric`` and ``also_report`` against
 :func:`is_final_metric` before any run; ``contrastkit compare`` tabulates the declared
 numbers that have a header (:func:`compare_columns`); and
 :func:`~.checkpoint.write_final` warns (:class:`UndeclaredMetricWarning`) about a number
@@ -72,6 +76,29 @@ _METRICS: list[Metric] = [
     Metric("final_eval_time_s"),
     Metric("peak_device_memory_mb"),
 ]
+
+
+# evaluations a convergence window must hold (``contrastkit study``): a line through two points
+MIN_POINTS = 2
+_CURVE_POINTS: dict[str, int] = {}  # per-epoch curve -> evaluations, where more than 2
+
+
+def register_curve_points(points: Mapping[str, int]) -> None:
+    """Declare per-epoch curves (``metrics.jsonl`` keys) whose convergence window must hold
+    ``points[key]`` evaluations (an integer > :data:`MIN_POINTS`); a curve declared
+    already raises ``ValueError``."""
+    for key, count in points.items():
+        if key in _CURVE_POINTS:
+            raise ValueError(f"curve {key!r} declares its minimum of evaluations already")
+        if not isinstance(count, int) or count <= MIN_POINTS:
+            raise ValueError(f"curve {key!r}: evaluations must be an integer > 2, got {count!r}")
+    _CURVE_POINTS.update(points)
+
+
+def min_points(curve: str) -> int:
+    """The evaluations a convergence window over the per-epoch ``curve`` must hold: what its
+    modality declares, else :data:`MIN_POINTS`."""
+    return _CURVE_POINTS.get(curve, MIN_POINTS)
 
 
 def register_metrics(metrics: Iterable[Metric]) -> None:

@@ -29,7 +29,7 @@ from ..data import Split, dataset_info, register_kind
 from ..models import register_architecture
 from ..models.export import Architecture
 from .config import TrainConfig, add_check
-from .metrics import Metric, register_metrics
+from .metrics import Metric, register_curve_points, register_metrics
 from .settings import Check
 
 
@@ -104,6 +104,9 @@ class Modality:
         settings: its own settings (:class:`ModalitySetting`).
         metrics: the numbers its trainer adds to ``final.json`` (:class:`.metrics.Metric`:
             what ``contrastkit study`` may judge and ``contrastkit compare`` tabulates).
+        curve_points: ``(key, evaluations)`` of the per-epoch curves it writes to
+            ``metrics.jsonl`` whose convergence window (``contrastkit study``) must hold
+            more than the general 2 evaluations (:func:`.metrics.min_points`).
         description: one line for listings.
     """
 
@@ -116,6 +119,7 @@ class Modality:
     architectures: tuple[Architecture, ...] = field(default=())
     settings: tuple[ModalitySetting, ...] = field(default=())
     metrics: tuple[Metric, ...] = field(default=())
+    curve_points: tuple[tuple[str, int], ...] = field(default=())
     description: str = ""
 
     def build_encoder(self, split: Split, config: TrainConfig) -> nn.Module:
@@ -135,16 +139,18 @@ _MODALITIES: dict[str, Modality] = {}
 
 
 def register_modality(modality: Modality) -> Modality:
-    """Record ``modality``, declare its kinds to the dataset registry and its metrics
-    (:func:`.metrics.register_metrics`), register its export architectures and add its
-    config check (:func:`~.config.add_check`); returns it. A second modality of the same
-    name, a kind that another modality declared or a metric declared already raises
+    """Record ``modality``, declare its kinds to the dataset registry, its metrics and
+    curves (:func:`.metrics.register_metrics`, :func:`.metrics.register_curve_points`),
+    register its export architectures and add its config check
+    (:func:`~.config.add_check`); returns it. A second modality of the same name, a kind
+    that another modality declared or a metric or curve declared already raises
     ``ValueError``."""
     if modality.name in _MODALITIES:
         raise ValueError(f"a modality named {modality.name!r} is registered already")
     if not modality.kinds:
         raise ValueError(f"modality {modality.name!r} declares no data kind")
     register_metrics(modality.metrics)
+    register_curve_points(dict(modality.curve_points))
     for kind in modality.kinds:
         register_kind(kind, modality.name)
     for arch in modality.architectures:

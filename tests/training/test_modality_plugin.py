@@ -24,7 +24,7 @@ from torch import Tensor, nn
 from contrastkit.cli import main
 from contrastkit.data import Split, dataset_info, register_dataset
 from contrastkit.data import registry as data_registry
-from contrastkit.study.config import check_final_key
+from contrastkit.study.config import Study, check_final_key
 from contrastkit.training import (
     Metric,
     Modality,
@@ -125,6 +125,7 @@ REGISTRIES = (
     (modality_module, "_MODALITIES"),
     (config_module, "_CHECKS"),
     (metrics_module, "_METRICS"),
+    (metrics_module, "_CURVE_POINTS"),
 )
 
 
@@ -222,6 +223,29 @@ def test_the_numbers_a_modality_declares_are_what_study_and_compare_know(
     )
     with pytest.raises(ValueError, match="final metric 'feature_norm' is declared already"):
         register_modality(Modality("more_points", ("more",), metrics=(Metric("feature_norm"),)))
+
+
+def _convergence(metric: str) -> dict:
+    """A study's convergence settings for the per-epoch curve ``metric``."""
+    study = Study(
+        "s", "p", "t", "c", Path("o"), Path("r"), [], "a", [0], convergence={"metric": metric}
+    )
+    return study.convergence_settings()
+
+
+@pytest.mark.usefixtures("registries")
+def test_a_curve_a_modality_declares_sets_the_studys_minimum_of_evaluations() -> None:
+    """A modality's ``curve_points`` is what a study's convergence check asks of that
+    curve (text's STS-B dev curve: 4); other curves keep 2, and a study may still say."""
+    assert _convergence("sts_dev_spearman")["min_points"] == 4  # the text modality's
+    assert _convergence("ring_error")["min_points"] == 2
+    register_modality(Modality("curvy", ("curvy",), curve_points=(("ring_error", 5),)))
+    assert _convergence("ring_error")["min_points"] == 5
+    assert _convergence("knn_accuracy")["min_points"] == 2
+    with pytest.raises(ValueError, match="'ring_error' declares its minimum"):
+        register_modality(Modality("curvier", ("curvier",), curve_points=(("ring_error", 3),)))
+    with pytest.raises(ValueError, match="evaluations must be an integer > 2, got 2"):
+        register_modality(Modality("flat", ("flat",), curve_points=(("flat_curve", 2),)))
 
 
 @pytest.mark.usefixtures("registries")
