@@ -68,9 +68,9 @@ class LARS(torch.optim.Optimizer):
         super().__init__(params, defaults)
         self._step_supports_amp_scaling = True  # honours found_inf / grad_scale (docstring)
         self.skips_on_device = True  # what the engine asks (engine.core.skips_on_device)
-        # per group, device and dtype: the parameters' ids, one buffer, the tensors'
-        # sizes and a view of it for each tensor (_buffer)
-        self._scratch: dict[tuple[Any, ...], tuple[Any, ...]] = {}
+        # per group, device and dtype: the parameters' ids, one buffer and a view of it
+        # for each tensor (_finite_times)
+        self._scratch: dict[tuple[Any, ...], tuple[tuple[int, ...], Tensor, list[Tensor]]] = {}
 
     @torch.no_grad()
     def step(self, closure: Callable[[], float] | None = None) -> float | None:  # type: ignore[override]
@@ -97,24 +97,18 @@ class LARS(torch.optim.Optimizer):
         self, group: dict[str, Any], params: list[Tensor], d: list[Tensor], keep: Tensor | None
     ) -> None:
         """The module docstring's update for ``params`` (one device and dtype) with
-        gradients ``d``, in multi-tensor operations (``torch._foreach_*``) and operations
-        on one buffer that holds ``d`` (:meth:`_buffer`): on a GPU a few kernels for the
-        whole group, where a loop over the tensors launched about a dozen per tensor; the
-        trust ratios stay on the device (no host read). ``keep``: 1 to take the step, 0 to
-        skip it (a 0-dim tensor of the parameters' dtype; see the module docstring),
-        ``None``: take it."""
+        gradients ``d``, in multi-tensor operations (``torch._foreach_*``): on a GPU a few
+        kernels for the whole group, where a loop over the tensors launched about a dozen
+        per tensor; the trust ratios stay on the device (no host read). ``keep``: 1 to take
+        the step, 0 to skip it (a 0-dim tensor of the parameters' dtype; see the module
+        docstring), ``None``: take it."""
         mu, lr = group["momentum"], group["lr"]
-        adapt = not group["lars_exclude"]
-        if adapt or keep is not None:  # d in one buffer, changed in place from here
-            flat, counts, views = self._buffer(id(group), params)
-            torch._foreach_copy_(views, d)
-            d = views
-        if adapt and group["weight_decay"]:
-            torch._foreach_add_(d, params, alpha=group["weight_decay"])
+        if not group["lars_exclude"] and group["weight_decay"]:
+            d = torch._foreach_add(d, params, alpha=group["weight_decay"])
         if keep is not None:  # a skipped step's d is 0, its momentum factor 1
-            flat.nan_to_num_(0.0, 0.0, 0.0).mul_(keep)
+            d = self._finite_times(id(group), params, d, keep)
             mu = torch.where(keep > 0, mu, torch.ones_like(keep))
-        if adapt:
+        if not group["lars_exclude"]:
             w_norm = torch.stack(torch._foreach_norm(params))
             d_norm = torch.stack(torch._foreach_norm(d))
             trust = torch.where(
@@ -122,10 +116,7 @@ class LARS(torch.optim.Optimizer):
                 group["trust_coefficient"] * w_norm / (d_norm + group["eps"]),
                 torch.ones_like(w_norm),
             )
-            # each tensor's ratio over its stretch of the buffer: one multiplication,
-            # where a multi-tensor one by a list of 0-dim tensors falls back to one
-            # kernel per tensor on CUDA (their shapes differ from the tensors')
-            flat.mul_(trust.repeat_interleave(counts, output_size=flat.numel()))
+            d = torch._foreach_mul(d, list(trust.unbind()))
         bufs = []
         for p in params:
             state = self.state[p]
@@ -142,13 +133,15 @@ class LARS(torch.optim.Optimizer):
             update = torch._foreach_mul(update, keep)
         torch._foreach_sub_(params, update)
 
-    def _buffer(self, group: int, params: list[Tensor]) -> tuple[Tensor, Tensor, list[Tensor]]:
-        """One buffer for ``d`` of ``params`` (``nan_to_num`` and the trust ratios have no
-        multi-tensor form), the number of elements of each tensor in it (a device tensor)
-        and one view of it per tensor, in its parameter's memory layout (channels_last
-        weights too, so the multi-tensor operations on them stay single kernels). Made once
-        per parameter list of ``group`` and kept, so a step adds a fixed number of
-        operators whatever the number of tensors."""
+    def _finite_times(
+        self, group: int, params: list[Tensor], d: list[Tensor], keep: Tensor
+    ) -> list[Tensor]:
+        """``d`` with its non-finite entries set to 0, times ``keep``: copied into one
+        buffer (``nan_to_num`` has no multi-tensor form) whose views, one per tensor in
+        its parameter's memory layout (channels_last weights too, so the multi-tensor
+        operations after it stay single kernels), are made once per parameter list of
+        ``group`` and kept, so a step adds three operators whatever the number of
+        tensors."""
         slot, ids = (group, params[0].device, params[0].dtype), tuple(map(id, params))
         kept = self._scratch.get(slot)
         if kept is None or kept[0] != ids:  # first step, or another list of gradients
@@ -158,9 +151,11 @@ class LARS(torch.optim.Optimizer):
                 stride = p.stride() if _dense(p) else p.contiguous().stride()
                 views.append(flat.as_strided(p.shape, stride, offset))
                 offset += p.numel()
-            counts = torch.tensor([p.numel() for p in params]).to(flat.device)
-            kept = self._scratch[slot] = (ids, flat, counts, views)
-        return kept[1:]
+            kept = self._scratch[slot] = (ids, flat, views)
+        _, flat, views = kept
+        torch._foreach_copy_(views, d)
+        flat.nan_to_num_(0.0, 0.0, 0.0).mul_(keep)
+        return views
 
 
 def _dense(t: Tensor) -> bool:
