@@ -7,7 +7,10 @@ takes, which a non-finite gradient skips on the device), against torch's SGD wit
 in its multi-tensor
 (``foreach``) form, measured in the same run. A step's time on a GPU at this size is
 mostly its launches, so the aten operators it dispatches are counted too
-(:class:`contrastkit.engine.kernels.KernelCounter`, the same count on any device).
+(:class:`contrastkit.engine.kernels.KernelCounter`, the same count on any device), and on
+CUDA the kernels one step runs on the device (``torch.profiler``): a multi-tensor
+operation that falls back to one kernel per tensor (as ``_foreach_mul`` by a list of
+0-dim tensors may, in LARS's trust ratios) shows there and not in the operator count.
 
 The model is the CIFAR-stem ResNet-18 of ``gpu_bench.sh`` with a 128-d linear head
 (62 parameter tensors at width 64), gradients fixed random values; time is the wall
@@ -64,6 +67,26 @@ def stepper(name: str, width: int, device: str) -> tuple[Callable[[], None], int
     return opt.step, sum(counter.split())
 
 
+def cuda_kernels(step: Callable[[], None]) -> str:
+    """The kernels one ``step`` runs on the GPU (memory copies and sets aside), counted by
+    ``torch.profiler``; "n/a" off CUDA or where the profiler reports none."""
+    if not torch.cuda.is_available():
+        return "n/a"
+    from torch.profiler import ProfilerActivity, profile
+
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        step()
+        torch.cuda.synchronize()
+    kernels = [
+        e
+        for e in prof.events()
+        if e.device_type == torch.autograd.DeviceType.CUDA
+        and not e.name.lower().startswith(("memcpy", "memset"))
+    ]
+    return str(len(kernels)) if kernels else "n/a"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
@@ -86,13 +109,15 @@ def main() -> None:
             times[name].append(1000 * (time.perf_counter() - start) / args.steps)
     tensors = len(list(model(args.width, "meta").parameters()))
     print(f"{args.device}, ResNet-18 width {args.width} + head ({tensors} parameter tensors)")
-    print("| optimiser | aten ops per step | ms per step | × foreach SGD |")
-    print("|---|---:|---:|---:|")
+    on_cuda = args.device.startswith("cuda")
+    launched = {name: cuda_kernels(step) if on_cuda else "n/a" for name, (step, _) in steps.items()}
+    print("| optimiser | aten ops per step | CUDA kernels per step | ms per step | × foreach SGD |")
+    print("|---|---:|---:|---:|---:|")
     base = statistics.median(times["baseline"])
     for name in names:
         ms = statistics.median(times[name])
         label = "foreach SGD (baseline)" if name == "baseline" else name
-        print(f"| {label} | {steps[name][1]} | {ms:.3f} | {ms / base:.2f} |")
+        print(f"| {label} | {steps[name][1]} | {launched[name]} | {ms:.3f} | {ms / base:.2f} |")
 
 
 if __name__ == "__main__":
