@@ -148,14 +148,18 @@ def fused_supervised_terms(
     """LASCon-out's (SupCon's, with the indicator) per-anchor loss ``[2N]`` in one fused
     ``autograd.Function`` (:func:`.functional._pair_terms.supervised_pair_terms`): the same
     values as ``lascon_out_terms(*supervised_terms(...), temperature)`` to float32 rounding.
+    It takes the ``[N, N]`` label similarities whatever the similarity (the general path's
+    per-class sums keep SupCon's memory O(N·d); this path holds ``[2N, 2N]`` matrices
+    anyway, and one product with them launches less than the sums' scatter and gathers).
     For calls :func:`.views.fused_pair_terms` accepts."""
     z1, z2 = check_views(z1, z2, min_rows=1)
     labels = check_labels(labels, z1.shape[0])
     dtype, n = compute_dtype(z1, z2), z1.shape[0]
-    weigh, mass = label_weights(labels, n, 0, similarity, c, dtype, z1.device)
+    with torch.no_grad():
+        targets = label_similarity(labels, similarity, c).to(dtype)
     exclude = self_exclude(n, n, 0, z1.device)
     z1, z2 = in_dtype(z1, dtype), in_dtype(z2, dtype)
-    return supervised_pair_terms(z1, z2, temperature, exclude, weigh, mass)
+    return supervised_pair_terms(z1, z2, temperature, exclude, targets)
 
 
 @float32_compute

@@ -210,70 +210,73 @@ def _cross_recomputed(
 
 
 class _SupervisedTerms(torch.autograd.Function):
-    """LASCon-out's (and SupCon's) per-anchor loss ``[2N]`` from ``z1, z2 [N, d]``:
-    ``lse_i - σ·(u_i·(S·u)_i)/m_i``, 0 for an anchor with no target mass ``m_i``, where
-    ``lse_i = log Σ_{j≠i} exp(σ·s_ij)`` (LASCon Eq. 3's denominator over ``A(i)``), ``S``
-    the symmetric target weights (zero diagonal), ``weigh(x, x) = S·x``, ``m = S·1``.
+    """LASCon-out's (and SupCon's) per-anchor loss ``[2N]`` from ``z1, z2 [N, d]`` and the
+    target similarities ``E [N, N]`` of the samples (LASCon Eq. 5/6; ``1[y_i = y_j]`` for
+    SupCon): ``lse_i - σ·(Σ_{j≠i} S_ij·s_ij)/m_i``, 0 for an anchor with no target mass
+    ``m_i = Σ_{j≠i} S_ij``, where ``lse_i = log Σ_{j≠i} exp(σ·s_ij)`` (LASCon Eq. 3's
+    denominator over ``A(i)``) and ``S = [[E, E], [E, E]]`` over the 2N rows, its diagonal
+    left out (an anchor is not its own target). ``S`` is never formed: sums over it fold
+    the two views' columns, ``Σ_j S_ij·x_ij = Σ_j E_i'j·(x_ij + x_i,N+j) - E_i'i'·x_ii``
+    with ``i' = i mod N``.
 
-    Backward: with ``k = g/m`` (0 where ``m = 0``) and ``r = σ·g / Σ_j e_ij`` (``e`` the
-    exponentials, 0 on the diagonal), ``∂u = diag(r)·e·u + eᵀ·diag(r)·u
-    - σ·(k∘(S·u) + S·(k∘u))``: two products over ``[2N, 2N]`` and two applications of the
-    label map; then the normalisation's backward. Double backward as :class:`_PairTerms`."""
+    In the shifted logits ``L = σ·(s - 1)`` of the one matrix product the target term is
+    ``σ·Σ S s / m = σ + (Σ S L)/m``, so the loss is ``log Σ_j e_ij - (Σ_j S_ij·L_ij)/m_i``
+    (``e = exp(L)``, 0 on the diagonal; the shift cancels).
+
+    Backward: with ``r = σ·g / Σ_j e_ij`` and ``k = σ·g/m`` (both 0 without targets),
+    ``∂L/∂s_ij = G_ij = r_i·e_ij - k_i·S_ij``, built in one ``[2N, 2N]`` matrix (``E``
+    added to its four blocks through a broadcast view; what that adds on the diagonal,
+    where ``S`` has nothing, reaches no gradient: ``s_ii = |u_i|²`` is constant under the
+    normalisation), and ``∂u = G·u + Gᵀ·u``: two products; then the normalisation's
+    backward. Double backward as :class:`_PairTerms`."""
 
     @staticmethod
     def forward(  # type: ignore[override]
-        ctx,
-        z1: Tensor,
-        z2: Tensor,
-        temperature: float,
-        exclude: Tensor,
-        weigh: Callable[[Tensor, Tensor], Tensor],
-        mass: Tensor,
+        ctx, z1: Tensor, z2: Tensor, temperature: float, exclude: Tensor, targets: Tensor
     ) -> Tensor:
+        n = z1.shape[0]
         u, norm = _unit(torch.cat([z1, z2]))
         scale = 1.0 / temperature
         logits = torch.addmm(u.new_full((), -scale), u, u.T, alpha=scale)  # σ·(s - 1)
+        own = torch.diagonal(targets)  # E_i'i': S leaves it out of both views' rows
+        mass = targets.sum(dim=1).mul_(2.0).sub_(own).repeat(2)
+        folded = (logits[:, :n] + logits[:, n:]).view(2, n, n).mul_(targets).sum(dim=2)
+        target_sum = folded.sub_(own * torch.diagonal(logits).view(2, n)).view(2 * n)
         e = logits.exp_().scatter_(1, exclude, 0.0)
         row_sum = e.sum(dim=1)
-        targets, has = weigh(u, u), mass > 0
+        has = mass > 0
         inv_mass = has / mass.clamp(min=torch.finfo(mass.dtype).tiny)  # 0 without targets
-        weighted_sim = torch.linalg.vecdot(u, targets).mul_(inv_mass)
-        per_anchor = row_sum.log().sub_(weighted_sim, alpha=scale).add_(scale).mul_(has)
-        ctx.save_for_backward(z1, z2, exclude, mass, u, norm, e, row_sum, targets, inv_mass, has)
-        ctx.scale, ctx.weigh = scale, weigh
+        per_anchor = row_sum.log().sub_(target_sum * inv_mass).mul_(has)
+        ctx.save_for_backward(z1, z2, exclude, targets, u, norm, e, row_sum, inv_mass, has)
+        ctx.scale = scale
         return per_anchor
 
     @staticmethod
     def backward(ctx, grad: Tensor) -> tuple:  # type: ignore[override]
-        z1, z2, exclude, mass, u, norm, e, row_sum, targets, inv_mass, has = ctx.saved_tensors
-        scale, weigh, n = ctx.scale, ctx.weigh, z1.shape[0]
+        z1, z2, exclude, targets, u, norm, e, row_sum, inv_mass, has = ctx.saved_tensors
+        scale, n = ctx.scale, z1.shape[0]
         if differentiating_backward():
-            setting = (scale, exclude, weigh, mass)
-            grads = _recomputed_grads(ctx, (z1, z2), (grad,), _supervised, *setting)
-            return *grads, None, None, None, None
-        k = grad * inv_mass
+            grads = _recomputed_grads(ctx, (z1, z2), (grad,), _supervised, scale, exclude, targets)
+            return *grads, None, None, None
         r = torch.where(has, grad * scale / row_sum, 0.0)[:, None]
-        ku = k[:, None] * u
+        k = (grad * inv_mass).mul_(-scale)  # -k of the docstring
+        coef = e * r
+        # E added to the four blocks, its diagonal too: S has none, but s_ii = |u_i|² is 1
+        # for every row (0 for a zero row), so no diagonal entry reaches ∂z
+        coef.view(2, n, 2, n).addcmul_(targets.reshape(1, n, 1, n), k.view(2, n, 1, 1))
         with no_autocast(u.device.type):  # a backward inside autocast keeps float32 products
-            pull = (k[:, None] * targets).add_(weigh(ku, ku)).mul_(scale)
-            grad_u = torch.addmm((r * (e @ u)).sub_(pull), e.T, r * u)
-        return *_unit_backward(grad_u, u, norm, n), None, None, None, None
+            grad_u = torch.addmm(coef @ u, coef.T, u)
+        return *_unit_backward(grad_u, u, norm, n), None, None, None
 
 
-def _supervised(
-    z1: Tensor,
-    z2: Tensor,
-    scale: float,
-    exclude: Tensor,
-    weigh: Callable[[Tensor, Tensor], Tensor],
-    mass: Tensor,
-) -> Tensor:
-    """:class:`_SupervisedTerms` by plain differentiable operations."""
+def _supervised(z1: Tensor, z2: Tensor, scale: float, exclude: Tensor, targets: Tensor) -> Tensor:
+    """:class:`_SupervisedTerms` by plain differentiable operations (``S`` formed)."""
     u = unit_rows(torch.cat([z1, z2]))
     lse = (scale * (u @ u.T)).scatter(1, exclude, -math.inf).logsumexp(dim=1)
-    has = mass > 0
-    weighted_sim = (u * weigh(u, u)).sum(dim=1) / mass.clamp(min=torch.finfo(mass.dtype).tiny)
-    return torch.where(has, lse - scale * weighted_sim, 0.0)
+    s = targets.repeat(2, 2).scatter(1, exclude, 0.0)
+    mass = s.sum(dim=1)
+    weighted_sim = (u * (s @ u)).sum(dim=1) / mass.clamp(min=torch.finfo(mass.dtype).tiny)
+    return torch.where(mass > 0, lse - scale * weighted_sim, 0.0)
 
 
 def _unit(z: Tensor) -> tuple[Tensor, Tensor]:
@@ -354,18 +357,14 @@ def dual_pair_terms(
 
 
 def supervised_pair_terms(
-    z1: Tensor,
-    z2: Tensor,
-    temperature: float,
-    exclude: Tensor,
-    weigh: Callable[[Tensor, Tensor], Tensor],
-    mass: Tensor,
+    z1: Tensor, z2: Tensor, temperature: float, exclude: Tensor, targets: Tensor
 ) -> Tensor:
     """LASCon-out's per-anchor loss ``[2N]`` over the 2N views ``z1, z2 [N, d]`` (one
-    dtype, no autocast) with the target weights ``weigh(x, x) = S·x``, ``mass = S·1``
-    (:func:`contrastkit.losses.supervised_views.label_weights`); ``exclude [2N, 1]``: each
-    anchor's own column. Valid only where no row sum can underflow."""
-    return _SupervisedTerms.apply(z1, z2, temperature, exclude, weigh, mass)
+    dtype, no autocast) with the target similarities ``targets [N, N]`` of the samples
+    (constant, the views' dtype; :func:`contrastkit.losses.functional.label_similarity`);
+    ``exclude [2N, 1]``: each anchor's own column. Valid only where no row sum can
+    underflow. Memory: two ``[2N, 2N]`` matrices at the peak of backward, one kept."""
+    return _SupervisedTerms.apply(z1, z2, temperature, exclude, targets.detach())
 
 
 def cross_terms(
