@@ -9,12 +9,17 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..engine import PRECISIONS
+from ..text.encoder import POOLINGS
+from ..text.senteval_names import CLASSIFIERS
+from ..text.senteval_names import TASKS as TASK_NAMES
+
 if TYPE_CHECKING:
     from ..text.senteval import SentEvalResult
 
-# SentEval's task names (text.senteval.run.TASKS), listed here so that building the CLI
-# parser does not import scikit-learn
-TASKS = "STS12,STS13,STS14,STS15,STS16,STSBenchmark,SICKRelatedness,MR,CR,SUBJ,MPQA,SST2,TREC,MRPC"
+# SentEval's task names, comma-separated (from text.senteval_names, which building the
+# CLI parser imports without scikit-learn)
+TASKS = ",".join(TASK_NAMES)
 
 NAME = "senteval"
 HELP = (
@@ -41,14 +46,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--batch-size", type=int, default=128, help="encoding batch size")
     parser.add_argument(
         "--precision",
-        choices=("fp32", "bf16", "fp16"),
+        choices=tuple(PRECISIONS),
         default="fp32",
         help="encode under autocast (bf16/fp16); fp32 is SentEval's and the papers' setting",
     )
     parser.add_argument("--threads", type=int, help="torch CPU threads (default: torch's)")
     parser.add_argument(
         "--classifier",
-        choices=("sklearn", "pytorch"),
+        choices=CLASSIFIERS,
         default="sklearn",
         help="transfer tasks: sklearn logistic regression, or pytorch: SentEval's Adam one "
         "that SimCSE's evaluation trains (on --device)",
@@ -56,7 +61,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--jobs", type=int, default=1, help="transfer classifiers fitted at once (same scores)"
     )
-    parser.add_argument("--pooling", choices=("cls", "mean"), help="override the model's pooling")
+    parser.add_argument("--pooling", choices=POOLINGS, help="override the model's pooling")
     parser.add_argument("--max-length", type=int, help="override the model's maximum length")
     parser.add_argument(
         "--kfold", type=int, default=10, help="cross-validation folds (SentEval: 10)"

@@ -15,6 +15,7 @@ from ..text.data import STS_FORMATS
 from ..text.diagnostics import plot_diagnostics
 from ..text.encoder import POOLINGS
 from ..text.presets import BUILTIN, PRESETS, resolve_options
+from ..text.senteval_names import CLASSIFIERS
 from ..text.simcse_trainer import (
     BEST,
     HISTORY,
@@ -78,7 +79,7 @@ OWN_HELP: dict[str, str] = {
 # modules that define them
 CHOICES: dict[str, tuple[str, ...]] = {
     "--sts-format": tuple(STS_FORMATS),
-    "--senteval-classifier": ("sklearn", "pytorch"),
+    "--senteval-classifier": tuple(CLASSIFIERS),
     "--pooling": tuple(POOLINGS),
     "--precision": tuple(PRECISIONS),
 }

@@ -6,6 +6,14 @@ Its trainers build their encoder (:func:`~.trainer.text_encoder`) and views them
 selection, SentEval), :class:`~.trainer.SentenceTrainer` (EDA views, LASCon's downstream
 head) for the rest. :func:`check` refuses the sentence settings on other data and checks
 their values.
+
+The values of ``pooling``, ``sts_format`` and ``senteval_classifier`` are this modality's
+names (:data:`.encoder.POOLINGS`, :data:`.data.STS_FORMATS`,
+:data:`.senteval_names.CLASSIFIERS`), so :func:`check` checks them rather than their
+declarations in :mod:`contrastkit.training` (which must not import the text package; the
+import contracts in ``pyproject.toml``). Every modality's check runs in every
+:meth:`TrainConfig.validate <contrastkit.training.TrainConfig.validate>`, so a bad value is
+refused whatever the dataset.
 """
 
 from __future__ import annotations
@@ -14,6 +22,9 @@ import dataclasses
 
 from ..data import dataset_info
 from ..training import Metric, Modality, TrainConfig, Trainer
+from .data import STS_FORMATS
+from .encoder import POOLINGS
+from .senteval_names import CLASSIFIERS, spoken
 from .simcse_trainer import SimCSETrainer
 from .trainer import SentenceTrainer
 
@@ -37,22 +48,22 @@ def check(config: TrainConfig) -> None:
     for name in ("sts_dev", "eval_steps", "senteval", "senteval_tasks"):
         if getattr(cfg, name) is not None and cfg.framework != "simcse":
             raise ValueError(f"{name} applies to framework simcse, not {cfg.framework!r}")
-    if cfg.senteval_classifier not in ("sklearn", "pytorch"):
+    if cfg.senteval_classifier not in CLASSIFIERS:
         raise ValueError(
-            f"senteval_classifier must be sklearn or pytorch, got {cfg.senteval_classifier!r}"
+            f"senteval_classifier must be {spoken(CLASSIFIERS)}, got {cfg.senteval_classifier!r}"
         )
     defaults = {f.name: f.default for f in dataclasses.fields(cfg)}
     for name in ("senteval_tasks", "senteval_classifier", "senteval_jobs"):
         if getattr(cfg, name) != defaults[name] and cfg.senteval is None:
             raise ValueError(f"{name} needs senteval (SentEval's downstream/ folder)")
-    if cfg.pooling not in (None, "cls", "mean"):
-        raise ValueError(f"pooling must be cls, mean or null, got {cfg.pooling!r}")
+    if cfg.pooling is not None and cfg.pooling not in POOLINGS:
+        raise ValueError(f"pooling must be {spoken((*POOLINGS, 'null'))}, got {cfg.pooling!r}")
     if cfg.dropout is not None and not (
         isinstance(cfg.dropout, int | float) and 0 <= cfg.dropout < 1
     ):
         raise ValueError(f"dropout must be a number in [0, 1) or null, got {cfg.dropout!r}")
-    if cfg.sts_format not in ("stsb", "tsv"):
-        raise ValueError(f"sts_format must be stsb or tsv, got {cfg.sts_format!r}")
+    if cfg.sts_format not in STS_FORMATS:
+        raise ValueError(f"sts_format must be {spoken(STS_FORMATS)}, got {cfg.sts_format!r}")
     if cfg.eval_steps is not None and cfg.sts_dev is None:
         raise ValueError("eval_steps needs sts_dev (the STS pairs to evaluate)")
 

@@ -88,7 +88,7 @@ class DataSection:
         section="data",
         check=_workers,
         environment=True,
-        help="DataLoader workers decoding streamed image folders (2)",
+        help="DataLoader workers decoding streamed image folders ({default})",
     )
     unlabeled: bool | None = S(
         None,
@@ -202,8 +202,13 @@ class ModelSection:
         None, section="model", help="text data: local model folder (default: MiniLM)"
     )
     max_length: int = S(
-        64, section="model", check=positive_int, help="text data: truncation length in tokens (64)"
+        64,
+        section="model",
+        check=positive_int,
+        help="text data: truncation length in tokens ({default})",
     )
+    # checked by the text modality (text.modality.check), whose names (text.encoder.POOLINGS)
+    # training must not import
     pooling: str | None = S(
         None, section="model", help="text data: cls or mean (default: the model's own, else cls)"
     )

@@ -114,7 +114,7 @@ class OptimisationSection:
         section="optimisation",
         check=number_in(0, 1, "[0, 1)"),
         source="CACR App. B.1",
-        help="sgd/lars momentum (0.9)",
+        help="sgd/lars momentum ({default})",
     )
     nesterov: bool = S(
         False, section="optimisation", check=boolean, help="Nesterov momentum (sgd, lars)"
@@ -147,7 +147,7 @@ class OptimisationSection:
         section="optimisation",
         check=number_in(0, 1, "(0, 1]"),
         source="CACR App. B.1",
-        help="step: learning-rate factor at each milestone (0.1)",
+        help="step: learning-rate factor at each milestone ({default})",
     )
     lr_scaling: str | None = S(
         None,
@@ -186,7 +186,7 @@ class EngineSection:
             "measured: one 25-step epoch of the small CNNs took 0.35 s with 1 thread and 24 s with "
             "2 on a shared 2-core machine"
         ),
-        help="torch threads (default 1: small CNNs on shared CPUs; null: torch's)",
+        help="torch threads (default {default}: small CNNs on shared CPUs; null: torch's)",
     )
     device: str = S(
         "auto",
@@ -255,10 +255,13 @@ class EvaluationSection:
     """Settings of the evaluation section: kNN, linear probe, STS and SentEval scoring."""
 
     knn_k: int = S(
-        200, section="evaluation", check=positive_int, help="k of the weighted kNN evaluation (200)"
+        200,
+        section="evaluation",
+        check=positive_int,
+        help="k of the weighted kNN evaluation ({default})",
     )
     knn_small_k: int = S(
-        20, section="evaluation", check=positive_int, help="the small-k kNN reading (20)"
+        20, section="evaluation", check=positive_int, help="the small-k kNN reading ({default})"
     )
     eval_every: int = S(
         1, section="evaluation", check=positive_int, help="kNN evaluation every this many epochs"
@@ -294,6 +297,9 @@ class EvaluationSection:
         source="SimCSE (Gao et al., 2021): STS-B dev every 125 steps",
         help="simcse framework: STS pairs for evaluation and selection",
     )
+    # sts_format and senteval_classifier: their names are the text modality's
+    # (text.data.STS_FORMATS, text.senteval_names.CLASSIFIERS), so its config check
+    # (text.modality.check, run by every validate) checks them: training must not import text
     sts_format: str = S(
         "stsb", section="evaluation", help="stsb (STS Benchmark columns, default) or tsv"
     )

@@ -54,8 +54,10 @@ def setting(
     environment: bool = False,
     cli: bool = True,
 ) -> Any:
-    """A config field declared once. ``flag``: the command-line flag when it is not
-    ``--`` + the name with dashes; ``parse``: a flag's string to the value (lists);
+    """A config field declared once. ``help``'s ``{default}`` is written as the default
+    (``"k of the kNN ({default})"``), so the text never repeats it as a literal. ``flag``:
+    the command-line flag when it is not ``--`` + the name with dashes; ``parse``: a flag's
+    string to the value (lists);
     ``factory``: a mutable default; ``cli=False``: no generated flag (a command spells it
     its own way, as ``--loss-arg``)."""
     if section not in SECTIONS:
@@ -78,7 +80,8 @@ def setting(
 @dataclass(frozen=True)
 class Declaration:
     """What :func:`setting` declared for one field, with the kind read off its
-    annotation: ``bool``, ``int``, ``float``, ``str``, ``list`` or ``dict``."""
+    annotation: ``bool``, ``int``, ``float``, ``str``, ``list`` or ``dict``, and the help
+    with its ``{default}`` written out."""
 
     key: str
     kind: type
@@ -108,7 +111,7 @@ def declarations(cls: type) -> tuple[Declaration, ...]:
                 kind=_kind(hints[f.name]),
                 default=default,
                 section=m["section"],
-                help=m["help"],
+                help=m["help"].replace("{default}", str(default)),
                 source=m["source"],
                 check=m["check"],
                 flag=m["flag"] or "--" + f.name.replace("_", "-"),

@@ -125,6 +125,20 @@ CASES: list[tuple[str, list[str], dict[str, bytes], str | None, str]] = [
         "c must be a finite number > 0, got nan",
     ),
     ("views_simclr", ["train", *TINY, "--views", "3"], {}, None, "num_views is not used"),
+    (
+        "senteval_classifier_svm",
+        ["train", *TINY, "--senteval-classifier", "svm"],
+        {},
+        None,
+        "senteval_classifier must be sklearn or pytorch, got 'svm'",
+    ),
+    (
+        "sts_format_csv",
+        ["train", *TINY, "--sts-format", "csv"],
+        {},
+        None,
+        "sts_format must be stsb or tsv, got 'csv'",
+    ),
     ("queue_simclr", ["train", *TINY, "--queue-size", "64"], {}, None, "queue_size is not used"),
     (
         "momentum_moco",

@@ -12,6 +12,8 @@ from contrastkit.commands.train_flags import BOOLEAN_FLAGS, FLAGS, overrides_fro
 from contrastkit.training import ENVIRONMENT_KEYS, TrainConfig
 from contrastkit.training.settings import SECTIONS, declarations, setting
 
+DECLARED = {d.key: d for d in declarations(TrainConfig)}
+
 
 def _overrides(*argv: str) -> dict:
     return overrides_from_args(build_parser().parse_args(["train", *argv]))
@@ -104,3 +106,35 @@ def test_a_config_may_group_its_keys_in_sections_and_flags_still_override(tmp_pa
     assert run(args) == 0
     final = (tmp_path / "out" / "final.json").read_text()
     assert '"precision": "fp32"' in final and '"loss": "macl"' in final
+
+
+@pytest.mark.parametrize(
+    "key,bad,message",
+    [
+        ("senteval_classifier", "svm", "senteval_classifier must be sklearn or pytorch, got 'svm'"),
+        ("sts_format", "csv", "sts_format must be stsb or tsv, got 'csv'"),
+        ("pooling", "max", "pooling must be cls, mean or null, got 'max'"),
+    ],
+)
+def test_the_text_names_are_checked_by_the_text_modality(key: str, bad: str, message: str) -> None:
+    """``senteval_classifier``, ``sts_format`` and ``pooling`` are the text modality's
+    names, which training must not import (``lint-imports``): its config check, run by every
+    validate, refuses a bad one in one message naming the field and the values from their
+    single constants (``pooling`` applies to text data only)."""
+    data = {"dataset": "sentences"} if key == "pooling" else {}
+    with pytest.raises(ValueError) as caught:
+        TrainConfig(**data, **{key: bad})
+    assert str(caught.value) == message
+    TrainConfig(**data, **{key: DECLARED[key].default})  # the declared default passes
+
+
+def test_a_help_shows_its_declared_default() -> None:
+    """``{default}`` in a declaration's help is written as the default, so the text does not
+    repeat it as a literal (``train --help`` unchanged)."""
+    assert all("{default}" not in d.help for d in DECLARED.values())
+    assert DECLARED["knn_k"].help == "k of the weighted kNN evaluation (200)"
+    assert DECLARED["max_length"].help == "text data: truncation length in tokens (64)"
+    assert DECLARED["threads"].help.startswith("torch threads (default 1: ")
+    assert FLAGS["--sgd-momentum"].help == "sgd/lars momentum (0.9)"
+    declared = setting(7, section="data", help="x ({default})")
+    assert declared.metadata["help"] == "x ({default})"  # written out by declarations()

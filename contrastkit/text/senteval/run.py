@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..senteval_names import STS_TASKS, TASKS, TRANSFER_TASKS
 from . import readers
 from .readers import MissingTaskFilesError
 from .sts import evaluate_sts_set, evaluate_sts_year
@@ -28,9 +29,6 @@ from .transfer import (
     split_classifier,
 )
 
-STS_TASKS = ("STS12", "STS13", "STS14", "STS15", "STS16", "STSBenchmark", "SICKRelatedness")
-TRANSFER_TASKS = ("MR", "CR", "SUBJ", "MPQA", "SST2", "TREC", "MRPC")
-TASKS = STS_TASKS + TRANSFER_TASKS
 COLUMNS = {"STSBenchmark": "STS-B", "SICKRelatedness": "SICK-R", "SST2": "SST"}
 SPLIT_NAMES = {"STSBenchmark": "sts-{}.csv", "SICKRelatedness": "SICK_{}.txt"}
 SICK_SPLITS = {"train": "train", "dev": "trial", "test": "test_annotated"}

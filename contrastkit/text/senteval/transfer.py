@@ -48,12 +48,12 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import f1_score
 from sklearn.model_selection import StratifiedKFold
 
+from ..senteval_names import CLASSIFIERS, spoken
 from .logreg import L2_GRID, TorchLogReg, fit_logreg
 
 SEED = 1111  # SentEval's default seed
 INNER_REGS = tuple(2.0**t for t in range(-2, 4))  # InnerKFoldClassifier, SplitClassifier
 KFOLD_REGS = tuple(2.0**t for t in range(-1, 6))  # KFoldClassifier
-CLASSIFIERS = ("sklearn", "pytorch")
 
 Model = LogisticRegression | TorchLogReg
 Split = tuple[np.ndarray, np.ndarray]
@@ -70,7 +70,7 @@ class Fitting:
 
     def __post_init__(self) -> None:
         if self.kind not in CLASSIFIERS:
-            raise ValueError(f"--classifier must be sklearn or pytorch, got {self.kind!r}")
+            raise ValueError(f"--classifier must be {spoken(CLASSIFIERS)}, got {self.kind!r}")
         if not isinstance(self.jobs, int) or isinstance(self.jobs, bool) or self.jobs < 1:
             raise ValueError(f"--jobs must be a positive integer, got {self.jobs!r}")
 
