@@ -67,8 +67,8 @@ def label_weights(
     The indicator similarity (SupCon) goes through per-class sums, O(N·d) time and memory;
     any other through the ``[n, N]`` label similarities of the local samples. With
     ``offset = 0`` and ``keys = anchors = x``, ``weigh(x, x)`` is ``S·x`` for the symmetric
-    ``[2N, 2N]`` target matrix ``S`` (zero diagonal), which the fused supervised terms
-    apply in forward and backward (:mod:`.functional._pair_terms`)."""
+    ``[2N, 2N]`` target matrix ``S`` (zero diagonal). The general path's
+    (:func:`supervised_terms`); the fused one takes the ``[N, N]`` similarities whole."""
     total = labels_all.shape[0]
     if similarity == "indicator":
         cls = _class_ids(labels_all)
