@@ -165,9 +165,11 @@ def dual_ntxent_terms(
     return dual_pair_terms(z1, z2, temperature, inter_temperature, exclude)
 
 
-def ntxent_statistics(z1: Tensor, z2: Tensor, scales: tuple[float, ...]) -> tuple[Tensor, Tensor]:
+def ntxent_statistics(
+    z1: Tensor, z2: Tensor, scales: tuple[float, ...]
+) -> tuple[Tensor, tuple[Tensor, ...]]:
     """Each anchor's cosine with its positive ``[2N]`` and its negatives' log-sum-exps at
-    ``scales`` ``[K, 2N]`` over the layout of :func:`ntxent_negatives` (no queue) in one
+    ``scales`` (one ``[2N]`` each) over the layout of :func:`ntxent_negatives` (no queue) in one
     fused ``autograd.Function`` (:mod:`.functional._scaled_terms`): the ``pos`` and the
     ``neg.logsumexp(c)`` of ``ntxent_negatives(z1, z2)`` to float32 rounding. For calls
     :func:`fused_pair_terms` accepts at ``τ = 1/max(scales)``."""

@@ -29,7 +29,8 @@ from contrastkit.losses.examples import build, example_inputs
 # macl 71, supcon 68, lascon 72, cacr 61 and cmc 285 before the fused paths from the views;
 # supcon 63 before its class ids by binary search; hcl 103 before its per-anchor loss had a
 # closed-form backward; dual_temperature 54 before both temperatures came from one product;
-# supcon 56 and lascon 66 before their fused path took the [N, N] label similarities);
+# supcon 56 and lascon 66 before their fused path took the [N, N] label similarities;
+# hcl 81 and dclw 47 before their statistics came one output per scale, not stacked);
 # infonce is MoCo's layout here (a queue of 5 keys), cacr and cmc three views
 CEILINGS = {
     "ntxent": 32,
@@ -37,8 +38,8 @@ CEILINGS = {
     "dcl": 36,
     "flatnce": 41,
     "dual_temperature": 46,
-    "hcl": 81,
-    "dclw": 47,
+    "hcl": 77,
+    "dclw": 45,
     "macl": 46,
     "supcon": 45,
     "lascon": 53,

@@ -40,14 +40,16 @@ from .infonce import hcl_parts
 
 
 class _ScaledTerms(torch.autograd.Function):
-    """``(pos [2N], lse [K, 2N])`` from ``z1, z2 [N, d]`` at the ``K`` scales ``scales``
-    (see the module docstring); ``exclude [2N, 2]``: each anchor's own and positive
-    column, in that order."""
+    """``(pos [2N], lse_1 [2N], ..., lse_K [2N])`` from ``z1, z2 [N, d]`` at the ``K``
+    scales ``scales`` (see the module docstring); ``exclude [2N, 2]``: each anchor's own
+    and positive column, in that order. One output per scale, not a stacked ``[K, 2N]``:
+    a caller's indexing of a stack would add a stack forward and a zero-filled gradient
+    per index backward (four kernels for HCL)."""
 
     @staticmethod
     def forward(  # type: ignore[override]
         ctx, z1: Tensor, z2: Tensor, scales: tuple[float, ...], exclude: Tensor
-    ) -> tuple[Tensor, Tensor]:
+    ) -> tuple[Tensor, ...]:
         u, norm = _unit(torch.cat([z1, z2]))
         top = max(max(scales), 1.0)  # the shift; 1 when every scale is 0
         logits = torch.addmm(u.new_full((), -top), u, u.T, alpha=top)  # top·(s - 1)
@@ -63,20 +65,20 @@ class _ScaledTerms(torch.autograd.Function):
         ctx.save_for_backward(z1, z2, exclude, u, norm, *kept)
         ctx.scales = scales
         ctx.set_materialize_grads(False)
-        return pos, torch.stack(lse)
+        return pos, *lse
 
     @staticmethod
-    def backward(ctx, grad_pos: Tensor | None, grad_lse: Tensor | None) -> tuple:  # type: ignore[override]
+    def backward(ctx, grad_pos: Tensor | None, *grad_lse: Tensor | None) -> tuple:  # type: ignore[override]
         z1, z2, exclude, u, norm, *kept = ctx.saved_tensors
         scales, n = ctx.scales, z1.shape[0]
         if differentiating_backward():
-            upstream = (grad_pos, grad_lse)
+            upstream = (grad_pos, *grad_lse)
             grads = _recomputed_grads(ctx, (z1, z2), upstream, _recomputed, scales, exclude)
             return *grads, None, None
-        if grad_pos is None and grad_lse is None:
+        if grad_pos is None and all(g is None for g in grad_lse):
             return None, None, None, None
         grad_u = None
-        if grad_lse is not None:
+        if any(g is not None for g in grad_lse):
             with no_autocast(u.device.type):  # inside autocast, keep float32 products
                 grad_u = _negatives_grad(kept, scales, grad_lse, u)
         if grad_pos is not None:  # ∂u_m += (h_m + h_π(m))·u_π(m); π swaps the halves
@@ -86,41 +88,47 @@ class _ScaledTerms(torch.autograd.Function):
 
 
 def _negatives_grad(
-    kept: list[Tensor], scales: tuple[float, ...], grad_lse: Tensor, u: Tensor
+    kept: list[Tensor], scales: tuple[float, ...], grad_lse: tuple[Tensor | None, ...], u: Tensor
 ) -> Tensor:
     """``C·u + Cᵀ·u`` for the negatives' coefficients ``C = Σ_k diag(r_k)·e_k``,
-    ``r_k = g_k·c_k/Σ_j e_kj``: with one scale as ``diag(r)·e·u + eᵀ·diag(r)·u`` (no
-    ``[2N, 2N]`` buffer), with several through ``C`` (two products in all)."""
-    rates = [(grad_lse[k] * c / kept[2 * k + 1])[:, None] for k, c in enumerate(scales)]
-    if len(scales) == 1:
-        e, r = kept[0], rates[0]
+    ``r_k = g_k·c_k/Σ_j e_kj`` over the scales whose ``g_k`` is given: with one as
+    ``diag(r)·e·u + eᵀ·diag(r)·u`` (no ``[2N, 2N]`` buffer), with several through ``C``
+    (two products in all)."""
+    terms = [
+        (kept[2 * k], (g * c / kept[2 * k + 1])[:, None])
+        for k, (g, c) in enumerate(zip(grad_lse, scales, strict=True))
+        if g is not None
+    ]
+    if len(terms) == 1:
+        e, r = terms[0]
         return torch.addmm(r * (e @ u), e.T, r * u)
-    coef = kept[0] * rates[0]
-    for k in range(1, len(scales)):
-        coef.addcmul_(kept[2 * k], rates[k])
+    coef = terms[0][0] * terms[0][1]
+    for e, r in terms[1:]:
+        coef.addcmul_(e, r)
     return torch.addmm(coef @ u, coef.T, u)
 
 
 def _recomputed(
     z1: Tensor, z2: Tensor, scales: tuple[float, ...], exclude: Tensor
-) -> tuple[Tensor, Tensor]:
+) -> tuple[Tensor, ...]:
     """:class:`_ScaledTerms` by plain differentiable operations."""
     u = unit_rows(torch.cat([z1, z2]))
     sim = u @ u.T
     pos = sim.gather(1, exclude[:, 1:]).squeeze(1)
     lse = [(scale * sim).scatter(1, exclude, -math.inf).logsumexp(dim=1) for scale in scales]
-    return pos, torch.stack(lse)
+    return pos, *lse
 
 
 def scaled_terms(
     z1: Tensor, z2: Tensor, scales: tuple[float, ...], exclude: Tensor
-) -> tuple[Tensor, Tensor]:
-    """``pos [2N]`` (each anchor's cosine with its positive) and ``lse [K, 2N]`` (the
-    negatives' ``log Σ exp(c_k·s)`` at each scale ``c_k >= 0``) over the 2N layout of
-    ``z1, z2 [N, d]`` (one dtype, no autocast; normalised inside); ``exclude [2N, 2]``:
-    each anchor's own and positive column. Valid only where no row sum can underflow at
-    the largest scale."""
-    return _ScaledTerms.apply(z1, z2, tuple(float(c) for c in scales), exclude)
+) -> tuple[Tensor, tuple[Tensor, ...]]:
+    """``pos [2N]`` (each anchor's cosine with its positive) and the ``K`` log-sum-exps
+    ``lse_k [2N]`` (the negatives' ``log Σ exp(c_k·s)`` at each scale ``c_k >= 0``) over
+    the 2N layout of ``z1, z2 [N, d]`` (one dtype, no autocast; normalised inside);
+    ``exclude [2N, 2]``: each anchor's own and positive column. Valid only where no row
+    sum can underflow at the largest scale."""
+    pos, *lse = _ScaledTerms.apply(z1, z2, tuple(float(c) for c in scales), exclude)
+    return pos, tuple(lse)
 
 
 class _HclAnchors(torch.autograd.Function):
