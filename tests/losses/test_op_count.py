@@ -30,7 +30,8 @@ from contrastkit.losses.examples import build, example_inputs
 # supcon 63 before its class ids by binary search; hcl 103 before its per-anchor loss had a
 # closed-form backward; dual_temperature 54 before both temperatures came from one product;
 # supcon 56 and lascon 66 before their fused path took the [N, N] label similarities;
-# hcl 81 and dclw 47 before their statistics came one output per scale, not stacked);
+# hcl 81 and dclw 47 before their statistics came one output per scale, not stacked;
+# macl 46 before its alignment was one dot product and its temperature three operators);
 # infonce is MoCo's layout here (a queue of 5 keys), cacr and cmc three views
 CEILINGS = {
     "ntxent": 32,
@@ -40,7 +41,7 @@ CEILINGS = {
     "dual_temperature": 46,
     "hcl": 77,
     "dclw": 45,
-    "macl": 46,
+    "macl": 44,
     "supcon": 45,
     "lascon": 53,
     "cacr": 47,

@@ -83,7 +83,7 @@ class _PairTerms(torch.autograd.Function):
         u, norm = _unit(torch.cat([z1, z2]))
         tau = alignment = None
         if callable(temperature):
-            alignment = (u[:n] * u[n:]).sum() / n
+            alignment = torch.dot(u[:n].reshape(-1), u[n:].reshape(-1)) / n  # one kernel
             tau = temperature(alignment)
             scale = tau.reciprocal()  # σ·(s - 1), a tensor σ on the [2N, d] rows
             logits = torch.addmm(scale.neg(), u * scale, u.T)

@@ -56,8 +56,10 @@ def macl_temperature(
     )
     if alignment is None:
         alignment = pos.detach().to(compute_dtype(pos)).mean()
-    shifted = alignment if a0 == 0 else alignment - a0  # A - 0 is A: one operator fewer
-    return (temperature * (1.0 + alpha * shifted)).clamp(min=floor)
+    # τ0·(1 + α·(A - A0)) as (τ0·α)·A + τ0·(1 - α·A0): three operators on the device
+    return (
+        (alignment * (temperature * alpha)).add_(temperature * (1.0 - alpha * a0)).clamp_(min=floor)
+    )
 
 
 @float32_compute
