@@ -2,6 +2,7 @@
 schedules and the optimiser step (:class:`Engine`)."""
 
 from .core import COMPILE_MODES, PRECISIONS, Engine, NonFiniteError, eval_mode
+from .cpu_precision import EmulatedPrecisionWarning
 from .device import (
     DEVICES,
     cat_rows,
@@ -34,6 +35,7 @@ __all__ = [
     "PRECISIONS",
     "SCHEDULES",
     "BlockingTransfers",
+    "EmulatedPrecisionWarning",
     "Engine",
     "KernelCounter",
     "NonFiniteError",

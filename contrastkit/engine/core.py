@@ -36,6 +36,7 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
+from .cpu_precision import warn_if_emulated
 from .device import select_device, to_device
 
 PRECISIONS = {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}
@@ -85,6 +86,8 @@ class Engine:
         self.device = select_device(device)
         self.precision = precision
         self.dtype = PRECISIONS[precision]
+        if self.device.type == "cpu" and self.dtype is not None:
+            warn_if_emulated(precision)  # bf16/fp16 without the CPU units: far slower
         self.compile = compile
         self.compile_mode = compile_mode
         self.channels_last = channels_last
