@@ -28,7 +28,9 @@ import importlib
 import os
 import signal
 import sys
+import warnings
 from collections.abc import Iterator, Sequence
+from typing import TextIO
 
 import torch.distributed
 
@@ -126,6 +128,35 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+@contextlib.contextmanager
+def _one_line_warnings(debug: bool) -> Iterator[None]:
+    """contrastkit's own warnings (categories defined in the package, such as
+    :class:`~contrastkit.engine.EmulatedPrecisionWarning`) as one line each on stderr,
+    ``contrastkit: warning: ...``, like its errors; other warnings, and every warning under
+    ``--debug``, as Python shows them."""
+    if debug:
+        yield
+        return
+    with warnings.catch_warnings():  # puts showwarning back on exit
+        python_shows = warnings.showwarning
+
+        def show(
+            message: Warning | str,
+            category: type[Warning],
+            filename: str,
+            lineno: int,
+            file: TextIO | None = None,
+            line: str | None = None,
+        ) -> None:
+            if category.__module__.split(".")[0] == "contrastkit":
+                print(f"contrastkit: warning: {message}", file=file or sys.stderr)
+            else:
+                python_shows(message, category, filename, lineno, file, line)
+
+        warnings.showwarning = show
+        yield
+
+
 def import_plugins(names: Sequence[str]) -> None:
     """Import each module of ``names`` (``--import``), which registers what it defines; a
     module that is not found is a :class:`UsageError` naming it."""
@@ -147,7 +178,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.ddp_timeout is not None:
             os.environ[distributed.TIMEOUT_ENV] = repr(args.ddp_timeout)
             distributed.timeout_seconds()  # validates it
-        with sigterm_unwinds(), _trusting(args.trust_checkpoint):
+        with sigterm_unwinds(), _trusting(args.trust_checkpoint), _one_line_warnings(args.debug):
             status = int(args._run(args) or 0)
     except (UsageError, *USER_ERRORS) as exc:
         if args.debug:
