@@ -30,7 +30,6 @@ import signal
 import sys
 import warnings
 from collections.abc import Iterator, Sequence
-from typing import TextIO
 
 import torch.distributed
 
@@ -131,30 +130,32 @@ def build_parser() -> argparse.ArgumentParser:
 @contextlib.contextmanager
 def _one_line_warnings(debug: bool) -> Iterator[None]:
     """contrastkit's own warnings (categories defined in the package, such as
-    :class:`~contrastkit.engine.EmulatedPrecisionWarning`) as one line each on stderr,
+    :class:`~contrastkit.engine.EmulatedPrecisionWarning`) formatted as one line,
     ``contrastkit: warning: ...``, like its errors; other warnings, and every warning under
-    ``--debug``, as Python shows them."""
+    ``--debug``, as Python formats them. Only the text changes (``warnings.formatwarning``):
+    whatever shows or records warnings (pytest, ``logging.captureWarnings``) still gets
+    them."""
     if debug:
         yield
         return
-    with warnings.catch_warnings():  # puts showwarning back on exit
-        python_shows = warnings.showwarning
+    python_formats = warnings.formatwarning
 
-        def show(
-            message: Warning | str,
-            category: type[Warning],
-            filename: str,
-            lineno: int,
-            file: TextIO | None = None,
-            line: str | None = None,
-        ) -> None:
-            if category.__module__.split(".")[0] == "contrastkit":
-                print(f"contrastkit: warning: {message}", file=file or sys.stderr)
-            else:
-                python_shows(message, category, filename, lineno, file, line)
+    def one_line(
+        message: Warning | str,
+        category: type[Warning],
+        filename: str,
+        lineno: int,
+        line: str | None = None,
+    ) -> str:
+        if category.__module__.split(".")[0] == "contrastkit":
+            return f"contrastkit: warning: {message}\n"
+        return python_formats(message, category, filename, lineno, line)
 
-        warnings.showwarning = show
+    warnings.formatwarning = one_line
+    try:
         yield
+    finally:
+        warnings.formatwarning = python_formats
 
 
 def import_plugins(names: Sequence[str]) -> None:

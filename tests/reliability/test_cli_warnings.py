@@ -13,42 +13,33 @@ from contrastkit.engine import EmulatedPrecisionWarning
 
 
 @pytest.fixture
-def warning_train(monkeypatch: pytest.MonkeyPatch) -> None:
-    """``contrastkit train`` replaced by a run that gives a contrastkit warning and a
-    warning of another package's category."""
+def formatted(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """``contrastkit train`` replaced by a run that formats a contrastkit warning and one of
+    another category as Python's warning display would, and warns with the first; the
+    texts are returned."""
+    texts: list[str] = []
 
     def run(args: Namespace) -> int:
-        warnings.warn("bf16 is slow here", EmulatedPrecisionWarning, stacklevel=2)
-        warnings.warn("someone else's", DeprecationWarning, stacklevel=2)
+        for category in (EmulatedPrecisionWarning, DeprecationWarning):
+            texts.append(warnings.formatwarning("slow here", category, "x.py", 7))
+        warnings.warn("slow here", EmulatedPrecisionWarning, stacklevel=2)
         return 0
 
     monkeypatch.setattr(train_command, "run", run)
+    return texts
 
 
-@pytest.mark.usefixtures("warning_train")
-def test_own_warnings_are_one_line_others_as_python_shows_them(
-    capsys: pytest.CaptureFixture[str],
-) -> None:
-    passed_on: list[tuple[str, type[Warning]]] = []
-
-    def python_shows(message, category, *args, **kwargs) -> None:  # what was installed
-        passed_on.append((str(message), category))
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("always")
-        warnings.showwarning = python_shows
+def test_own_warnings_are_one_line_and_still_reach_a_recorder(formatted: list[str]) -> None:
+    python_formats = warnings.formatwarning
+    with pytest.warns(EmulatedPrecisionWarning, match="slow here"):  # a recorder still sees it
         assert main(["train"]) == 0
-        assert warnings.showwarning is python_shows  # put back after the command
-    assert capsys.readouterr().err.splitlines() == ["contrastkit: warning: bf16 is slow here"]
-    assert passed_on == [("someone else's", DeprecationWarning)]
+    assert formatted[0] == "contrastkit: warning: slow here\n"
+    assert formatted[1] == python_formats("slow here", DeprecationWarning, "x.py", 7)
+    assert "DeprecationWarning: slow here" in formatted[1]
+    assert warnings.formatwarning is python_formats  # put back after the command
 
 
-@pytest.mark.usefixtures("warning_train")
-def test_debug_shows_every_warning_as_python_does(capsys: pytest.CaptureFixture[str]) -> None:
-    passed_on: list[type[Warning]] = []
-    with warnings.catch_warnings():
-        warnings.simplefilter("always")
-        warnings.showwarning = lambda message, category, *args, **kwargs: passed_on.append(category)
+def test_debug_formats_every_warning_as_python_does(formatted: list[str]) -> None:
+    with pytest.warns(EmulatedPrecisionWarning):
         assert main(["--debug", "train"]) == 0
-    assert passed_on == [EmulatedPrecisionWarning, DeprecationWarning]
-    assert "contrastkit: warning:" not in capsys.readouterr().err
+    assert formatted[0].startswith("x.py:7: EmulatedPrecisionWarning: slow here")
