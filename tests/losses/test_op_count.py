@@ -31,11 +31,12 @@ from contrastkit.losses.examples import build, example_inputs
 # closed-form backward; dual_temperature 54 before both temperatures came from one product;
 # supcon 56 and lascon 66 before their fused path took the [N, N] label similarities;
 # hcl 81 and dclw 47 before their statistics came one output per scale, not stacked;
-# macl 46 before its alignment was one dot product and its temperature three operators);
+# macl 46 before its alignment was one dot product and its temperature three operators;
+# infonce 44 before queries and keys were normalised together);
 # infonce is MoCo's layout here (a queue of 5 keys), cacr and cmc three views
 CEILINGS = {
     "ntxent": 32,
-    "infonce": 45,
+    "infonce": 39,
     "dcl": 36,
     "flatnce": 41,
     "dual_temperature": 46,

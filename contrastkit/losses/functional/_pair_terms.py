@@ -144,9 +144,9 @@ class _CrossTerms(torch.autograd.Function):
     def forward(  # type: ignore[override]
         ctx, query: Tensor, key: Tensor, queue: Tensor | None, temperature: float
     ) -> tuple[Tensor, Tensor]:
-        scale = 1.0 / temperature
-        u, norm_u = _unit(query)
-        v, norm_v = _unit(key)
+        scale, n = 1.0 / temperature, query.shape[0]
+        uv, norm = _unit(torch.cat([query, key]))  # both normalised at once
+        u, v = uv[:n], uv[n:]
         w = v if queue is None else _unit(queue)[0]
         p = torch.linalg.vecdot(u, v).sub_(1.0).mul_(scale)  # σ·(s - 1), the shift of l
         e = torch.addmm(u.new_full((), -scale), u, w.T, alpha=scale).exp_()
@@ -154,15 +154,16 @@ class _CrossTerms(torch.autograd.Function):
             e.diagonal().zero_()  # a query's own key is its positive, not a negative
         row_sum = e.sum(dim=1)
         nll, log_w = terms_of_gap(row_sum.log() - p)
-        ctx.save_for_backward(query, key, queue, u, norm_u, v, norm_v, w, e, row_sum, nll, log_w)
+        ctx.save_for_backward(query, key, queue, uv, norm, w, e, row_sum, nll, log_w)
         ctx.scale = scale
         ctx.set_materialize_grads(False)
         return nll, log_w
 
     @staticmethod
     def backward(ctx, grad_nll: Tensor | None, grad_log_w: Tensor | None) -> tuple:  # type: ignore[override]
-        query, key, queue, u, norm_u, v, norm_v, w, e, row_sum, nll, log_w = ctx.saved_tensors
-        scale = ctx.scale
+        query, key, queue, uv, norm, w, e, row_sum, nll, log_w = ctx.saved_tensors
+        scale, n = ctx.scale, query.shape[0]
+        u, v = uv[:n], uv[n:]
         if differentiating_backward():
             upstream = (grad_nll, grad_log_w)
             inputs = (query, key)
@@ -174,13 +175,14 @@ class _CrossTerms(torch.autograd.Function):
         delta = delta.mul_(scale)[:, None]
         r = delta / row_sum[:, None]
         with no_autocast(u.device.type):  # a backward inside autocast keeps float32 products
-            grad_q = _unit_grad(torch.mm(e, w).mul_(r).sub_(delta * v), u, norm_u)
+            grad_u = torch.mm(e, w).mul_(r).sub_(delta * v)
             if not ctx.needs_input_grad[1]:
-                return grad_q, None, None, None
+                return _unit_grad(grad_u, u, norm[:n]), None, None, None
             grad_v = (delta * u).neg_()
             if queue is None:
                 grad_v = torch.addmm(grad_v, e.T, r * u)
-        return grad_q, _unit_grad(grad_v, v, norm_v), None, None
+        grad = _unit_grad(torch.cat([grad_u, grad_v]), uv, norm)  # both rows' backward at once
+        return grad[:n], grad[n:], None, None
 
 
 def _delta(
