@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from ..engine import PRECISIONS
 from ..text.encoder import POOLINGS
-from ..text.senteval_names import CLASSIFIERS
+from ..text.senteval_names import CLASSIFIERS, KFOLD
 from ..text.senteval_names import TASKS as TASK_NAMES
 
 if TYPE_CHECKING:
@@ -54,7 +54,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--classifier",
         choices=CLASSIFIERS,
-        default="sklearn",
+        default=CLASSIFIERS[0],
         help="transfer tasks: sklearn logistic regression, or pytorch: SentEval's Adam one "
         "that SimCSE's evaluation trains (on --device)",
     )
@@ -64,7 +64,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--pooling", choices=POOLINGS, help="override the model's pooling")
     parser.add_argument("--max-length", type=int, help="override the model's maximum length")
     parser.add_argument(
-        "--kfold", type=int, default=10, help="cross-validation folds (SentEval: 10)"
+        "--kfold", type=int, default=KFOLD, help="cross-validation folds (SentEval's: %(default)s)"
     )
     parser.add_argument(
         "--cache-dir", help="embedding cache (default: $XDG_CACHE_HOME/contrastkit/senteval)"

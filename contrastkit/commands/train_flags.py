@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 from typing import Any, NamedTuple
 
-from ..training import TrainConfig, parse_assignments
+from ..training import TrainConfig, parse_assignments, setting_notes
 from ..training.settings import SECTIONS, Declaration, declarations
 
 # The argument groups of `train --help` (and `compare --help`), in the order shown:
@@ -55,17 +55,24 @@ def add_config_argument(
     parsed by the declaration), its help, ``dest`` the key and default ``None`` (unset);
     on/off settings are ``--x/--no-x``. ``flag`` renames it (``simcse``'s ``--train-file``
     for ``data_root``), ``help`` replaces the text, and ``kwargs`` go to ``add_argument``
-    (``choices``, ``dest``, ``action``). ``KeyError`` for a key with no flag."""
+    (``choices``, ``dest``, ``action``). The modalities' notes on the key
+    (:func:`~contrastkit.training.setting_notes`) follow the help in brackets. ``KeyError``
+    for a key with no flag."""
     d = DECLARATIONS[key]
-    options: dict[str, Any] = {"dest": key, "default": None, "help": d.help}
-    if help is not None:
-        options["help"] = help
+    options: dict[str, Any] = {"dest": key, "default": None}
+    options["help"] = with_notes(key, d.help if help is None else help)
     if d.kind is not bool:
         options["type"] = str if d.parse else d.kind
     elif "action" not in kwargs:
         options["action"] = argparse.BooleanOptionalAction
     options.update(kwargs)
     return parser.add_argument(flag or d.flag, **options)
+
+
+def with_notes(key: str, text: str) -> str:
+    """``text`` and, in brackets, the modalities' notes on the config key ``key``."""
+    notes = setting_notes(key)
+    return f"{text} ({notes})" if notes else text
 
 
 def add_train_arguments(

@@ -51,14 +51,18 @@ def _check_features(x_tr: Tensor, y_tr: Tensor, x_te: Tensor, y_te: Tensor) -> N
         raise ValueError(f"feature widths differ: {x_tr.shape[1]} vs {x_te.shape[1]}")
 
 
+OPTIMIZERS = ("sgd", "lbfgs")
+EPOCHS, LR = 100, 0.02  # MACL App. B.3 (CIFAR-10's linear evaluation)
+
+
 def linear_eval(
     train_features: Tensor,
     train_labels: Tensor,
     test_features: Tensor,
     test_labels: Tensor,
-    epochs: int = 100,
+    epochs: int = EPOCHS,
     batch_size: int = 128,
-    lr: float = 0.02,
+    lr: float = LR,
     momentum: float = 0.9,
     weight_decay: float = 0.0,
     optimizer: str = "sgd",
@@ -71,8 +75,8 @@ def linear_eval(
     features' device; ``seed`` fixes initialisation and mini-batch order.
     """
     _check_features(train_features, train_labels, test_features, test_labels)
-    if optimizer not in ("sgd", "lbfgs"):
-        raise ValueError(f"optimizer must be 'sgd' or 'lbfgs', got {optimizer!r}")
+    if optimizer not in OPTIMIZERS:
+        raise ValueError(f"optimizer must be one of {', '.join(OPTIMIZERS)}, got {optimizer!r}")
     if epochs < 1 or batch_size < 1 or lr <= 0:
         raise ValueError(
             f"epochs, batch_size and lr must be positive: {epochs}, {batch_size}, {lr}"

@@ -60,6 +60,7 @@ from torch import Tensor
 
 from .._optional import installed, require
 from ..engine.device import cuda_capability
+from ..models.backbones import LARGE_IMAGE
 from .view_batch import (
     Drawn,
     apply,
@@ -75,6 +76,11 @@ TYPES_IMAGE = ("crop", "blur", "grayscale", "jitter", "flip", "solarize")
 BACKENDS = ("auto", "torch", "triton")
 AUG_RECIPES = ("simclr", "byol")
 AMCL_ORDER = TYPES_IMAGE[:5]
+# the crop's minimum area below / from LARGE_IMAGE px: the common CIFAR setting, SimCLR's
+# Inception crop (App. A)
+CROP_SCALE, CROP_SCALE_LARGE = 0.2, 0.08
+JITTER = (0.4, 0.4, 0.4, 0.1)  # SimCLR App. A: 0.8 s, 0.8 s, 0.8 s, 0.2 s at strength s = 0.5
+P_JITTER = 0.8  # SimCLR App. A
 
 
 class ImageAugment:
@@ -109,8 +115,8 @@ class ImageAugment:
         n_types: int | None = None,
         types: Sequence[str] | None = None,
         crop_scale: float | None = None,
-        jitter: tuple[float, float, float, float] = (0.4, 0.4, 0.4, 0.1),
-        p_jitter: float = 0.8,
+        jitter: tuple[float, float, float, float] = JITTER,
+        p_jitter: float = P_JITTER,
         p_gray: float = 0.2,
         p_blur: float = 0.5,
         solarize_p: float = 0.2,
@@ -134,11 +140,13 @@ class ImageAugment:
             chosen = AMCL_ORDER[:n_types]
         else:
             chosen = ("crop", "flip", "jitter", "grayscale") + (
-                ("blur",) if image_size >= 64 else ()
+                ("blur",) if image_size >= LARGE_IMAGE else ()
             )
         self.types = tuple(t for t in TYPES_IMAGE if t in chosen)
         self.crop_scale = (
-            crop_scale if crop_scale is not None else (0.08 if image_size >= 64 else 0.2)
+            crop_scale
+            if crop_scale is not None
+            else (CROP_SCALE_LARGE if image_size >= LARGE_IMAGE else CROP_SCALE)
         )
         if not 0 < self.crop_scale <= 1:
             raise ValueError(f"crop_scale must be in (0, 1], got {self.crop_scale}")

@@ -42,10 +42,13 @@ from . import imagestream
 from .folder_files import EXPECTED, decode, entries, labels_and_split
 from .readers import image_split
 
+CACHE_ENV, CACHE_HOME = "CONTRASTKIT_CACHE", "~/.cache/contrastkit"
+CACHE_HELP = f"default ${CACHE_ENV}, else {CACHE_HOME}"
+
 
 def default_cache_dir() -> Path:
-    """``$CONTRASTKIT_CACHE`` or ``~/.cache/contrastkit``."""
-    return Path(os.environ.get("CONTRASTKIT_CACHE", Path.home() / ".cache" / "contrastkit"))
+    """``$CONTRASTKIT_CACHE``, else ``~/.cache/contrastkit`` (:data:`CACHE_HELP`)."""
+    return Path(os.environ.get(CACHE_ENV) or Path(CACHE_HOME).expanduser())
 
 
 def _decode_all(

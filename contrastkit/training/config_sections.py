@@ -10,7 +10,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ..data.imbalance import DEFAULT_RATIO
+from ..data.imbalance import RULES as IMBALANCE_RULES
+from ..frameworks import FRAMEWORKS
 from ..models import BACKBONES
+from ..models.backbones import LARGE_IMAGE
+from ..models.resnet import STEMS
+from .defaults import by_backbone
 from .settings import (
     boolean,
     boolean_or_null,
@@ -18,7 +24,6 @@ from .settings import (
     finite_non_negative,
     finite_or_null,
     of_type,
-    one_of,
     positive_int,
     positive_int_or_null,
 )
@@ -69,7 +74,7 @@ class DataSection:
         None,
         section="data",
         environment=True,
-        help="imagefolder decode cache (default ~/.cache/contrastkit)",
+        help="imagefolder decode cache",
     )
     image_size: int | None = S(
         None,
@@ -100,29 +105,35 @@ class DataSection:
     imbalance: str | None = S(
         None,
         section="data",
-        check=one_of(("linear", "exponential"), True, "linear, exponential or null"),
+        choices=IMBALANCE_RULES,
         source="CACR §5.2",
-        help="class-imbalanced training set: linear or exponential",
+        help="class-imbalanced training set: {choices}",
     )
-    imbalance_ratio: float | None = S(None, section="data", help="imbalance n_max/n_min (C or 100)")
+    imbalance_ratio: float | None = S(
+        None,
+        section="data",
+        help=(
+            "imbalance n_max/n_min (unset: "
+            + ", ".join(f"{rule} {ratio:g}" for rule, ratio in DEFAULT_RATIO.items())
+            + ", else the number of classes)"
+        ),
+    )
     aug_recipe: str = S(
         "simclr",
         section="data",
         source="BYOL: Grill et al. 2020, Table 6",
-        help="image views: simclr, or byol (asymmetric pair)",
+        help="image views: the recipe",
     )
-    crop_scale: float | None = S(
-        None, section="data", help="image views: minimum crop area (0.2 / 0.08)"
-    )
+    crop_scale: float | None = S(None, section="data", help="image views: minimum crop area")
     jitter: list[float] | None = S(
         None,
         section="data",
         parse=comma_separated(float, "--jitter must be four comma-separated numbers", 4),
         source="SimCLR App. A; CACR App. B.1 (0.4 hue)",
-        help="image views: jitter strengths b,c,s,hue (0.4,0.4,0.4,0.1)",
+        help="image views: jitter strengths b,c,s,hue",
     )
     p_jitter: float | None = S(
-        None, section="data", help="image views: probability of the colour jitter (0.8)"
+        None, section="data", help="image views: probability of the colour jitter"
     )
     aug_types: int | None = S(
         None,
@@ -160,20 +171,23 @@ class ModelSection:
     framework: str = S(
         "simclr",
         section="model",
-        help="simclr, moco, simsiam, barlow_twins, multiview, supervised, nnclr, simcse",
+        choices=tuple(FRAMEWORKS),
+        help="{choices}",
     )
     backbone: str = S(
         "conv",
         section="model",
         check=_backbone,
-        help="conv (small CNN), resnet18, resnet34, resnet50",
+        choices=BACKBONES,
+        help="{choices}; conv is a small CNN",
     )
     stem: str | None = S(
         None,
         section="model",
-        check=one_of(("cifar", "imagenet"), True, "cifar, imagenet or null"),
+        choices=STEMS,
         help=(
-            "resnet stem: cifar (3x3, no pool) or imagenet (7x7 + pool); default: cifar below 64 px"
+            "resnet stem: {choices}, a 3x3 convolution or a 7x7 one and a max-pool (unset: cifar "
+            f"below {LARGE_IMAGE} px)"
         ),
     )
     feature_dim: int = S(128, section="model", check=positive_int, help="encoder output width")
@@ -182,7 +196,7 @@ class ModelSection:
         section="model",
         check=positive_int_or_null,
         source="He et al. 2016 (ResNets: 64)",
-        help="encoder channels (default: conv 32, resnets 64 as in He et al.)",
+        help=f"encoder channels (unset: {by_backbone()})",
     )
     proj_dim: int = S(
         128,
@@ -198,9 +212,7 @@ class ModelSection:
     momentum: float = S(
         0.99, section="model", check=finite_non_negative, help="moco: key-encoder momentum"
     )
-    text_model: str | None = S(
-        None, section="model", help="text data: local model folder (default: MiniLM)"
-    )
+    text_model: str | None = S(None, section="model", help="text data: local model folder")
     max_length: int = S(
         64,
         section="model",
@@ -209,9 +221,7 @@ class ModelSection:
     )
     # checked by the text modality (text.modality.check), whose names (text.encoder.POOLINGS)
     # training must not import
-    pooling: str | None = S(
-        None, section="model", help="text data: cls or mean (default: the model's own, else cls)"
-    )
+    pooling: str | None = S(None, section="model", help="text data: pooling of the token states")
     mlp_head: bool = S(
         False,
         section="model",
@@ -219,9 +229,7 @@ class ModelSection:
         source="SimCSE (Gao et al., 2021)",
         help="text data: SimCSE's training-only MLP head on the pooled output",
     )
-    dropout: float | None = S(
-        None, section="model", help="text data: the model's dropout rates (default: its own)"
-    )
+    dropout: float | None = S(None, section="model", help="text data: the model's dropout rates")
     joint_views: bool | None = S(
         None,
         section="model",

@@ -10,13 +10,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..engine import COMPILE_MODES, LR_SCALINGS, OPTIMIZERS, PRECISIONS, SCHEDULES
+from .defaults import WARMUP_RULE, by_optimizer
 from .settings import (
     boolean,
     boolean_or_null,
     comma_separated,
     finite_non_negative,
     number_in,
-    one_of,
     positive_int,
     positive_int_or_null,
 )
@@ -76,8 +76,8 @@ class OptimisationSection:
         check=_lr,
         source="MACL App. B.3 (Adam 1e-3); SimCLR App. B.1 (LARS 0.3); docs/defaults.md",
         help=(
-            "base learning rate, scaled with the batch by --lr-scaling (default: the optimiser's, "
-            "adam/adamw 1e-3, sgd 0.12, lars 0.3; docs/defaults.md)"
+            "base learning rate, scaled with the batch by --lr-scaling (unset: the optimiser's, "
+            f"{by_optimizer('lr')}; docs/defaults.md)"
         ),
     )
     weight_decay: float | None = S(
@@ -86,8 +86,8 @@ class OptimisationSection:
         check=finite_non_negative,
         source="MACL App. B.3 (1e-6); CACR App. B.1 (sgd 1e-4)",
         help=(
-            "weight decay, LARS: not on biases and norms (default: the optimiser's, sgd 1e-4, else "
-            "1e-6)"
+            "weight decay, LARS: not on biases and norms (unset: the optimiser's, "
+            f"{by_optimizer('weight_decay')})"
         ),
     )
     grad_accum: int = S(
@@ -105,9 +105,9 @@ class OptimisationSection:
     optimizer: str = S(
         "adam",
         section="optimisation",
-        check=one_of(OPTIMIZERS),
+        choices=OPTIMIZERS,
         source="MACL App. B.3 (adam), App. B.1 (lars)",
-        help="adam (default), adamw, sgd or lars",
+        help="{choices} ({default})",
     )
     sgd_momentum: float = S(
         0.9,
@@ -122,17 +122,14 @@ class OptimisationSection:
     schedule: str | None = S(
         None,
         section="optimisation",
-        check=one_of(SCHEDULES),
-        help=(
-            "constant, warmup_cosine, step or linear, per step (default: lars warmup_cosine, else "
-            "constant)"
-        ),
+        choices=SCHEDULES,
+        help=f"{{choices}}, per step (unset: {by_optimizer('schedule')})",
     )
     warmup_epochs: float | None = S(
         None,
         section="optimisation",
         source="SimCLR App. B.1 (LARS: 10)",
-        help="warmup_cosine: linear warm-up epochs (default: lars 10, at most epochs/10; else 0)",
+        help=f"warmup_cosine: linear warm-up epochs (unset: {WARMUP_RULE})",
     )
     lr_milestones: list[int] = S(
         section="optimisation",
@@ -152,10 +149,10 @@ class OptimisationSection:
     lr_scaling: str | None = S(
         None,
         section="optimisation",
-        check=one_of(LR_SCALINGS),
+        choices=LR_SCALINGS,
         help=(
-            "linear_above_256 (lr x N/256 for N > 256), linear, sqrt or none (default: adam/adamw "
-            "linear_above_256, sgd/lars linear)"
+            "lr x a function of the batch N: {choices}; linear_above_256 is N/256 for N > 256 "
+            f"(unset: {by_optimizer('lr_scaling')})"
         ),
     )
     seed: int = S(
@@ -198,8 +195,8 @@ class EngineSection:
     precision: str = S(
         "fp32",
         section="engine",
-        check=one_of(PRECISIONS),
-        help="fp32, bf16 (autocast) or fp16 (autocast + GradScaler)",
+        choices=tuple(PRECISIONS),
+        help="{choices}: half precisions under autocast, fp16 with a GradScaler ({default})",
     )
     compile: bool = S(
         False,
@@ -211,13 +208,10 @@ class EngineSection:
     compile_mode: str = S(
         "default",
         section="engine",
-        check=one_of(COMPILE_MODES),
+        choices=COMPILE_MODES,
         environment=True,
         source="torch.compile's modes",
-        help=(
-            "torch.compile mode with --compile: default, reduce-overhead (CUDA graphs),"
-            " max-autotune, max-autotune-no-cudagraphs"
-        ),
+        help="torch.compile mode with --compile: {choices}; reduce-overhead: CUDA graphs",
     )
     channels_last: bool | None = S(
         None,
@@ -233,13 +227,14 @@ class EngineSection:
     aug_backend: str = S(
         "auto",
         section="engine",
-        check=one_of(("auto", "torch", "triton")),
+        choices={
+            "auto": "triton on CUDA when installed, else torch",
+            "torch": "",
+            "triton": "one fused kernel; CUDA",
+        },
         environment=True,
         source="H200: a bf16 SimCLR step's views 3.9 -> 2.4 ms (docs/guides/performance.md)",
-        help=(
-            "image views' colour jitter and grayscale: torch, triton (one fused kernel; CUDA) or"
-            " auto (triton on CUDA when installed, else torch)"
-        ),
+        help="image views' colour jitter and grayscale: {choices}",
     )
     sync_batchnorm: bool = S(
         True,
@@ -280,15 +275,15 @@ class EvaluationSection:
         section="evaluation",
         check=positive_int_or_null,
         source="MACL App. B.3 (100 epochs of SGD, lr 0.02)",
-        help="image data: linear evaluation epochs (100)",
+        help="image data: linear evaluation epochs",
     )
     linear_lr: float | None = S(
-        None, section="evaluation", help="image data: linear evaluation SGD lr (0.02)"
+        None, section="evaluation", help="image data: linear evaluation SGD lr"
     )
     linear_optimizer: str | None = S(
         None,
         section="evaluation",
-        help="image data: linear evaluation by sgd (default) or lbfgs on pre-computed features",
+        help="image data: linear evaluation optimiser, on pre-computed features",
     )
     sts_dev: str | None = S(
         None,
@@ -300,9 +295,7 @@ class EvaluationSection:
     # sts_format and senteval_classifier: their names are the text modality's
     # (text.data.STS_FORMATS, text.senteval_names.CLASSIFIERS), so its config check
     # (text.modality.check, run by every validate) checks them: training must not import text
-    sts_format: str = S(
-        "stsb", section="evaluation", help="stsb (STS Benchmark columns, default) or tsv"
-    )
+    sts_format: str = S("stsb", section="evaluation", help="the STS pairs' file format ({default})")
     eval_steps: int | None = S(
         None,
         section="evaluation",
@@ -318,10 +311,12 @@ class EvaluationSection:
     senteval_tasks: str | None = S(
         None,
         section="evaluation",
-        help="simcse framework: comma-separated SentEval tasks (default: all 14)",
+        help="simcse framework: comma-separated SentEval tasks",
     )
     senteval_classifier: str = S(
-        "sklearn", section="evaluation", help="simcse framework: sklearn or pytorch"
+        "sklearn",
+        section="evaluation",
+        help="simcse framework: SentEval's transfer classifier ({default})",
     )
     senteval_jobs: int = S(
         1,

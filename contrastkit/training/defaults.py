@@ -31,7 +31,7 @@ above applies (``docs/defaults.md``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -81,6 +81,28 @@ OPTIMIZER: dict[str, dict[str, Default]] = {
     },
 }
 LARS_WARMUP_EPOCHS = 10.0  # SimCLR App. B.1, capped at a tenth of the run (warmup_default)
+
+
+def by_optimizer(key: str) -> str:
+    """``key``'s defaults by optimiser for ``--help``: ``"adam/adamw 0.001, sgd 0.12, ..."``."""
+    return _grouped((name, table[key].value) for name, table in OPTIMIZER.items())
+
+
+def by_backbone() -> str:
+    """``width``'s defaults by backbone for ``--help``: ``"conv 32, resnet18/... 64"``."""
+    return _grouped((name, default.value) for name, default in WIDTH.items())
+
+
+def _grouped(pairs: Iterable[tuple[str, Any]]) -> str:
+    """``name value`` pairs, the names of one value joined by ``/``."""
+    groups: dict[Any, list[str]] = {}
+    for name, value in pairs:
+        groups.setdefault(value, []).append(name)
+    return ", ".join(f"{'/'.join(names)} {value}" for value, names in groups.items())
+
+
+# warmup_default's rule in words, for --help
+WARMUP_RULE = f"lars under warmup_cosine {LARS_WARMUP_EPOCHS:g}, at most epochs/10; else 0"
 
 
 def warmup_default(optimizer: str, schedule: str | None, epochs: int) -> Default:

@@ -18,6 +18,7 @@ modality defined anywhere else registers the same way (``docs/guides/adding-a-mo
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -107,6 +108,10 @@ class Modality:
         curve_points: ``(key, evaluations)`` of the per-epoch curves it writes to
             ``metrics.jsonl`` whose convergence window (``contrastkit study``) must hold
             more than the general 2 evaluations (:func:`.metrics.min_points`).
+        notes: ``(key, words)``: what it adds to the ``--help`` of a
+            :class:`~.config.TrainConfig` setting it reads (the names it accepts, the
+            value it takes when the setting is unset), from the constants that hold them,
+            so that the core's help never quotes a modality's values (:func:`setting_notes`).
         description: one line for listings.
     """
 
@@ -120,6 +125,7 @@ class Modality:
     settings: tuple[ModalitySetting, ...] = field(default=())
     metrics: tuple[Metric, ...] = field(default=())
     curve_points: tuple[tuple[str, int], ...] = field(default=())
+    notes: tuple[tuple[str, str], ...] = field(default=())
     description: str = ""
 
     def build_encoder(self, split: Split, config: TrainConfig) -> nn.Module:
@@ -149,6 +155,10 @@ def register_modality(modality: Modality) -> Modality:
         raise ValueError(f"a modality named {modality.name!r} is registered already")
     if not modality.kinds:
         raise ValueError(f"modality {modality.name!r} declares no data kind")
+    fields = {f.name for f in dataclasses.fields(TrainConfig)}
+    for key, _ in modality.notes:
+        if key not in fields:
+            raise ValueError(f"modality {modality.name!r} has a note on {key!r}, no config setting")
     register_metrics(modality.metrics)
     register_curve_points(dict(modality.curve_points))
     for kind in modality.kinds:
@@ -159,6 +169,14 @@ def register_modality(modality: Modality) -> Modality:
         add_check(modality.check)
     _MODALITIES[modality.name] = modality
     return modality
+
+
+def setting_notes(key: str) -> str:
+    """The registered modalities' notes on the config setting ``key``
+    (:attr:`Modality.notes`), as ``"image: unset 0.8"``, joined by ``"; "``; ``""`` if none."""
+    return "; ".join(
+        f"{m.name}: {words}" for m in _MODALITIES.values() for k, words in m.notes if k == key
+    )
 
 
 def modality_settings(config: TrainConfig) -> dict[str, Any]:

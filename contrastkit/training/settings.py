@@ -19,7 +19,7 @@ import functools
 import math
 import types
 import typing
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import MISSING, dataclass
 from typing import Any
 
@@ -48,6 +48,7 @@ def setting(
     help: str,
     source: str | None = None,
     check: Check | None = None,
+    choices: Sequence[str] | Mapping[str, str] | None = None,
     flag: str | None = None,
     parse: Callable[[str], Any] | None = None,
     factory: Callable[[], Any] | None = None,
@@ -55,13 +56,21 @@ def setting(
     cli: bool = True,
 ) -> Any:
     """A config field declared once. ``help``'s ``{default}`` is written as the default
-    (``"k of the kNN ({default})"``), so the text never repeats it as a literal. ``flag``:
+    (``"k of the kNN ({default})"``), so the text never repeats it as a literal.
+    ``choices``: the values allowed, or a mapping of each to a few words on it; they make
+    ``check`` (:func:`one_of`, with ``null`` allowed when the default is ``None``) unless one
+    is given, and ``help``'s ``{choices}`` (``"fp32, bf16 (autocast) or fp16"``). ``flag``:
     the command-line flag when it is not ``--`` + the name with dashes; ``parse``: a flag's
     string to the value (lists);
     ``factory``: a mutable default; ``cli=False``: no generated flag (a command spells it
     its own way, as ``--loss-arg``)."""
     if section not in SECTIONS:
         raise ValueError(f"unknown section {section!r}; known: {', '.join(SECTIONS)}")
+    if choices is not None:
+        check = check or one_of(choices, null=default is None)
+        help = help.replace("{choices}", listed(choices))
+    elif "{choices}" in help:
+        raise ValueError(f"help {help!r} names {{choices}} but the setting declares none")
     meta = {
         "section": section,
         "help": help,
@@ -196,10 +205,20 @@ def one_of(choices: Iterable[Any], null: bool = False, message: str | None = Non
     def check(name: str, value: Any) -> None:
         if value in allowed or (null and value is None):
             return
-        listed = ", ".join(str(c) for c in allowed) + (" or null" if null else "")
-        raise ValueError(f"{name} must be {message or 'one of ' + listed}, got {value!r}")
+        names = ", ".join(str(c) for c in allowed) + (" or null" if null else "")
+        raise ValueError(f"{name} must be {message or 'one of ' + names}, got {value!r}")
 
     return check
+
+
+def listed(choices: Iterable[str] | Mapping[str, str]) -> str:
+    """``"a, b or c"``; for a mapping each name with its words in brackets where it has
+    any (``{"fp32": "", "bf16": "autocast"}`` -> ``"fp32 or bf16 (autocast)"``)."""
+    if isinstance(choices, Mapping):
+        items = [f"{k} ({v})" if v else str(k) for k, v in choices.items()]
+    else:
+        items = [str(c) for c in choices]
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " or " + items[-1]
 
 
 def of_type(kind: type | tuple[type, ...], what: str, null: bool = False) -> Check:

@@ -14,7 +14,7 @@ import pytest
 
 from contrastkit.cli import build_parser, main
 from contrastkit.commands import simcse
-from contrastkit.commands.train_flags import DECLARATIONS, add_config_argument
+from contrastkit.commands.train_flags import DECLARATIONS, add_config_argument, with_notes
 from contrastkit.text.presets import BUILTIN
 from contrastkit.text.simcse_trainer import SimCSETrainer
 from contrastkit.training import TrainConfig
@@ -180,7 +180,7 @@ def test_every_config_flag_is_generated_from_its_declaration() -> None:
             assert action.type is d.kind, f"{flag} declares its own type"
         text = simcse.OWN_HELP.get(flag, d.help)
         assert action.help is not None and action.help.startswith(text), flag
-        assert action.help == simcse.flag_help(flag)
+        assert action.help == with_notes(key, simcse.flag_help(flag))
 
 
 def test_simcse_defaults_are_declared_once() -> None:

@@ -7,6 +7,7 @@ scikit-learn."""
 from __future__ import annotations
 
 import argparse
+import inspect
 import subprocess
 import sys
 
@@ -16,18 +17,23 @@ from contrastkit.engine import PRECISIONS
 from contrastkit.text.data import STS_FORMATS
 from contrastkit.text.encoder import POOLINGS
 from contrastkit.text.senteval import TASKS
+from contrastkit.text.senteval.run import run_senteval
 from contrastkit.text.senteval.transfer import Fitting
-from contrastkit.text.senteval_names import CLASSIFIERS, spoken
+from contrastkit.text.senteval_names import CLASSIFIERS, KFOLD
+from contrastkit.training import TrainConfig
+
+
+def _actions(command: str) -> dict[str, argparse.Action]:
+    """``command``'s flags -> their argparse actions."""
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    return {a.option_strings[0]: a for a in sub.choices[command]._actions if a.option_strings}
 
 
 def _choices(command: str) -> dict[str, tuple[str, ...] | None]:
     """``command``'s flags -> their choices (``None``: any value)."""
-    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
-    parser = sub.choices[command]
     return {
-        a.option_strings[0]: tuple(a.choices) if a.choices is not None else None
-        for a in parser._actions
-        if a.option_strings
+        flag: tuple(a.choices) if a.choices is not None else None
+        for flag, a in _actions(command).items()
     }
 
 
@@ -59,10 +65,14 @@ def test_the_transfer_classifier_refuses_a_name_it_does_not_declare() -> None:
         raise AssertionError("Fitting('svm') was accepted")
 
 
-def test_spoken_lists_the_allowed_values() -> None:
-    assert spoken(("a",)) == "a"
-    assert spoken(CLASSIFIERS) == "sklearn or pytorch"
-    assert spoken(("cls", "mean", "null")) == "cls, mean or null"
+def test_the_default_classifier_and_folds_are_the_declared_ones() -> None:
+    """SentEval's first classifier and its fold count are the defaults of the command, of
+    the classifiers' fitting, of a run's config and of the evaluation itself."""
+    actions = _actions("senteval")
+    assert actions["--classifier"].default == CLASSIFIERS[0] == Fitting().kind
+    assert TrainConfig().senteval_classifier == CLASSIFIERS[0]
+    assert actions["--kfold"].default == KFOLD
+    assert inspect.signature(run_senteval).parameters["kfold"].default == KFOLD
 
 
 def test_the_names_and_the_cli_parser_load_without_scikit_learn() -> None:

@@ -44,7 +44,7 @@ def test_linear_eval_separates_blobs_but_not_random_labels(optimizer: str) -> No
 
 def test_linear_eval_rejects_bad_arguments() -> None:
     x, y = _blobs(20)
-    with pytest.raises(ValueError, match="optimizer must be 'sgd' or 'lbfgs'"):
+    with pytest.raises(ValueError, match="optimizer must be one of sgd, lbfgs"):
         linear_eval(x, y, x, y, optimizer="adam")
     with pytest.raises(ValueError, match="feature widths differ"):
         linear_eval(x, y, x[:, :3], y)

@@ -174,7 +174,10 @@ def test_linear_evaluation_settings_come_from_the_config(
         ({"dataset": "digits", "linear_epochs": 5}, "applies to image datasets"),
         ({"dataset": "cifar10", "linear_epochs": 0}, "linear_epochs must be a positive"),
         ({"dataset": "cifar10", "linear_lr": -1.0}, "linear_lr must be a finite number > 0"),
-        ({"dataset": "cifar10", "linear_optimizer": "adam"}, "linear_optimizer must be sgd"),
+        (
+            {"dataset": "cifar10", "linear_optimizer": "adam"},
+            "linear_optimizer must be one of sgd, lbfgs or null",
+        ),
     ],
 )
 def test_bad_linear_evaluation_settings_are_refused(values: dict, message: str) -> None:

@@ -290,3 +290,24 @@ def test_a_modality_arg_it_does_not_declare_or_refuses_is_one_line(
 def test_a_modality_without_settings_refuses_modality_args() -> None:
     with pytest.raises(ValueError, match="'noise' is no setting of modality 'image'"):
         TrainConfig(dataset="digits", modality_args={"noise": 0.1})
+
+
+@pytest.mark.usefixtures("registries")
+def test_a_modality_s_notes_follow_the_help_of_the_settings_it_reads() -> None:
+    """What a modality declares on a core setting (its names, its value when unset) is
+    appended to that flag's ``--help``; a note on a key that is no setting is refused."""
+    register_modality(Modality("noted", ("noted",), notes=(("crop_scale", "default 0.5"),)))
+    assert modality_module.setting_notes("crop_scale").endswith("; noted: default 0.5")
+    text = " ".join(_help("train").split())
+    assert "image views: minimum crop area (image: default" in text
+    assert "; noted: default 0.5)" in text
+    with pytest.raises(ValueError, match="has a note on 'crop_size', no config setting"):
+        register_modality(Modality("typo", ("typo",), notes=(("crop_size", "default 1"),)))
+
+
+def _help(command: str) -> str:
+    """``contrastkit COMMAND --help``."""
+    from contrastkit.cli import build_parser
+
+    sub = next(a for a in build_parser()._actions if hasattr(a, "choices") and a.choices)
+    return sub.choices[command].format_help()

@@ -9,8 +9,10 @@ import pytest
 
 from contrastkit.cli import build_parser
 from contrastkit.commands.train_flags import BOOLEAN_FLAGS, FLAGS, overrides_from_args
-from contrastkit.training import ENVIRONMENT_KEYS, TrainConfig
-from contrastkit.training.settings import SECTIONS, declarations, setting
+from contrastkit.engine import OPTIMIZERS
+from contrastkit.models import BACKBONES
+from contrastkit.training import ENVIRONMENT_KEYS, TrainConfig, defaults
+from contrastkit.training.settings import SECTIONS, declarations, listed, setting
 
 DECLARED = {d.key: d for d in declarations(TrainConfig)}
 
@@ -36,6 +38,38 @@ def test_every_field_is_declared_with_a_section_help_and_flag() -> None:
 def test_a_declaration_names_a_known_section() -> None:
     with pytest.raises(ValueError, match="unknown section 'gpu'; known: data, model"):
         setting(1, section="gpu", help="x")
+
+
+def test_listed_names_the_values_as_a_sentence() -> None:
+    assert listed(("a",)) == "a"
+    assert listed(("sklearn", "pytorch")) == "sklearn or pytorch"
+    assert listed({"fp32": "", "bf16": "autocast", "fp16": ""}) == "fp32, bf16 (autocast) or fp16"
+
+
+def test_declared_choices_make_the_check_and_the_help() -> None:
+    field = setting("b", section="data", choices=("a", "b"), help="one of {choices}")
+    assert field.metadata["help"] == "one of a or b"
+    field.metadata["check"]("x", "a")
+    with pytest.raises(ValueError, match="x must be one of a, b, got 'c'"):
+        field.metadata["check"]("x", "c")
+    unset = setting(None, section="data", choices=("a",), help="{choices}")
+    unset.metadata["check"]("x", None)  # a None default allows null
+    with pytest.raises(ValueError, match=r"names \{choices\} but the setting declares none"):
+        setting(1, section="data", help="one of {choices}")
+
+
+def test_helps_read_the_names_and_defaults_from_the_tables_that_hold_them() -> None:
+    """The optimisers, the per-optimiser and per-backbone defaults: each value in the table
+    of :mod:`contrastkit.training.defaults` appears in the help of its setting."""
+    assert DECLARED["optimizer"].help.startswith(listed(OPTIMIZERS))
+    for key in ("lr", "weight_decay", "schedule", "lr_scaling"):
+        for name, table in defaults.OPTIMIZER.items():
+            assert f"{table[key].value}" in DECLARED[key].help, (key, name)
+            assert name in DECLARED[key].help
+    for name in BACKBONES:
+        assert name in DECLARED["backbone"].help and name in DECLARED["width"].help
+        assert f"{defaults.WIDTH[name].value}" in DECLARED["width"].help
+    assert f"{defaults.LARS_WARMUP_EPOCHS:g}" in DECLARED["warmup_epochs"].help
 
 
 @pytest.mark.parametrize(
@@ -70,7 +104,7 @@ def test_a_list_flag_that_does_not_parse_is_one_error_naming_it() -> None:
     "values,message",
     [
         ({"workers": -1}, "workers must be an integer >= 0, got -1"),
-        ({"stem": "wide"}, "stem must be cifar, imagenet or null, got 'wide'"),
+        ({"stem": "wide"}, "stem must be one of cifar, imagenet or null, got 'wide'"),
         ({"optimizer": "rmsprop", "lr": -1}, "optimizer must be one of sgd, adam"),  # first
         ({"sgd_momentum": 1.0}, r"sgd_momentum must be a number in \[0, 1\), got 1.0"),
         ({"device": "tpu"}, "device must be auto, cpu, cuda, cuda:N or mps, got 'tpu'"),

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..senteval_names import STS_TASKS, TASKS, TRANSFER_TASKS
+from ..senteval_names import KFOLD, STS_TASKS, TASKS, TRANSFER_TASKS
 from . import readers
 from .readers import MissingTaskFilesError
 from .sts import evaluate_sts_set, evaluate_sts_year
@@ -191,7 +191,7 @@ def run_senteval(
     layout: Layout,
     embed: TaskEmbed,
     tasks: tuple[str, ...] = TASKS,
-    kfold: int = 10,
+    kfold: int = KFOLD,
     log: Callable[[str], None] = print,
     after_task: Callable[[SentEvalResult], None] | None = None,
     fitting: Fitting = SKLEARN,

@@ -48,7 +48,8 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import f1_score
 from sklearn.model_selection import StratifiedKFold
 
-from ..senteval_names import CLASSIFIERS, spoken
+from ...training.settings import listed
+from ..senteval_names import CLASSIFIERS
 from .logreg import L2_GRID, TorchLogReg, fit_logreg
 
 SEED = 1111  # SentEval's default seed
@@ -64,13 +65,13 @@ class Fitting:
     """How the transfer classifiers are fitted: ``kind`` (``sklearn`` or ``pytorch``, see
     the module doc), ``device`` of the PyTorch classifier, ``jobs`` fits at once."""
 
-    kind: str = "sklearn"
+    kind: str = CLASSIFIERS[0]
     device: str = "cpu"
     jobs: int = 1
 
     def __post_init__(self) -> None:
         if self.kind not in CLASSIFIERS:
-            raise ValueError(f"--classifier must be {spoken(CLASSIFIERS)}, got {self.kind!r}")
+            raise ValueError(f"--classifier must be {listed(CLASSIFIERS)}, got {self.kind!r}")
         if not isinstance(self.jobs, int) or isinstance(self.jobs, bool) or self.jobs < 1:
             raise ValueError(f"--jobs must be a positive integer, got {self.jobs!r}")
 
