@@ -99,6 +99,7 @@ TEXT = Modality(
     # SimCSE's STS-B dev curve is scored once per epoch of a few epochs, and a line
     # through 2-3 of its noisy points would call anything flat
     curve_points=(("sts_dev_spearman", 4),),
+    unset=(("joint_views", False),),  # sentence lists are encoded view by view (.trainer)
     notes=TEXT_NOTES,
     description="sentences: a pretrained transformer, EDA or dropout views",
 )

@@ -11,7 +11,7 @@ epochs, cosine decay): :mod:`.defaults`, ``docs/defaults.md``.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,8 +29,17 @@ from .settings import SECTIONS, declarations, run_checks
 
 # the modalities' checks of their own settings (Modality.check), run by every config
 _CHECKS: list[Callable[[TrainConfig], None]] = []
+# modality -> {config key: the value it takes on that modality's data when left None}
+# (Modality.unset, added by register_modality)
+_UNSET: dict[str, dict[str, Any]] = {}
 # checked first: an unknown optimiser leaves the defaults that depend on it unset
 _FIRST = ("optimizer", "lr_scaling", "precision", "schedule")
+
+
+def add_unset(modality: str, values: Mapping[str, Any]) -> None:
+    """On ``modality``'s data, a config setting left ``None`` takes its value in
+    ``values`` (after the checks); ``register_modality`` adds a modality's."""
+    _UNSET[modality] = dict(values)
 
 
 def add_check(check: Callable[[TrainConfig], None]) -> None:
@@ -62,8 +71,9 @@ class TrainConfig(
         for name, default in defaults.resolve(self.to_dict()).items():
             setattr(self, name, default.value)
         self.validate()
-        if self.joint_views is None and dataset_info(self.dataset).modality == "text":
-            self.joint_views = False  # sentence lists are encoded view by view (text.trainer)
+        for name, value in _UNSET.get(dataset_info(self.dataset).modality, {}).items():
+            if getattr(self, name) is None:
+                setattr(self, name, value)
 
     def validate(self) -> None:
         """Raise ``ValueError`` naming the first bad field: the dataset's modality, the

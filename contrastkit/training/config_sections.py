@@ -35,6 +35,21 @@ def _backbone(name: str, value: Any) -> None:
         raise ValueError(f"unknown backbone {value!r}; available: {', '.join(BACKBONES)}")
 
 
+def _joint_views_defaults() -> str:
+    """The frameworks' ``joint_views`` defaults for ``--help``: ``"joint: simclr, ...;
+    separate: barlow_twins"``."""
+    joint = {
+        name: cls.joint_views_default
+        for name, cls in FRAMEWORKS.items()
+        if hasattr(cls, "joint_views_default")
+    }
+    return "; ".join(
+        f"{word}: {', '.join(n for n, v in joint.items() if v is flag)}"
+        for word, flag in (("joint", True), ("separate", False))
+        if flag in joint.values()
+    )
+
+
 def _workers(name: str, value: Any) -> None:
     if not isinstance(value, int) or isinstance(value, bool) or value < 0:
         raise ValueError(f"{name} must be an integer >= 0, got {value!r}")
@@ -235,8 +250,8 @@ class ModelSection:
         section="model",
         check=boolean_or_null,
         help=(
-            "encode all views as one batch, so batch norm sees V·N samples (default: the "
-            "framework's; SimCLR joint, Barlow Twins separate, text data separate)"
+            "encode all views as one batch, so batch norm sees V·N samples (unset: the "
+            f"framework's, {_joint_views_defaults()})"
         ),
     )
 

@@ -19,6 +19,7 @@ modality defined anywhere else registers the same way (``docs/guides/adding-a-mo
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -29,7 +30,7 @@ from torch import nn
 from ..data import Split, dataset_info, register_kind
 from ..models import register_architecture
 from ..models.export import Architecture
-from .config import TrainConfig, add_check
+from .config import TrainConfig, add_check, add_unset
 from .metrics import Metric, register_curve_points, register_metrics
 from .settings import Check
 
@@ -108,6 +109,9 @@ class Modality:
         curve_points: ``(key, evaluations)`` of the per-epoch curves it writes to
             ``metrics.jsonl`` whose convergence window (``contrastkit study``) must hold
             more than the general 2 evaluations (:func:`.metrics.min_points`).
+        unset: ``(key, value)``: the value a :class:`~.config.TrainConfig` setting left
+            ``None`` takes on its data (text: ``joint_views`` false, its sentence lists
+            are encoded view by view); ``--help`` notes it as ``"text: default false"``.
         notes: ``(key, words)``: what it adds to the ``--help`` of a
             :class:`~.config.TrainConfig` setting it reads (the names it accepts, the
             value it takes when the setting is unset), from the constants that hold them,
@@ -125,6 +129,7 @@ class Modality:
     settings: tuple[ModalitySetting, ...] = field(default=())
     metrics: tuple[Metric, ...] = field(default=())
     curve_points: tuple[tuple[str, int], ...] = field(default=())
+    unset: tuple[tuple[str, Any], ...] = field(default=())
     notes: tuple[tuple[str, str], ...] = field(default=())
     description: str = ""
 
@@ -155,10 +160,16 @@ def register_modality(modality: Modality) -> Modality:
         raise ValueError(f"a modality named {modality.name!r} is registered already")
     if not modality.kinds:
         raise ValueError(f"modality {modality.name!r} declares no data kind")
-    fields = {f.name for f in dataclasses.fields(TrainConfig)}
+    fields = {f.name: f.default for f in dataclasses.fields(TrainConfig)}
     for key, _ in modality.notes:
         if key not in fields:
             raise ValueError(f"modality {modality.name!r} has a note on {key!r}, no config setting")
+    for key, _ in modality.unset:
+        if fields.get(key, 0) is not None:
+            raise ValueError(
+                f"modality {modality.name!r} sets {key!r} when unset: no config setting "
+                "whose default is None"
+            )
     register_metrics(modality.metrics)
     register_curve_points(dict(modality.curve_points))
     for kind in modality.kinds:
@@ -167,16 +178,24 @@ def register_modality(modality: Modality) -> Modality:
         register_architecture(arch.name, arch.target, arch.describe, arch.build)
     if modality.check is not None:
         add_check(modality.check)
+    if modality.unset:
+        add_unset(modality.name, dict(modality.unset))
     _MODALITIES[modality.name] = modality
     return modality
 
 
 def setting_notes(key: str) -> str:
-    """The registered modalities' notes on the config setting ``key``
-    (:attr:`Modality.notes`), as ``"image: unset 0.8"``, joined by ``"; "``; ``""`` if none."""
-    return "; ".join(
-        f"{m.name}: {words}" for m in _MODALITIES.values() for k, words in m.notes if k == key
-    )
+    """The registered modalities' notes on the config setting ``key`` (:attr:`Modality.unset`
+    as ``"text: default false"``, then :attr:`Modality.notes` as ``"image: default 0.8"``),
+    joined by ``"; "``; ``""`` if none."""
+    said = [
+        (m.name, f"default {json.dumps(value)}")
+        for m in _MODALITIES.values()
+        for k, value in m.unset
+        if k == key
+    ]
+    said += [(m.name, words) for m in _MODALITIES.values() for k, words in m.notes if k == key]
+    return "; ".join(f"{name}: {words}" for name, words in said)
 
 
 def modality_settings(config: TrainConfig) -> dict[str, Any]:

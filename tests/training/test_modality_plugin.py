@@ -124,6 +124,7 @@ REGISTRIES = (
     (data_registry, "_KIND_MODALITY"),
     (modality_module, "_MODALITIES"),
     (config_module, "_CHECKS"),
+    (config_module, "_UNSET"),
     (metrics_module, "_METRICS"),
     (metrics_module, "_CURVE_POINTS"),
 )
@@ -311,3 +312,21 @@ def _help(command: str) -> str:
 
     sub = next(a for a in build_parser()._actions if hasattr(a, "choices") and a.choices)
     return sub.choices[command].format_help()
+
+
+@pytest.mark.usefixtures("registries")
+def test_a_setting_left_unset_takes_the_modality_s_value_on_its_data() -> None:
+    """``Modality.unset`` fills a setting left ``None`` on that modality's data only (the
+    text modality's ``joint_views``: false); ``--help`` notes it; a setting whose default
+    is not ``None`` cannot be given one."""
+    register_modality(Modality("spread", ("spread",), unset=(("joint_views", True),)))
+    register_dataset("spread_rings", load_rings, "spread")
+    assert TrainConfig(dataset="spread_rings").joint_views is True
+    assert TrainConfig(dataset="spread_rings", joint_views=False).joint_views is False
+    assert TrainConfig(dataset="digits").joint_views is None  # the framework's
+    assert TrainConfig(dataset="sst5").joint_views is False  # the text modality's
+    assert modality_module.setting_notes("joint_views") == (
+        "text: default false; spread: default true"
+    )
+    with pytest.raises(ValueError, match="sets 'epochs' when unset: no config setting whose"):
+        register_modality(Modality("eager", ("eager",), unset=(("epochs", 3),)))
