@@ -9,10 +9,11 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..engine import PRECISIONS
+from ..engine import DEVICES, PRECISIONS
 from ..text.encoder import POOLINGS
 from ..text.senteval_names import CLASSIFIERS, KFOLD
 from ..text.senteval_names import TASKS as TASK_NAMES
+from ..training.settings import listed
 
 if TYPE_CHECKING:
     from ..text.senteval import SentEvalResult
@@ -42,7 +43,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--stsb", help="folder with sts-{train,dev,test}.csv (default: DATA/STS/STSBenchmark)"
     )
     parser.add_argument("--tasks", default=TASKS, help="comma-separated subset of: " + TASKS)
-    parser.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:N or mps")
+    parser.add_argument("--device", default="auto", help=listed(DEVICES))
     parser.add_argument("--batch-size", type=int, default=128, help="encoding batch size")
     parser.add_argument(
         "--precision",

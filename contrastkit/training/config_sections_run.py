@@ -9,13 +9,14 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from ..engine import COMPILE_MODES, LR_SCALINGS, OPTIMIZERS, PRECISIONS, SCHEDULES
+from ..engine import COMPILE_MODES, DEVICES, LR_SCALINGS, OPTIMIZERS, PRECISIONS, SCHEDULES
 from .defaults import WARMUP_RULE, by_optimizer
 from .settings import (
     boolean,
     boolean_or_null,
     comma_separated,
     finite_non_negative,
+    listed,
     number_in,
     positive_int,
     positive_int_or_null,
@@ -36,8 +37,8 @@ def _lr(name: str, value: Any) -> None:
 
 def _device(name: str, value: Any) -> None:
     cuda_n = isinstance(value, str) and value.startswith("cuda:") and value[5:].isdigit()
-    if not (value in ("auto", "cpu", "cuda", "mps") or cuda_n):
-        raise ValueError(f"{name} must be auto, cpu, cuda, cuda:N or mps, got {value!r}")
+    if not (value in DEVICES or cuda_n) or value == "cuda:N":
+        raise ValueError(f"{name} must be {listed(DEVICES)}, got {value!r}")
 
 
 def _clip(name: str, value: Any) -> None:
@@ -190,7 +191,8 @@ class EngineSection:
         section="engine",
         check=_device,
         environment=True,
-        help="auto (cuda, then mps, then cpu), cpu, cuda, cuda:N or mps",
+        help="{choices}",
+        choices={name: "cuda, then mps, then cpu" if name == "auto" else "" for name in DEVICES},
     )
     precision: str = S(
         "fp32",

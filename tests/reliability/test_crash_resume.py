@@ -28,9 +28,10 @@ CONFIG = dict(dataset="digits", epochs=3, batch_size=256, feature_dim=8, width=2
 # one kill inside each kind of write, then kills at random instants
 FAULTS = ["checkpoint.pt:1", "metrics.jsonl:2", "checkpoint.pt:3", "final.json:1"]
 RANDOM_KILLS = 3
-# SIGTERM at these fractions of the run's time: the run unwinds from wherever it is then, as
-# under `contrastkit train`, and exits 143
-TERMS = (0.25, 0.5)
+# SIGTERM once metrics.jsonl holds this many rows (an instant set by the run's progress, not
+# by a clock: a run faster than the timed one could end before a timed signal): the run
+# unwinds from wherever it is then, as under `contrastkit train`, and exits 143
+TERM_AT_ROWS = (1, 2)
 
 pytestmark = pytest.mark.skipif(
     "fork" not in multiprocessing.get_all_start_methods(), reason="needs fork"
@@ -53,17 +54,32 @@ def _train(out: str, fault: str | None) -> None:  # in a forked child
 def _run(
     out: Path,
     fault: str | None = None,
-    kill_after: float | None = None,
+    kill_after: float | int | None = None,
     signum: int = signal.SIGKILL,
 ) -> int:
+    """The child's exit code; ``signum`` sent after ``kill_after`` seconds (SIGKILL) or,
+    for SIGTERM, once ``metrics.jsonl`` holds ``kill_after`` rows."""
     child = multiprocessing.get_context("fork").Process(target=_train, args=(str(out), fault))
     child.start()
-    if kill_after is not None:
+    if kill_after is not None and signum == signal.SIGTERM:
+        while child.is_alive() and _rows(out / METRICS) < kill_after:
+            time.sleep(0.002)
+        if child.is_alive():
+            os.kill(child.pid, signum)  # type: ignore[arg-type]
+    elif kill_after is not None:
         child.join(kill_after)
         if child.is_alive():
             os.kill(child.pid, signum)  # type: ignore[arg-type]
     child.join()
     return int(child.exitcode or 0)
+
+
+def _rows(path: Path) -> int:
+    """Complete lines of ``path`` (0 while it does not exist)."""
+    try:
+        return path.read_bytes().count(b"\n")
+    except FileNotFoundError:
+        return 0
 
 
 def _result(out: Path) -> tuple[list[dict], dict, dict]:
@@ -86,7 +102,7 @@ def test_killed_runs_resume_bit_identically(tmp_path: Path) -> None:
     plans = [[(f, None, kill)] for f in FAULTS]
     plans.append([("checkpoint.pt:2", None, kill), ("metrics.jsonl:1", None, kill)])  # rewrite
     plans += [[(None, rng.uniform(0.05, duration), kill)] for _ in range(RANDOM_KILLS)]
-    plans += [[(None, fraction * duration, term)] for fraction in TERMS]
+    plans += [[(None, rows, term)] for rows in TERM_AT_ROWS]
     killed = 0
     for i, plan in enumerate(plans):
         out = tmp_path / f"run{i}"
