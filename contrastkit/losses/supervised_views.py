@@ -18,7 +18,7 @@ from .functional._negatives import gram_logsumexp
 from .functional._pair_terms import supervised_pair_terms
 from .functional._precision import in_dtype
 from .functional.supervised import LabelSimilarity, label_similarity
-from .views import _gathered_views, normalize
+from .views import _bf16_source, _gathered_views, normalize
 
 
 def check_labels(labels: object, n: int) -> Tensor:
@@ -121,14 +121,15 @@ def supervised_terms(
     labels = check_labels(labels, z1.shape[0])
     dtype = compute_dtype(z1, z2)
     n, keys, labels_all, offset = z1.shape[0], None, labels, 0
-    anchors = normalize(in_dtype(torch.cat([z1, z2]), dtype))  # both views at once
+    x = in_dtype(torch.cat([z1, z2]), dtype)  # both views at once
+    anchors = normalize(x)
     if gather_distributed and distributed.is_distributed():
         keys = _gathered_views(anchors, n)
         labels_all, offset = distributed.gather(labels), n * distributed.rank()
     exclude = self_exclude(n, labels_all.shape[0], offset, anchors.device)
-    lse = gram_logsumexp(
-        anchors, 1.0 / temperature, keys, None, exclude, block_size, backend, unit=True
-    )
+    source = _bf16_source(x, None, (z1, z2), keys is None)
+    args = (exclude, block_size, backend, True, source)
+    lse = gram_logsumexp(anchors, 1.0 / temperature, keys, None, *args)
     weigh, mass = label_weights(labels_all, n, offset, similarity, c, dtype, anchors.device)
     weighted = weigh(anchors if keys is None else keys, anchors)
     has_target = mass > 0

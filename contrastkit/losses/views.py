@@ -38,7 +38,7 @@ from .functional._common import (
 from .functional._gram_torch import needs_guard
 from .functional._negatives import GramNegatives
 from .functional._pair_terms import Temperature, cross_terms, dual_pair_terms, pair_terms
-from .functional._precision import in_dtype
+from .functional._precision import holds_bf16_values, in_dtype
 from .functional._scaled_terms import scaled_terms
 from .functional._view_terms import pairwise_terms, view_terms
 
@@ -104,7 +104,8 @@ def ntxent_negatives(
     dtype = compute_dtype(z1, z2)
     queue = _check_queue(queue, z1.shape[1], dtype)
     n = z1.shape[0]
-    anchors, keys = normalize(in_dtype(torch.cat([z1, z2]), dtype)), None  # both views at once
+    x = in_dtype(torch.cat([z1, z2]), dtype)  # both views at once
+    anchors, keys = normalize(x), None
     pos = _pair_products(anchors, n)
     total, offset = n, 0
     if gather_distributed and distributed.is_distributed():
@@ -112,7 +113,8 @@ def ntxent_negatives(
         total, offset = n * distributed.world_size(), n * distributed.rank()
     exclude = pair_exclude(n, total, offset, anchors.device)
     unit = queue is None  # the queue's rows are the caller's, of any norm
-    return pos, GramNegatives(anchors, keys, queue, exclude, block_size, backend, unit)
+    source = _bf16_source(x, None, (z1, z2), queue is None and keys is None)
+    return pos, GramNegatives(anchors, keys, queue, exclude, block_size, backend, unit, source)
 
 
 def fused_pair_terms(
@@ -194,6 +196,19 @@ def cross_view_terms(
     return cross_terms(in_dtype(q, dtype), in_dtype(k, dtype), w, temperature)
 
 
+def _bf16_source(
+    x: Tensor, kx: Tensor | None, given: tuple[Tensor, ...], applies: bool
+) -> tuple[Tensor, Tensor | None] | None:
+    """``(x, kx)`` for :class:`GramNegatives`' ``source`` where the rows ``x`` (and keys
+    ``kx``) are made of the ``given`` views, and those hold bfloat16 values
+    (:func:`.functional._precision.holds_bf16_values`: half-precision embeddings the
+    precision rule cast to float32), and the layout ``applies`` (no queue, nothing
+    gathered across ranks); else ``None``."""
+    if not applies or x.dtype is not torch.float32 or not holds_bf16_values(*given):
+        return None
+    return x, kx
+
+
 def _gathered_views(anchors: Tensor, n: int) -> Tensor:
     """``cat(z1_all, z2_all)``: every rank's first views, then every rank's second views,
     from this rank's ``anchors = cat(z1, z2)`` (gathered with gradient)."""
@@ -223,18 +238,22 @@ def cross_view_negatives(
     ``gather_distributed``); with a queue they are the queue's rows, constant. ``backend``
     as for :func:`ntxent_negatives`.
     """
-    q, k = check_views(query, key, min_rows=1 if queue is not None else 2, names=("query", "key"))
-    dtype = compute_dtype(q, k)
-    queue = _check_queue(queue, q.shape[1], dtype)
-    q, k = normalize(in_dtype(q, dtype)), normalize(in_dtype(k, dtype))
+    q_in, k_in = check_views(
+        query, key, min_rows=1 if queue is not None else 2, names=("query", "key")
+    )
+    dtype = compute_dtype(q_in, k_in)
+    queue = _check_queue(queue, q_in.shape[1], dtype)
+    x, kx = in_dtype(q_in, dtype), in_dtype(k_in, dtype)
+    q, k = normalize(x), normalize(kx)
     pos = (q * k).sum(dim=1)
     if queue is not None:
         return pos, GramNegatives(q, queue.detach(), None, None, block_size, backend)
-    offset = 0
-    if gather_distributed and distributed.is_distributed():
+    offset, gathered = 0, gather_distributed and distributed.is_distributed()
+    if gathered:
         k, offset = distributed.gather_with_grad(k), q.shape[0] * distributed.rank()
     exclude = query_exclude(q.shape[0], offset, q.device)
-    return pos, GramNegatives(q, k, None, exclude, block_size, backend, unit=True)
+    source = _bf16_source(x, kx, (q_in, k_in), not gathered)
+    return pos, GramNegatives(q, k, None, exclude, block_size, backend, True, source)
 
 
 @float32_compute
@@ -337,7 +356,8 @@ def multiview_negatives(
     v, n, d = views.shape
     dtype = compute_dtype(views)
     queue = _check_queue(queue, d, dtype)
-    z = normalize(in_dtype(views, dtype))
+    x = in_dtype(views, dtype)
+    z = normalize(x)
     gram = torch.einsum("and,bnd->nab", z, z)  # [N, V, V] per-sample view similarities
     pos_sim = gram[:, view_rows(v, z.device), other_views(v, z.device)]  # [N, V, V-1]
     pos_sim = pos_sim.transpose(0, 1).reshape(v * n, v - 1)
@@ -347,4 +367,6 @@ def multiview_negatives(
         total, offset = n * distributed.world_size(), n * distributed.rank()
     exclude = multiview_exclude(v, n, total, offset, z.device)
     unit = queue is None
-    return pos_sim, GramNegatives(anchors, keys, queue, exclude, block_size, backend, unit)
+    source = _bf16_source(x.reshape(v * n, d), None, (views,), queue is None and keys is None)
+    args = (exclude, block_size, backend, unit, source)
+    return pos_sim, GramNegatives(anchors, keys, queue, *args)

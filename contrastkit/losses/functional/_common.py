@@ -19,6 +19,10 @@ Precision, one rule for every loss of the package (functional and registered mod
 * it returns its result in the compute dtype: a float32 loss for half or float32 inputs, a
   float64 loss for float64 inputs. Gradients reach half-precision leaves in their own
   dtype (through the cast).
+* bfloat16 inputs keep their values through the cast, and the cast remembers it
+  (:func:`._precision.holds_bf16_values`): the Triton kernels multiply them on bfloat16
+  tensor cores, exactly, with the float32 values and gradients to float32 rounding
+  (:func:`._gram_triton.unit_logsumexp`).
 * ``backward`` called inside an autocast region: the fused kernels still run theirs in
   float32; the built-in ops' backward products follow the region (autocast's own
   behaviour, a relative error of order 2^-8 in bf16), so call ``backward`` outside it, as

@@ -24,6 +24,15 @@ every reduction accumulate in float32 whatever the input dtype.
   (bitwise reproducible runs) and need no float32 scratch buffer or contention on
   ``atomic_add``, at the price of one more ``a·kᵀ`` product in backward.
 
+``SCALED`` (the unit path, :func:`._gram_triton.unit_logsumexp`): ``a`` and ``k`` are raw
+bfloat16 rows with per-row scales ``ra [M]``, ``rk [K]`` (their inverse norms), so
+``s_ij = ra_i·rk_j·(a_i·k_j)``: a bfloat16 product accumulated in float32, exact, then
+scaled in float32. The gradients are those of the scaled rows ``ra_i·a_i`` (the caller
+takes them through the normalisation): ``Σ_j c_ij·rk_j·k_j``, the float32 coefficients
+``c_ij·rk_j`` split into three bfloat16 parts (``SPLIT``: ``hi + mid + lo`` equals the
+float32 value to about 2^-24 of it), each multiplied on tensor cores with the exact
+bfloat16 rows: three products, about float32's accuracy.
+
 For half-precision inputs the coefficients ``c`` are rounded to the input dtype before
 the backward products (tensor cores take both operands in one dtype), as flash attention
 does with its probabilities; the accumulation stays float32. ``UPCAST`` (set under the
@@ -54,6 +63,30 @@ def _dot(x, y, PRECISION: tl.constexpr, UPCAST: tl.constexpr):
 
 
 @triton.jit
+def _gdot(c, y, SPLIT: tl.constexpr, PRECISION: tl.constexpr, UPCAST: tl.constexpr):
+    """``c·y`` for float32 coefficients ``c``: with ``SPLIT`` (bfloat16 ``y``) ``c`` in
+    three bfloat16 parts, each product exact, so the sum is ``c·y`` to float32 accuracy;
+    else ``c`` rounded to ``y``'s dtype (float32: the ``PRECISION`` product)."""
+    if SPLIT:
+        hi = c.to(tl.bfloat16)
+        rest = c - hi.to(tl.float32)
+        mid = rest.to(tl.bfloat16)
+        lo = (rest - mid.to(tl.float32)).to(tl.bfloat16)
+        out = _dot(hi, y, PRECISION, UPCAST)
+        out += _dot(mid, y, PRECISION, UPCAST)
+        return out + _dot(lo, y, PRECISION, UPCAST)
+    return _dot(c.to(y.dtype), y, PRECISION, UPCAST)
+
+
+@triton.jit
+def _scales(r_ptr, idx, n, SCALED: tl.constexpr):
+    """The row scales ``r[idx]`` (0 past ``n``), or 1 without ``SCALED``."""
+    if SCALED:
+        return tl.load(r_ptr + idx, mask=idx < n, other=0.0)
+    return tl.full(idx.shape, 1.0, tl.float32)
+
+
+@triton.jit
 def _tile(
     a,
     k,
@@ -62,15 +95,21 @@ def _tile(
     cols,
     m,
     n_cols,
+    ra,
+    rk,
     R: tl.constexpr,
+    SCALED: tl.constexpr,
     PRECISION: tl.constexpr,
     UPCAST: tl.constexpr,
 ):
-    """``s = a·kᵀ`` ``[BLOCK_M, BLOCK_N]`` in float32 and the mask of its present entries:
-    columns < n_cols and not among the row's ``R`` excluded columns. Padding rows
-    (>= m) keep their columns, so their sums stay finite; they are never stored, and in
-    backward their zero ``u`` and zero anchors contribute nothing."""
+    """``s = a·kᵀ`` ``[BLOCK_M, BLOCK_N]`` in float32 (``SCALED``: times the row scales
+    ``ra`` and column scales ``rk``) and the mask of its present entries: columns <
+    n_cols and not among the row's ``R`` excluded columns. Padding rows (>= m) keep their
+    columns, so their sums stay finite; they are never stored, and in backward their zero
+    ``u`` and zero anchors contribute nothing."""
     s = _dot(a, tl.trans(k), PRECISION, UPCAST)
+    if SCALED:
+        s = s * ra[:, None] * rk[None, :]
     present = (cols[None, :] < n_cols) & (rows[:, None] >= 0)
     for t in tl.static_range(R):
         excluded = tl.load(excl_ptr + rows * R + t, mask=rows < m, other=-1)
@@ -92,6 +131,8 @@ def forward_kernel(
     a_ptr,
     k_ptr,
     excl_ptr,
+    ra_ptr,
+    rk_ptr,
     lse_ptr,
     mean_ptr,
     m,
@@ -99,6 +140,8 @@ def forward_kernel(
     d,
     scale,
     R: tl.constexpr,
+    SCALED: tl.constexpr,
+    SPLIT: tl.constexpr,
     WITH_MEAN: tl.constexpr,
     BLOCK_M: tl.constexpr,
     BLOCK_N: tl.constexpr,
@@ -110,13 +153,17 @@ def forward_kernel(
     rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_d = tl.arange(0, BLOCK_D)
     a = _load_rows(a_ptr, rows, m, offs_d, d)
+    ra = _scales(ra_ptr, rows, m, SCALED)
     run_max = tl.full([BLOCK_M], float("-inf"), tl.float32)
     run_sum = tl.zeros([BLOCK_M], tl.float32)
     run_dot = tl.zeros([BLOCK_M], tl.float32)  # Σ_j exp(σ s_ij - m_i)·s_ij
     for c0 in range(0, n_cols, BLOCK_N):
         cols = c0 + tl.arange(0, BLOCK_N)
         k = _load_rows(k_ptr, cols, n_cols, offs_d, d)
-        s, present = _tile(a, k, excl_ptr, rows, cols, m, n_cols, R, PRECISION, UPCAST)
+        rk = _scales(rk_ptr, cols, n_cols, SCALED)
+        s, present = _tile(
+            a, k, excl_ptr, rows, cols, m, n_cols, ra, rk, R, SCALED, PRECISION, UPCAST
+        )
         logits = tl.where(present, s * scale, float("-inf"))
         new_max = tl.maximum(run_max, tl.max(logits, axis=1))
         shift = tl.where(new_max == float("-inf"), 0.0, new_max)  # a row absent so far
@@ -136,6 +183,8 @@ def grad_anchors_kernel(
     a_ptr,
     k_ptr,
     excl_ptr,
+    ra_ptr,
+    rk_ptr,
     lse_ptr,
     u_ptr,
     v_ptr,
@@ -145,6 +194,8 @@ def grad_anchors_kernel(
     d,
     scale,
     R: tl.constexpr,
+    SCALED: tl.constexpr,
+    SPLIT: tl.constexpr,
     WITH_V: tl.constexpr,
     OWN: tl.constexpr,
     BLOCK_M: tl.constexpr,
@@ -164,6 +215,7 @@ def grad_anchors_kernel(
     rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_d = tl.arange(0, BLOCK_D)
     a = _load_rows(a_ptr, rows, m, offs_d, d)
+    ra = _scales(ra_ptr, rows, m, SCALED)
     lse = tl.load(lse_ptr + rows, mask=rows < m, other=0.0)
     u = tl.load(u_ptr + rows, mask=rows < m, other=0.0)
     v = tl.load(v_ptr + rows, mask=rows < m, other=0.0) if WITH_V else u
@@ -171,7 +223,10 @@ def grad_anchors_kernel(
     for c0 in range(0, n_cols, BLOCK_N):
         cols = c0 + tl.arange(0, BLOCK_N)
         k = _load_rows(k_ptr, cols, n_cols, offs_d, d)
-        s, present = _tile(a, k, excl_ptr, rows, cols, m, n_cols, R, PRECISION, UPCAST)
+        rk = _scales(rk_ptr, cols, n_cols, SCALED)
+        s, present = _tile(
+            a, k, excl_ptr, rows, cols, m, n_cols, ra, rk, R, SCALED, PRECISION, UPCAST
+        )
         c = _coefficients(s, present, lse, u, v, scale, WITH_V)
         if OWN:  # noqa: SIM102 - a compile-time branch around a run-time one
             if c0 < m:  # the transposed part: columns that are anchors too
@@ -188,7 +243,9 @@ def grad_anchors_kernel(
                     c += p_t * (u_c[None, :] + v_c[None, :] * s)
                 else:
                     c += p_t * u_c[None, :]
-        acc += _dot(c.to(k.dtype), k, PRECISION, UPCAST)
+        if SCALED:  # the gradient of the scaled rows: Σ_j c_ij·rk_j·k_j
+            c = c * rk[None, :]
+        acc += _gdot(c, k, SPLIT, PRECISION, UPCAST)
     mask = (rows[:, None] < m) & (offs_d[None, :] < d)
     out = da_ptr + rows[:, None] * d + offs_d[None, :]
     tl.store(out, acc.to(da_ptr.dtype.element_ty), mask=mask)
@@ -199,6 +256,8 @@ def grad_keys_kernel(
     a_ptr,
     k_ptr,
     excl_ptr,
+    ra_ptr,
+    rk_ptr,
     lse_ptr,
     u_ptr,
     v_ptr,
@@ -208,6 +267,8 @@ def grad_keys_kernel(
     d,
     scale,
     R: tl.constexpr,
+    SCALED: tl.constexpr,
+    SPLIT: tl.constexpr,
     WITH_V: tl.constexpr,
     BLOCK_M: tl.constexpr,
     BLOCK_N: tl.constexpr,
@@ -219,16 +280,22 @@ def grad_keys_kernel(
     cols = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
     offs_d = tl.arange(0, BLOCK_D)
     k = _load_rows(k_ptr, cols, n_own, offs_d, d)
+    rk = _scales(rk_ptr, cols, n_own, SCALED)
     acc = tl.zeros([BLOCK_N, BLOCK_D], tl.float32)
     for r0 in range(0, m, BLOCK_M):
         rows = r0 + tl.arange(0, BLOCK_M)
         a = _load_rows(a_ptr, rows, m, offs_d, d)
+        ra = _scales(ra_ptr, rows, m, SCALED)
         lse = tl.load(lse_ptr + rows, mask=rows < m, other=0.0)
         u = tl.load(u_ptr + rows, mask=rows < m, other=0.0)
         v = tl.load(v_ptr + rows, mask=rows < m, other=0.0) if WITH_V else u
-        s, present = _tile(a, k, excl_ptr, rows, cols, m, n_own, R, PRECISION, UPCAST)
+        s, present = _tile(
+            a, k, excl_ptr, rows, cols, m, n_own, ra, rk, R, SCALED, PRECISION, UPCAST
+        )
         c = _coefficients(s, present, lse, u, v, scale, WITH_V)
-        acc += _dot(tl.trans(c).to(a.dtype), a, PRECISION, UPCAST)
+        if SCALED:  # the gradient of the scaled keys: Σ_i c_ij·ra_i·a_i
+            c = c * ra[:, None]
+        acc += _gdot(tl.trans(c), a, SPLIT, PRECISION, UPCAST)
     mask = (cols[:, None] < n_own) & (offs_d[None, :] < d)
     out = dk_ptr + cols[:, None] * d + offs_d[None, :]
     tl.store(out, acc.to(dk_ptr.dtype.element_ty), mask=mask)

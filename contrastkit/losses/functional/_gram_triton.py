@@ -22,6 +22,12 @@ with float32 and with bfloat16 operands (``benchmarks/gpu_tile_sweep.py``,
 pressure with whole embeddings in a tile). float32 products run on tensor cores as three
 TF32 products (``tf32x3``, about float32's accuracy; see :func:`_precision`) unless
 ``torch.backends.cuda.matmul.allow_tf32`` asks for one.
+
+:func:`unit_logsumexp` and :func:`unit_softmax_mean` take un-normalised float32 rows that
+hold bfloat16 values (embeddings the precision rule cast) and compute the same statistics
+over their unit rows with one exact bfloat16 product forward and split-coefficient bfloat16
+products backward (:class:`_UnitGramStatistic`): 5 bfloat16 products a call where the
+float32 path takes 9 TF32 ones (docs/guides/performance.md, "the Triton unit path").
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ from torch import Tensor
 
 from ..._optional import triton_interpreted
 from . import _gram_kernels as kernels
+from ._common import NORM_EPS, unit_rows
 from ._gram_grad import differentiating_backward, gram_grads
 
 NUM_WARPS, NUM_STAGES = 4, 2
@@ -83,7 +90,7 @@ class _GramStatistic(torch.autograd.Function):
         lse, mean = a.new_empty(m, dtype=torch.float32), a.new_empty(m, dtype=torch.float32)
         if m > 0:
             kernels.forward_kernel[(triton.cdiv(m, tiles[0]),)](
-                *(a, k, excl, lse, mean, m, k.shape[0], d, scale),
+                *(a, k, excl, None, None, lse, mean, m, k.shape[0], d, scale),
                 **_meta(excl, tiles, a, WITH_MEAN=mode != "lse"),
             )
         ctx.save_for_backward(a, k, excl, lse, mean, anchors, keys)
@@ -100,37 +107,133 @@ class _GramStatistic(torch.autograd.Function):
                 anchors, keys, extra, excl, ctx.scale, ctx.mode, grad, ctx.needs_input_grad[1]
             )
             return *exact, None, None, None, None, None
-        scale, tiles, (m, d) = ctx.scale, ctx.tiles, a.shape
-        g = grad.float().contiguous()
-        if ctx.mode == "lse":  # ∂lse_i/∂s_ij = σ·p_ij
-            u, v = g * scale, None
-        elif ctx.mode == "mean":  # ∂E_i/∂s_ij = p_ij·(1 + σ·(s_ij - E_i))
-            u, v = g * (1.0 - scale * mean), g * scale
-        else:  # detached weights: ∂E_i/∂s_ij = p_ij
-            u, v = g, None
-        args = (a, k, excl, lse, u, v)
-        meta = _meta(excl, tiles, a, WITH_V=v is not None)
-        need_anchors, need_keys = ctx.needs_input_grad[0], ctx.needs_input_grad[1]
-        grad_a = grad_k = None
-        if need_anchors:  # own keys: their part as keys too, in the same kernel
-            grad_a = torch.zeros_like(a)
-            if m > 0:
-                kernels.grad_anchors_kernel[(triton.cdiv(m, tiles[0]),)](
-                    *args, grad_a, m, k.shape[0], d, scale, OWN=ctx.own_keys, **meta
-                )
-        if need_keys:
-            grad_k = k.new_zeros(ctx.n_own, d)
-            if m > 0 and ctx.n_own > 0:
-                kernels.grad_keys_kernel[(triton.cdiv(ctx.n_own, tiles[1]),)](
-                    *args, grad_k, m, ctx.n_own, d, scale, **meta
-                )
+        grad_a, grad_k = _kernel_grads(
+            ctx, (a, k, excl, None, None), lse, mean, grad, ctx.needs_input_grad[:2]
+        )
         return grad_a, grad_k, None, None, None, None, None
 
 
-def _meta(excl: Tensor | None, tiles: tuple[int, int], a: Tensor, **flags: bool) -> dict:
-    """The compile-time arguments shared by the kernels."""
+class _UnitGramStatistic(torch.autograd.Function):
+    """:class:`_GramStatistic` over the unit rows of ``x [M, d]`` and of ``kx [K, d]``
+    (``None``: ``x``'s own), both float32 tensors of bfloat16 values
+    (:func:`._precision.holds_bf16_values`): ``s_ij = r_i·r'_j·(x_i·kx_j)`` with the
+    inverse norms ``r`` (0 for a row of norm <= ``NORM_EPS``, whose unit row
+    :func:`._common.unit_rows` makes 0), the products on bfloat16 tensor cores (exact in
+    float32), no normalised copy formed. Backward: the kernels' gradients of the unit rows
+    (``SPLIT`` products, :mod:`._gram_kernels`), then the normalisation's,
+    ``∂x = r·(∂u - u·(u·∂u))``, in torch. Double backward: by differentiating the
+    statistic's gradient formula (:func:`._gram_grad.gram_grads`) through ``unit_rows``."""
+
+    @staticmethod
+    def forward(  # type: ignore[override]
+        ctx,
+        x: Tensor,
+        kx: Tensor | None,
+        exclude: Tensor | None,
+        scale: float,
+        mode: str,
+        tiles: tuple[int, int],
+    ) -> Tensor:
+        ra = _inverse_norms(x)
+        rk = ra if kx is None else _inverse_norms(kx)
+        a = x.to(torch.bfloat16).contiguous()  # exact: x holds bfloat16 values
+        k = a if kx is None else kx.to(torch.bfloat16).contiguous()
+        excl = None if exclude is None else exclude.contiguous()
+        (m, d), n = a.shape, k.shape[0]
+        lse, mean = x.new_empty(m), x.new_empty(m)
+        if m > 0:
+            kernels.forward_kernel[(triton.cdiv(m, tiles[0]),)](
+                *(a, k, excl, ra, rk, lse, mean, m, n, d, scale),
+                **_meta(excl, tiles, a, scaled=True, WITH_MEAN=mode != "lse"),
+            )
+        ctx.save_for_backward(x, kx, a, k, excl, ra, rk, lse, mean)
+        ctx.scale, ctx.mode, ctx.tiles = scale, mode, tiles
+        ctx.n_own, ctx.own_keys = n, kx is None
+        return lse if mode == "lse" else mean
+
+    @staticmethod
+    def backward(ctx, grad: Tensor) -> tuple:  # type: ignore[override]
+        x, kx, a, k, excl, ra, rk, lse, mean = ctx.saved_tensors
+        needs = ctx.needs_input_grad[:2]
+        if differentiating_backward():
+            return *_unit_formula_grads(ctx, x, kx, excl, grad, needs), None, None, None, None
+        grad_u, grad_ku = _kernel_grads(ctx, (a, k, excl, ra, rk), lse, mean, grad, needs)
+        grad_x = None if grad_u is None else _through_norm(grad_u, a, ra)
+        grad_kx = None if grad_ku is None else _through_norm(grad_ku, k, rk)
+        return grad_x, grad_kx, None, None, None, None
+
+
+def _inverse_norms(x: Tensor) -> Tensor:
+    """``1/‖x_i‖`` ``[M]``, 0 for the rows of norm <= ``NORM_EPS`` (as :func:`unit_rows`)."""
+    norm = torch.linalg.vector_norm(x, dim=1)
+    return norm.reciprocal().masked_fill_(norm <= NORM_EPS, 0.0)
+
+
+def _through_norm(grad_u: Tensor, rows: Tensor, r: Tensor) -> Tensor:
+    """``∂x = r·(∂u - u·(u·∂u))`` for the unit rows ``u = r·rows`` (``rows`` bfloat16)."""
+    u = rows.float() * r[:, None]
+    return (grad_u - u * (u * grad_u).sum(dim=1, keepdim=True)) * r[:, None]
+
+
+def _unit_formula_grads(
+    ctx, x: Tensor, kx: Tensor | None, excl: Tensor | None, grad: Tensor, needs: tuple
+) -> tuple[Tensor | None, Tensor | None]:
+    """``(∂x, ∂kx)`` as recorded torch operations (a backward differentiated in turn)."""
+    u = unit_rows(x)
+    ku = None if kx is None else unit_rows(kx)
+    grad_u, grad_ku = gram_grads(u, ku, None, excl, ctx.scale, ctx.mode, grad, bool(needs[1]))
+    chains = [(u, x, grad_u)] if needs[0] else []
+    if grad_ku is not None:
+        chains.append((ku, kx, grad_ku))
+    outputs, inputs, vectors = zip(*chains, strict=True) if chains else ((), (), ())
+    found = list(torch.autograd.grad(outputs, inputs, vectors, create_graph=True)) if chains else []
+    grad_x = found.pop(0) if needs[0] else None
+    return grad_x, found.pop(0) if found else None
+
+
+def _kernel_grads(
+    ctx, tensors: tuple, lse: Tensor, mean: Tensor, grad: Tensor, needs: tuple[bool, bool]
+) -> tuple[Tensor | None, Tensor | None]:
+    """The backward kernels' ``(∂a, ∂k)`` (``None`` where not needed) for the incoming
+    ``grad [M]``; ``tensors = (a, k, excl, ra, rk)``, the row scales ``None`` unless the
+    unit path's (then ``∂a, ∂k`` are the scaled rows' gradients, in float32)."""
+    a, k, excl, ra, rk = tensors
+    scale, tiles, (m, d) = ctx.scale, ctx.tiles, a.shape
+    g = grad.float().contiguous()
+    if ctx.mode == "lse":  # ∂lse_i/∂s_ij = σ·p_ij
+        u, v = g * scale, None
+    elif ctx.mode == "mean":  # ∂E_i/∂s_ij = p_ij·(1 + σ·(s_ij - E_i))
+        u, v = g * (1.0 - scale * mean), g * scale
+    else:  # detached weights: ∂E_i/∂s_ij = p_ij
+        u, v = g, None
+    args = (a, k, excl, ra, rk, lse, u, v)
+    meta = _meta(excl, tiles, a, WITH_V=v is not None, scaled=ra is not None)
+    out = torch.float32 if ra is not None else a.dtype
+    grad_a = grad_k = None
+    if needs[0]:  # own keys: their part as keys too, in the same kernel
+        grad_a = torch.zeros(m, d, dtype=out, device=a.device)
+        if m > 0:
+            kernels.grad_anchors_kernel[(triton.cdiv(m, tiles[0]),)](
+                *args, grad_a, m, k.shape[0], d, scale, OWN=ctx.own_keys, **meta
+            )
+    if needs[1]:
+        grad_k = torch.zeros(ctx.n_own, d, dtype=out, device=a.device)
+        if m > 0 and ctx.n_own > 0:
+            kernels.grad_keys_kernel[(triton.cdiv(ctx.n_own, tiles[1]),)](
+                *args, grad_k, m, ctx.n_own, d, scale, **meta
+            )
+    return grad_a, grad_k
+
+
+def _meta(
+    excl: Tensor | None, tiles: tuple[int, int], a: Tensor, scaled: bool = False, **flags: bool
+) -> dict:
+    """The compile-time arguments shared by the kernels; ``scaled``: the unit path's
+    bfloat16 rows with row scales (``SCALED`` and ``SPLIT``)."""
     return {
         "R": 0 if excl is None else excl.shape[1],
+        "SCALED": scaled,
+        "SPLIT": scaled,
         "BLOCK_M": tiles[0],
         "BLOCK_N": tiles[1],
         "BLOCK_D": kernels.block_d(a.shape[1]),
@@ -140,6 +243,32 @@ def _meta(excl: Tensor | None, tiles: tuple[int, int], a: Tensor, **flags: bool)
         "num_stages": NUM_STAGES,
         **flags,
     }
+
+
+def unit_logsumexp(
+    x: Tensor,
+    scale: float,
+    keys: Tensor | None = None,
+    exclude: Tensor | None = None,
+    tiles: tuple[int, int] | None = None,
+) -> Tensor:
+    """:func:`logsumexp` of ``unit_rows(x)`` over ``unit_rows(keys)`` (or the anchors'
+    own), for float32 ``x`` and ``keys`` that hold bfloat16 values: the similarity on
+    bfloat16 tensor cores, exact (:class:`_UnitGramStatistic`)."""
+    return _UnitGramStatistic.apply(x, keys, exclude, float(scale), "lse", _tiles(tiles))
+
+
+def unit_softmax_mean(
+    x: Tensor,
+    scale: float,
+    keys: Tensor | None = None,
+    exclude: Tensor | None = None,
+    detach_weights: bool = False,
+    tiles: tuple[int, int] | None = None,
+) -> Tensor:
+    """:func:`softmax_mean` of ``unit_rows(x)`` as :func:`unit_logsumexp`."""
+    mode = "mean_detached" if detach_weights else "mean"
+    return _UnitGramStatistic.apply(x, keys, exclude, float(scale), mode, _tiles(tiles))
 
 
 def _tiles(tiles: tuple[int, int] | None) -> tuple[int, int]:

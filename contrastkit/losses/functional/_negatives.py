@@ -99,6 +99,10 @@ class DenseNegatives(Negatives):
         return self if self.neg.dtype == dtype else DenseNegatives(self.neg, dtype)
 
 
+# (x, kx): float32 rows holding bfloat16 values, the anchors' and the keys' (None: own)
+Source = tuple[Tensor, Tensor | None]
+
+
 def _triton_gram() -> ModuleType:
     """The Triton implementation (:mod:`._gram_triton`), imported on first use; a missing
     ``triton`` raises :class:`~contrastkit._optional.MissingExtraError` naming the ``gpu``
@@ -119,6 +123,7 @@ def gram_softmax_mean(
     detach_weights: bool = False,
     backend: str = _backend.DEFAULT_BACKEND,
     unit: bool = False,
+    source: Source | None = None,
 ) -> Tensor:
     """Fused ``[M]`` softmax mean ``Σ_j softmax_j(scale·s_ij)·s_ij`` of the inner products
     ``s_ij = a_i·k_j`` with ``k = cat(keys or anchors, extra)``, ``scale > 0``; arguments
@@ -127,7 +132,7 @@ def gram_softmax_mean(
     if block_size is not None and block_size < 1:
         raise ValueError(f"block_size must be a positive integer or None, got {block_size}")
     anchors, keys, extra = _common_dtype(anchors, keys, extra)
-    args = (anchors, scale, keys, extra, exclude, block_size, detach_weights, backend, unit)
+    args = (anchors, scale, keys, extra, exclude, block_size, detach_weights, backend, unit, source)
     device = device_type_of(anchors)
     if not autocast_on(device):  # the common case: no region to build and enter
         return _softmax_mean(*args)
@@ -145,9 +150,13 @@ def _softmax_mean(
     detach_weights: bool,
     backend: str,
     unit: bool,
+    source: Source | None,
 ) -> Tensor:
     """:func:`gram_softmax_mean` on the backend ``backend`` resolves to."""
     if _backend.resolve(backend, anchors) == "triton":
+        if source is not None:
+            x, kx = source
+            return _triton_gram().unit_softmax_mean(x, scale, kx, exclude, detach_weights)
         return _triton_gram().softmax_mean(anchors, scale, keys, extra, exclude, detach_weights)
     return _gram_torch.softmax_mean(
         anchors, float(scale), keys, extra, exclude, block_size, bool(detach_weights), unit
@@ -163,6 +172,7 @@ def gram_logsumexp(
     block_size: int | None = None,
     backend: str = _backend.DEFAULT_BACKEND,
     unit: bool = False,
+    source: Source | None = None,
 ) -> Tensor:
     """Fused ``lse [M]`` over the key matrix ``k = cat(keys or anchors, extra)``.
 
@@ -176,11 +186,15 @@ def gram_logsumexp(
     underflow guard at moderate ``scale`` (:func:`._gram_torch.needs_guard`). ``scale``
     may be a 0-d tensor (MACL's adaptive ``1/τ_a``): the torch path uses it on the device,
     the Triton path reads it on the host (one synchronisation); it gets no gradient.
+    ``source = (x, kx)``: float32 rows holding bfloat16 values whose unit rows are
+    ``anchors`` and ``keys`` (``kx`` ``None`` for own keys; no ``extra``): the Triton path
+    then computes from them on bfloat16 tensor cores, exactly
+    (:func:`._gram_triton.unit_logsumexp`); the torch path ignores it.
     """
     if block_size is not None and block_size < 1:
         raise ValueError(f"block_size must be a positive integer or None, got {block_size}")
     anchors, keys, extra = _common_dtype(anchors, keys, extra)
-    args = (anchors, scale, keys, extra, exclude, block_size, backend, unit)
+    args = (anchors, scale, keys, extra, exclude, block_size, backend, unit, source)
     device = device_type_of(anchors)
     if not autocast_on(device):  # the common case: no region to build and enter
         return _logsumexp(*args)
@@ -197,9 +211,12 @@ def _logsumexp(
     block_size: int | None,
     backend: str,
     unit: bool,
+    source: Source | None,
 ) -> Tensor:
     """:func:`gram_logsumexp` on the backend ``backend`` resolves to."""
     if _backend.resolve(backend, anchors) == "triton":
+        if source is not None:
+            return _triton_gram().unit_logsumexp(source[0], float(scale), source[1], exclude)
         return _triton_gram().logsumexp(anchors, float(scale), keys, extra, exclude)
     scale = scale.detach() if isinstance(scale, Tensor) else float(scale)
     return _gram_torch.logsumexp(anchors, scale, keys, extra, exclude, block_size, unit)
@@ -223,9 +240,10 @@ class GramNegatives(Negatives):
     ``cat(keys or anchors, extra)``, minus the columns in ``exclude [M, r]``.
 
     SimCLR's 2N layout is ``anchors = cat(z1, z2)``, ``keys = None`` and ``exclude`` each
-    row's own index and its positive's; a MoCo queue is ``extra`` (constant). ``backend``
-    and ``unit`` (every row has norm <= 1) are passed to :func:`gram_logsumexp` and
-    :func:`gram_softmax_mean`.
+    row's own index and its positive's; a MoCo queue is ``extra`` (constant). ``backend``,
+    ``unit`` (every row has norm <= 1) and ``source`` (the bfloat16 values whose unit
+    rows the anchors and keys are, see :func:`gram_logsumexp`) are passed to
+    :func:`gram_logsumexp` and :func:`gram_softmax_mean`.
     """
 
     def __init__(
@@ -237,10 +255,11 @@ class GramNegatives(Negatives):
         block_size: int | None = None,
         backend: str = _backend.DEFAULT_BACKEND,
         unit: bool = False,
+        source: Source | None = None,
     ) -> None:
         self.anchors, self.keys, self.extra = anchors, keys, extra
         self.exclude, self.block_size = exclude, block_size
-        self.backend, self.unit = backend, unit
+        self.backend, self.unit, self.source = backend, unit, source
         own = anchors.shape[0] if keys is None else keys.shape[0]
         self._count = own + (0 if extra is None else extra.shape[0])
         self._count -= 0 if exclude is None else exclude.shape[1]
@@ -264,9 +283,8 @@ class GramNegatives(Negatives):
             return self
         keys, extra = (None if t is None else upcast_tensor(t) for t in (self.keys, self.extra))
         anchors = upcast_tensor(self.anchors)
-        return GramNegatives(
-            anchors, keys, extra, self.exclude, self.block_size, self.backend, self.unit
-        )
+        args = (self.exclude, self.block_size, self.backend, self.unit, self.source)
+        return GramNegatives(anchors, keys, extra, *args)
 
     def logsumexp(self, scale: float | Tensor) -> Tensor:
         return gram_logsumexp(
@@ -278,6 +296,7 @@ class GramNegatives(Negatives):
             self.block_size,
             self.backend,
             self.unit,
+            self.source,
         )
 
     def softmax_mean(self, scale: float, detach_weights: bool = False) -> Tensor:
@@ -291,4 +310,5 @@ class GramNegatives(Negatives):
             detach_weights,
             self.backend,
             self.unit,
+            self.source,
         )

@@ -1,12 +1,17 @@
 """The compute dtype of the losses and a way out of an ambient ``torch.autocast`` region.
 
-The rule they implement is stated once, in :mod:`._common`.
+The rule they implement is stated once, in :mod:`._common`. A float32 tensor made here
+from a bfloat16 one (:func:`upcast_tensor`, :func:`in_dtype`) is remembered as holding
+bfloat16 values (:func:`holds_bf16_values`): their products are exact in float32 whether
+computed in float32 or on bfloat16 tensor cores, which the Triton kernels use
+(:mod:`._gram_triton`, :func:`unit_logsumexp <._gram_triton.unit_logsumexp>`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
+import weakref
 from typing import Any
 
 import torch
@@ -42,12 +47,44 @@ def device_type_of(t: Tensor | None) -> str:
 def in_dtype(x: Tensor, dtype: torch.dtype) -> Tensor:
     """``x.to(dtype)``, without the call (several microseconds of host time) when ``x``
     has that dtype already."""
-    return x if x.dtype is dtype else x.to(dtype)
+    if x.dtype is dtype:
+        return x
+    return (
+        _noted(x.to(dtype)) if x.dtype is torch.bfloat16 and dtype is torch.float32 else x.to(dtype)
+    )
 
 
 def upcast_tensor(x: Tensor) -> Tensor:
     """``x`` in float32 if it is float16 or bfloat16, else ``x`` itself."""
-    return x.float() if x.dtype in HALF else x
+    if x.dtype is torch.bfloat16:
+        return _noted(x.float())
+    return x.float() if x.dtype is torch.float16 else x
+
+
+# id -> weak reference of the float32 tensors made from bfloat16 ones (id-keyed: a tensor's
+# == compares elements, so it cannot be a WeakSet member); an entry leaves with its tensor
+_FROM_BF16: dict[int, weakref.ref] = {}
+
+
+def _noted(t: Tensor) -> Tensor:
+    """``t``, remembered as holding bfloat16 values (not while ``torch.compile`` traces)."""
+    if not torch.compiler.is_compiling():
+        key = id(t)
+        _FROM_BF16[key] = weakref.ref(t, lambda _, key=key: _FROM_BF16.pop(key, None))
+    return t
+
+
+def holds_bf16_values(*tensors: Tensor) -> bool:
+    """Whether every one of ``tensors`` is a float32 tensor made from a bfloat16 one by
+    :func:`upcast_tensor` or :func:`in_dtype` (so each value is a bfloat16 number); always
+    ``False`` while ``torch.compile`` traces."""
+    if torch.compiler.is_compiling():
+        return False
+    for t in tensors:
+        ref = _FROM_BF16.get(id(t))
+        if ref is None or ref() is not t:
+            return False
+    return True
 
 
 def autocast_on(device_type: str) -> bool:
