@@ -15,12 +15,13 @@ from contrastkit.cli import build_parser
 from contrastkit.commands import senteval, simcse
 from contrastkit.engine import PRECISIONS
 from contrastkit.text.data import STS_FORMATS
-from contrastkit.text.encoder import POOLINGS
+from contrastkit.text.encoder import DEFAULT_MODEL, DEFAULT_POOLING, POOLINGS
 from contrastkit.text.senteval import TASKS
 from contrastkit.text.senteval.run import run_senteval
 from contrastkit.text.senteval.transfer import Fitting
 from contrastkit.text.senteval_names import CLASSIFIERS, KFOLD
-from contrastkit.training import TrainConfig
+from contrastkit.training import TrainConfig, setting_notes
+from contrastkit.training.settings import listed
 
 
 def _actions(command: str) -> dict[str, argparse.Action]:
@@ -73,6 +74,19 @@ def test_the_default_classifier_and_folds_are_the_declared_ones() -> None:
     assert TrainConfig().senteval_classifier == CLASSIFIERS[0]
     assert actions["--kfold"].default == KFOLD
     assert inspect.signature(run_senteval).parameters["kfold"].default == KFOLD
+
+
+def test_the_text_modality_s_notes_come_from_its_constants() -> None:
+    """``train --help`` on the text settings: their names and unset values are the text
+    modality's notes, written from the encoder's and SentEval's constants."""
+    assert setting_notes("pooling") == (
+        f"text: {listed(POOLINGS)}; default the model folder's, else {DEFAULT_POOLING}"
+    )
+    assert DEFAULT_MODEL in setting_notes("text_model")
+    assert setting_notes("senteval_classifier") == f"text: {listed(CLASSIFIERS)}"
+    assert setting_notes("senteval_tasks") == f"text: default all {len(TASKS)}"
+    assert setting_notes("sts_format").startswith(f"text: {listed(STS_FORMATS)};")
+    assert TrainConfig(dataset="sst5").pooling is None  # resolved by the encoder, not here
 
 
 def test_the_names_and_the_cli_parser_load_without_scikit_learn() -> None:
