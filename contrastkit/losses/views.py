@@ -33,13 +33,13 @@ from .functional._common import (
     check_views,
     compute_dtype,
     float32_compute,
-    unit_rows,
 )
 from .functional._gram_torch import needs_guard
 from .functional._negatives import GramNegatives
 from .functional._pair_terms import Temperature, cross_terms, dual_pair_terms, pair_terms
 from .functional._precision import holds_bf16_values, in_dtype
 from .functional._scaled_terms import scaled_terms
+from .functional._unit_rows import unit_rows
 from .functional._view_terms import pairwise_terms, view_terms
 
 

@@ -22,7 +22,7 @@ from torch.autograd import gradgradcheck
 
 from contrastkit import losses
 from contrastkit.losses.examples import build, example_inputs
-from contrastkit.losses.functional import _common, _gram_torch, infonce
+from contrastkit.losses.functional import _gram_torch, _unit_rows, infonce
 from contrastkit.losses.functional._negatives import gram_logsumexp, gram_softmax_mean
 
 F64 = torch.float64
@@ -30,7 +30,7 @@ F64 = torch.float64
 
 def _plain_unit_rows(z):
     norm = torch.linalg.vector_norm(z, dim=-1, keepdim=True)
-    norm = norm.masked_fill(norm <= _common.NORM_EPS, math.inf)
+    norm = norm.masked_fill(norm <= _unit_rows.NORM_EPS, math.inf)
     return z / norm, norm
 
 
@@ -58,7 +58,7 @@ def _plain_mean(anchors, keys, extra, exclude, scale, block, detach, guard):
 
 
 PLAIN = {
-    _common._UnitRows: _plain_unit_rows,
+    _unit_rows._UnitRows: _plain_unit_rows,
     infonce._Terms: _plain_terms,
     _gram_torch._GramLogSumExp: _plain_lse,
     _gram_torch._GramSoftmaxMean: _plain_mean,
@@ -145,7 +145,7 @@ def _leaf(*shape: int, seed: int, scale: float = 1.0) -> torch.Tensor:
 
 
 def test_gradgradcheck_of_unit_rows_and_the_infonce_terms() -> None:
-    assert gradgradcheck(_common.unit_rows, [_leaf(4, 5, seed=0)])
+    assert gradgradcheck(_unit_rows.unit_rows, [_leaf(4, 5, seed=0)])
     pos, lse_neg = _leaf(6, seed=1), _leaf(6, seed=2)
     for temperature in (0.3, torch.tensor(0.3, dtype=F64)):
 
@@ -160,7 +160,7 @@ def test_gradgradcheck_of_unit_rows_and_the_infonce_terms() -> None:
 def test_a_zero_row_keeps_a_zero_second_derivative() -> None:
     z = torch.tensor([[0.0, 0.0, 0.0], [1.0, -2.0, 0.5]], dtype=F64, requires_grad=True)
     weight = torch.tensor([[1.0, 2.0, 3.0], [0.5, -1.0, 2.0]], dtype=F64)
-    (grad,) = torch.autograd.grad((_common.unit_rows(z) * weight).sum(), z, create_graph=True)
+    (grad,) = torch.autograd.grad((_unit_rows.unit_rows(z) * weight).sum(), z, create_graph=True)
     (second,) = torch.autograd.grad((grad**2).sum(), z)
     assert torch.equal(second[0], torch.zeros(3, dtype=F64))
     assert torch.isfinite(second).all() and second[1].abs().sum() > 0

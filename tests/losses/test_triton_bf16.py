@@ -21,13 +21,13 @@ pytest.importorskip("triton", reason="the Triton backend needs the gpu extra (tr
 from contrastkit import losses  # noqa: E402
 from contrastkit.losses import views  # noqa: E402
 from contrastkit.losses.functional import _gram_triton  # noqa: E402
-from contrastkit.losses.functional._common import unit_rows  # noqa: E402
 from contrastkit.losses.functional._negatives import gram_logsumexp, gram_softmax_mean  # noqa: E402
 from contrastkit.losses.functional._precision import (  # noqa: E402
     holds_bf16_values,
     in_dtype,
     upcast_tensor,
 )
+from contrastkit.losses.functional._unit_rows import unit_rows  # noqa: E402
 
 TILES = (16, 16)
 SCALE = 5.0

@@ -38,8 +38,8 @@ from torch import Tensor
 
 from ..._optional import triton_interpreted
 from . import _gram_kernels as kernels
-from ._common import NORM_EPS, unit_rows
 from ._gram_grad import differentiating_backward, gram_grads
+from ._unit_rows import NORM_EPS, unit_rows
 
 NUM_WARPS, NUM_STAGES = 4, 2
 TILES = (32, 64)  # (BLOCK_M, BLOCK_N) for every input dtype (see the module docstring)
@@ -118,7 +118,7 @@ class _UnitGramStatistic(torch.autograd.Function):
     (``None``: ``x``'s own), both float32 tensors of bfloat16 values
     (:func:`._precision.holds_bf16_values`): ``s_ij = r_i·r'_j·(x_i·kx_j)`` with the
     inverse norms ``r`` (0 for a row of norm <= ``NORM_EPS``, whose unit row
-    :func:`._common.unit_rows` makes 0), the products on bfloat16 tensor cores (exact in
+    :func:`._unit_rows.unit_rows` makes 0), the products on bfloat16 tensor cores (exact in
     float32), no normalised copy formed. Backward: the kernels' gradients of the unit rows
     (``SPLIT`` products, :mod:`._gram_kernels`), then the normalisation's,
     ``∂x = r·(∂u - u·(u·∂u))``, in torch. Double backward: by differentiating the

@@ -28,7 +28,7 @@ that bound (``σ·(s_ij - 1)``, the bias of the one matrix product), never overf
 check that with :func:`._gram_torch.needs_guard` and take the general path otherwise.
 Both terms are formed from the gap ``l - p`` of the shifted values (the shift cancels) as
 ``softplus`` and ``logsigmoid`` (:func:`.infonce.terms_of_gap`). Rows of norm
-<= ``NORM_EPS`` are zero rows with a zero gradient, as :func:`._common.unit_rows` makes them.
+<= ``NORM_EPS`` are zero rows with a zero gradient, as :func:`._unit_rows.unit_rows` makes them.
 
 Backward in closed form. With upstream gradients ``g`` (of ``-log P``) and ``h`` (of
 ``log W``): ``δ_i = g_i·W_i + h_i·P_i`` is the gradient of ``l_i`` and ``-δ_i`` that of
@@ -53,9 +53,9 @@ from collections.abc import Callable
 import torch
 from torch import Tensor
 
-from ._common import NORM_EPS, unit_rows
 from ._gram_grad import differentiating_backward
 from ._precision import no_autocast
+from ._unit_rows import NORM_EPS, unit_rows
 from .infonce import terms_of_gap
 
 Temperature = float | Callable[[Tensor], Tensor]  # τ, or the alignment A -> τ (MACL Eq. 7)
@@ -283,7 +283,7 @@ def _supervised(z1: Tensor, z2: Tensor, scale: float, exclude: Tensor, targets: 
 
 def _unit(z: Tensor) -> tuple[Tensor, Tensor]:
     """Unit rows and the norms ``[M, 1]``, ``inf`` for rows of norm <= ``NORM_EPS`` (zero
-    rows with a zero gradient, as :func:`._common.unit_rows`)."""
+    rows with a zero gradient, as :func:`._unit_rows.unit_rows`)."""
     norm = torch.linalg.vector_norm(z, dim=1, keepdim=True)
     norm = norm.masked_fill_(norm <= NORM_EPS, math.inf)
     return z / norm, norm

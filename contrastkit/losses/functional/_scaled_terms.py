@@ -32,10 +32,10 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from ._common import unit_rows
 from ._gram_grad import differentiating_backward
 from ._pair_terms import _recomputed_grads, _unit, _unit_backward
 from ._precision import no_autocast
+from ._unit_rows import unit_rows
 from .infonce import hcl_parts
 
 

@@ -41,10 +41,10 @@ import math
 import torch
 from torch import Tensor
 
-from ._common import unit_rows
 from ._gram_grad import differentiating_backward
 from ._pair_terms import _recomputed_grads, _unit, _unit_grad
 from ._precision import no_autocast
+from ._unit_rows import unit_rows
 from .infonce import terms_of_gap
 
 

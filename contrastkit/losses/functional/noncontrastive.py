@@ -9,7 +9,8 @@ import torch
 import torch.nn.functional as tf
 from torch import Tensor
 
-from ._common import check_views, compute_dtype, float32_compute, unit_rows
+from ._common import check_views, compute_dtype, float32_compute
+from ._unit_rows import unit_rows
 
 
 def off_diagonal(m: Tensor) -> Tensor:

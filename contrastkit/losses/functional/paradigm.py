@@ -26,7 +26,8 @@ import torch
 import torch.nn.functional as tf
 from torch import Tensor
 
-from ._common import check_positive, check_views, compute_dtype, float32_compute, unit_rows
+from ._common import check_positive, check_views, compute_dtype, float32_compute
+from ._unit_rows import unit_rows
 
 GD_KINDS = ("indicator", "fraction", "none")
 WEIGHT_KINDS = ("softmax", "hardest", "uniform")
