@@ -25,7 +25,9 @@
 # parameters against torch's foreach SGD; OPTIM_ARGS likewise) and `run` (one whole
 # `contrastkit train` run on the archive, its evaluation included, in bf16 with
 # `--compile --compile-mode reduce-overhead`: CUDA graphs through a run's evaluation too;
-# RUN_ARGS adds or overrides), e.g. SECTIONS="sweep losses train views optim run".
+# RUN_ARGS adds or overrides) and `kernels` (the Triton kernels' tests, KERNEL_TESTS, on the
+# device, where they compile for it; a failure is reported and the script goes on),
+# e.g. SECTIONS="kernels sweep losses train views optim run".
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 DEVICE=${DEVICE:-cuda}
@@ -41,6 +43,7 @@ BACKENDS=${BACKENDS:-}  # of torch,triton,compiled (default: torch,triton on CUD
 SECTIONS=${SECTIONS:-losses train}
 CIFAR=${CIFAR:-../shared/data/images/cifar10-jpeg.tar.gz}
 VARIANTS=${VARIANTS:-fp32,bf16,bf16+nchw,bf16+compile}
+KERNEL_TESTS=${KERNEL_TESTS:-tests/losses/test_triton.py tests/losses/test_triton_bf16.py tests/images/test_colour_triton.py}
 mkdir -p "$OUT"
 
 for section in $SECTIONS; do
@@ -86,8 +89,14 @@ for section in $SECTIONS; do
       "$PYTHON" "$HERE/gpu_tile_sweep.py" --device "$DEVICE" --dim "$DIM" ${SWEEP_ARGS:-} \
         | tee "$OUT/gpu_bench_sweep.txt"
       ;;
+    kernels)
+      # shellcheck disable=SC2086 # KERNEL_TESTS: test files, relative to the checkout
+      (cd "$HERE/.." && "$PYTHON" -m pytest -p no:cacheprovider -q -o addopts="" \
+        --import-mode=importlib $KERNEL_TESTS) | tee "$OUT/gpu_bench_kernels.txt" \
+        || echo "gpu_bench.sh: kernel tests failed, see $OUT/gpu_bench_kernels.txt" >&2
+      ;;
     *)
-      echo "gpu_bench.sh: unknown section '$section' (known: losses, sweep, train, views, optim, run)" >&2
+      echo "gpu_bench.sh: unknown section '$section' (known: losses, sweep, train, views, optim, run, kernels)" >&2
       exit 2
       ;;
   esac

@@ -4,7 +4,8 @@ records every case, its ``sweep`` section (Triton against torch and float64, the
 configurations) runs in Triton's interpreter on tiny shapes, its ``train`` section times
 a tiny image archive made here, its ``views`` section counts and times the views of a
 tiny batch, its ``optim`` section times the optimisers' steps, its ``run`` section trains
-and evaluates one whole run, and an unknown section is refused. The GPU numbers of
+and evaluates one whole run, its ``kernels`` section runs the Triton kernels' tests, and an
+unknown section is refused. The GPU numbers of
 issue #38 come from the same script on a GPU."""
 
 from __future__ import annotations
@@ -101,8 +102,28 @@ def test_compiled_backend_times_the_plain_version_and_the_losses_through_torch_c
 def test_unknown_section_is_refused() -> None:
     proc = _gpu_bench(timeout=None, SECTIONS="train_step")
     assert proc.returncode == 2
-    known = "(known: losses, sweep, train, views, optim, run)"
+    known = "(known: losses, sweep, train, views, optim, run, kernels)"
     assert f"unknown section 'train_step' {known}" in proc.stderr
+
+
+def test_kernels_section_runs_the_kernel_tests_and_goes_on_after_a_failure(
+    tmp_path: Path,
+) -> None:
+    """The Triton kernels' tests on the device (here the interpreter): their summary in
+    ``gpu_bench_kernels.txt``; a failing test is reported and the next section still runs."""
+    done = _gpu_bench(
+        SECTIONS="kernels", OUT=str(tmp_path), KERNEL_TESTS="tests/losses/test_triton_bf16.py"
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert re.search(r"\d+ passed", (tmp_path / "gpu_bench_kernels.txt").read_text())
+    failing = tmp_path / "failing"
+    failed = _gpu_bench(
+        SECTIONS="kernels optim", OUT=str(failing), KERNEL_TESTS="tests/no_such_test.py",
+        OPTIM_ARGS="--width 2 --steps 1 --rounds 1",
+    )  # fmt: skip
+    assert failed.returncode == 0, failed.stderr[-2000:]
+    assert "gpu_bench.sh: kernel tests failed" in failed.stderr
+    assert (failing / "gpu_bench_optim.txt").is_file()
 
 
 def test_optim_section_times_each_optimiser_against_foreach_sgd(tmp_path: Path) -> None:
