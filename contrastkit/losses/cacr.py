@@ -25,12 +25,14 @@ from ._diagnostics import DeviceDiagnostics
 from .functional import GramNegatives
 from .functional._backend import DEFAULT_BACKEND
 from .functional._common import check_positive
+from .functional._precision import same_values
 from .functional.cacr import REPULSION_COSTS, WEIGHTS, check_variant
 from .hparams import BACKEND, BLOCK_SIZE, FLAG, NONNEGATIVE, POSITIVE, Param
 from .registry import register
 from .views import (
     check_multiview,
-    cross_view_similarities,
+    cross_view_negatives,
+    cross_view_queue_negatives,
     fused_pair_terms,
     multiview_negatives,
     multiview_pair_terms,
@@ -187,7 +189,7 @@ class CACR(DeviceDiagnostics, nn.Module):
         return None if attraction is None or repulsion is None else (attraction, repulsion)
 
 
-@register("cmc", "views", "Tian et al., ECCV 2020 (CMC), full-graph Eq. (8)")
+@register("cmc", "views", "Tian et al., ECCV 2020 (CMC), full-graph Eq. (8)", fused_backends=True)
 class CMC(nn.Module):
     """CMC's full-graph multi-positive InfoNCE: the mean over every ordered pair of views
     ``(a, b)``, ``a ≠ b``, of InfoNCE with queries from view ``a``, positives the same
@@ -195,40 +197,62 @@ class CMC(nn.Module):
 
     Args:
         temperature: τ; 0.07 as in CMC and CACR's CMC (K = 4) baseline.
+        block_size: each pair's negatives ``block_size`` queries at a time, recomputed in
+            backward (memory O(N·block) instead of O(N²) per pair).
         gather_distributed: compute the loss of the global batch on every rank, from every
             rank's views gathered with gradient (:mod:`contrastkit.distributed`).
+        backend: the implementation of each pair's fused negatives, ``"torch"``,
+            ``"triton"`` or ``"auto"`` (see :class:`~contrastkit.losses.TwoViewContrastive`).
     """
 
-    param_ranges: ClassVar[dict[str, Param]] = {"temperature": POSITIVE, "gather_distributed": FLAG}
+    param_ranges: ClassVar[dict[str, Param]] = {
+        "temperature": POSITIVE,
+        "block_size": BLOCK_SIZE,
+        "gather_distributed": FLAG,
+        "backend": BACKEND,
+    }
 
-    def __init__(self, temperature: float = 0.07, *, gather_distributed: bool = False) -> None:
+    def __init__(
+        self,
+        temperature: float = 0.07,
+        *,
+        block_size: int | None = None,
+        gather_distributed: bool = False,
+        backend: str = DEFAULT_BACKEND,
+    ) -> None:
         super().__init__()
         self.temperature = temperature
+        self.block_size = block_size
         self.gather_distributed = gather_distributed
+        self.backend = backend
 
     def forward(self, views: Tensor, queue: Tensor | None = None) -> Tensor:
         """Without a queue, where :func:`views.fused_pair_terms` allows, in one fused
         ``autograd.Function`` (:func:`views.multiview_pair_terms`: one product per unordered
-        pair of views serves both directions); the same values and gradients to float32
-        rounding."""
+        pair of views serves both directions); else each ordered pair through the fused
+        negatives of :func:`views.cross_view_negatives` (with a queue:
+        :func:`views.cross_view_queue_negatives`). The same values and gradients to
+        float32 rounding."""
         views = check_multiview(views)
-        setting = (None, self.gather_distributed, "torch", views.shape[0])
+        v = views.shape[0]
+        setting = (self.block_size, self.gather_distributed, self.backend, v)
         if queue is None and fused_pair_terms(views[0], self.temperature, *setting):
             # every pair has N anchors: the mean of all terms is the mean of the pairs' means
             return multiview_pair_terms(views, self.temperature).mean()
         if self.gather_distributed:
             views = torch.stack(distributed.gather_all_with_grad(*views))
+        each = same_values(views, views.unbind(0))  # bfloat16 values stay known as such
         losses = [
-            F.info_nce(*cross_view_similarities(views[a], views[b]), self.temperature)
-            if queue is None
-            else F.info_nce(*_with_queue(views[a], views[b], queue), self.temperature)
-            for a, b in itertools.permutations(range(views.shape[0]), 2)
+            F.info_nce(*self._pair(each[a], each[b], queue), self.temperature)
+            for a, b in itertools.permutations(range(v), 2)
         ]
         return torch.stack(losses).mean()
 
-
-def _with_queue(query: Tensor, key: Tensor, queue: Tensor) -> tuple[Tensor, Tensor]:
-    """In-batch cross-view negatives followed by the queue's."""
-    pos, neg = cross_view_similarities(query, key)
-    _, queue_neg = cross_view_similarities(query, key, queue)
-    return pos, torch.cat([neg, queue_neg], dim=1)
+    def _pair(
+        self, query: Tensor, key: Tensor, queue: Tensor | None
+    ) -> tuple[Tensor, GramNegatives]:
+        """``(pos, negatives)`` of queries ``query`` against the keys ``key`` (and
+        ``queue``)."""
+        if queue is None:
+            return cross_view_negatives(query, key, None, self.block_size, False, self.backend)
+        return cross_view_queue_negatives(query, key, queue, self.block_size, self.backend)

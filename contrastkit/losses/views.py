@@ -257,6 +257,26 @@ def cross_view_negatives(
 
 
 @float32_compute
+def cross_view_queue_negatives(
+    query: Tensor,
+    key: Tensor,
+    queue: Tensor,
+    block_size: int | None = None,
+    backend: str = DEFAULT_BACKEND,
+) -> tuple[Tensor, GramNegatives]:
+    """CMC's layout with a memory: the negatives of ``q_i`` are the other keys of the batch
+    and then every row of the constant ``queue`` (the negatives of
+    :func:`cross_view_negatives` without a queue, and the queue's rows after them), never
+    materialised. ``backend`` as for :func:`ntxent_negatives`."""
+    q, k = check_views(query, key, names=("query", "key"))
+    dtype = compute_dtype(q, k)
+    memory = _check_queue(queue, q.shape[1], dtype).detach()
+    q, k = normalize(in_dtype(q, dtype)), normalize(in_dtype(k, dtype))
+    exclude = query_exclude(q.shape[0], 0, q.device)
+    return (q * k).sum(dim=1), GramNegatives(q, k, memory, exclude, block_size, backend)
+
+
+@float32_compute
 def cross_view_similarities(
     query: Tensor, key: Tensor, queue: Tensor | None = None
 ) -> tuple[Tensor, Tensor]:

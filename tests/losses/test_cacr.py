@@ -125,15 +125,26 @@ def test_cacr_module_queue_adds_negatives() -> None:
     assert CACR()(views, queue).item() == pytest.approx(ca + cr, rel=1e-10)
 
 
-def test_cmc_matches_loop_over_ordered_view_pairs() -> None:
-    views = torch.randn(4, 5, 6, generator=torch.Generator().manual_seed(9), dtype=torch.float64)
+@pytest.mark.parametrize(
+    "options", [{}, {"block_size": 2}, {"backend": "torch", "block_size": 3}], ids=str
+)
+@pytest.mark.parametrize("with_queue", [False, True], ids=["in-batch", "queue"])
+def test_cmc_matches_loop_over_ordered_view_pairs(options: dict, with_queue: bool) -> None:
+    """Eq. (8) in a float64 loop: the fused path, and the per-pair negatives (tiled by
+    ``block_size``); with a queue, its rows follow the batch's other samples."""
+    g = torch.Generator().manual_seed(9)
+    views = torch.randn(4, 5, 6, generator=g, dtype=torch.float64)
+    queue = torch.randn(3, 6, generator=g, dtype=torch.float64) if with_queue else None
     z = torch.nn.functional.normalize(views, dim=-1)
+    memory = [] if queue is None else list(torch.nn.functional.normalize(queue, dim=-1))
     tau, terms = 0.07, []
     for a, b in itertools.permutations(range(4), 2):
         for i in range(5):
             logits = [float(z[a, i] @ z[b, j]) / tau for j in range(5)]
+            logits += [float(z[a, i] @ w) / tau for w in memory]
             terms.append(-logits[i] + math.log(sum(math.exp(x) for x in logits)))
-    assert CMC(tau)(views).item() == pytest.approx(sum(terms) / len(terms), rel=1e-10)
+    value = CMC(tau, **options)(views, queue)
+    assert value.item() == pytest.approx(sum(terms) / len(terms), rel=1e-10)
 
 
 def test_views_need_two_views_and_two_samples() -> None:

@@ -182,7 +182,7 @@ def test_registry_declares_the_backends() -> None:
     fused = {n for n in losses.available() if losses.info(n).fused_backends}
     assert fused == {
         "ntxent", "infonce", "dcl", "dclw", "flatnce", "dual_temperature", "hcl", "macl",
-        "supcon", "lascon", "cacr",
+        "supcon", "lascon", "cacr", "cmc",
     }  # fmt: skip
     assert losses.get("ntxent", backend="triton").backend == "triton"
     assert isinstance(losses.get("vicreg", backend="auto"), losses.VICReg)  # dropped: torch only
@@ -218,6 +218,8 @@ def _module_inputs(kind: str, n: int = 13, d: int = 16) -> list[torch.Tensor]:
         ("lascon", {"similarity": "tanh"}, False),
         ("cacr", {}, False),
         ("cacr", {"detach_neg_weights": True}, True),
+        ("cmc", {}, False),
+        ("cmc", {}, True),  # in-batch negatives, then the queue's rows
     ],
 )
 def test_losses_match_across_backends(name: str, kwargs: dict, queue: bool) -> None:

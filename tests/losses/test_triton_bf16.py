@@ -124,6 +124,7 @@ def test_three_bfloat16_parts_hold_a_float32_coefficient() -> None:
         ("macl", "pair"),
         ("supcon", "labeled"),
         ("cacr", "views"),
+        ("cmc", "views"),
     ],
 )
 def test_losses_take_the_unit_path_for_bfloat16_embeddings(

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import weakref
+from collections.abc import Sequence
 from typing import Any
 
 import torch
@@ -72,6 +73,15 @@ def _noted(t: Tensor) -> Tensor:
         key = id(t)
         _FROM_BF16[key] = weakref.ref(t, lambda _, key=key: _FROM_BF16.pop(key, None))
     return t
+
+
+def same_values(source: Tensor, parts: Sequence[Tensor]) -> Sequence[Tensor]:
+    """``parts`` (slices of ``source``, or copies of its values), remembered as holding
+    bfloat16 values where ``source`` is known to (:func:`holds_bf16_values`)."""
+    if holds_bf16_values(source):
+        for t in parts:
+            _noted(t)
+    return parts
 
 
 def holds_bf16_values(*tensors: Tensor) -> bool:
