@@ -32,6 +32,8 @@ float32 path takes 9 TF32 ones (docs/guides/performance.md, "the Triton unit pat
 
 from __future__ import annotations
 
+import math
+
 import torch
 import triton
 from torch import Tensor
@@ -134,8 +136,9 @@ class _UnitGramStatistic(torch.autograd.Function):
         mode: str,
         tiles: tuple[int, int],
     ) -> Tensor:
-        ra = _inverse_norms(x)
-        rk = ra if kx is None else _inverse_norms(kx)
+        na = _norms(x)
+        nk = na if kx is None else _norms(kx)
+        ra, rk = na.reciprocal(), nk.reciprocal()  # 0 for the zero rows
         a = x.to(torch.bfloat16).contiguous()  # exact: x holds bfloat16 values
         k = a if kx is None else kx.to(torch.bfloat16).contiguous()
         excl = None if exclude is None else exclude.contiguous()
@@ -146,33 +149,37 @@ class _UnitGramStatistic(torch.autograd.Function):
                 *(a, k, excl, ra, rk, lse, mean, m, n, d, scale),
                 **_meta(excl, tiles, a, scaled=True, WITH_MEAN=mode != "lse"),
             )
-        ctx.save_for_backward(x, kx, a, k, excl, ra, rk, lse, mean)
+        ctx.save_for_backward(x, kx, a, k, excl, ra, rk, na, nk, lse, mean)
         ctx.scale, ctx.mode, ctx.tiles = scale, mode, tiles
         ctx.n_own, ctx.own_keys = n, kx is None
         return lse if mode == "lse" else mean
 
     @staticmethod
     def backward(ctx, grad: Tensor) -> tuple:  # type: ignore[override]
-        x, kx, a, k, excl, ra, rk, lse, mean = ctx.saved_tensors
+        x, kx, a, k, excl, ra, rk, na, nk, lse, mean = ctx.saved_tensors
         needs = ctx.needs_input_grad[:2]
         if differentiating_backward():
             return *_unit_formula_grads(ctx, x, kx, excl, grad, needs), None, None, None, None
         grad_u, grad_ku = _kernel_grads(ctx, (a, k, excl, ra, rk), lse, mean, grad, needs)
-        grad_x = None if grad_u is None else _through_norm(grad_u, a, ra)
-        grad_kx = None if grad_ku is None else _through_norm(grad_ku, k, rk)
+        grad_x = None if grad_u is None else _through_norm(grad_u, a, na)
+        grad_kx = None if grad_ku is None else _through_norm(grad_ku, k, nk)
         return grad_x, grad_kx, None, None, None, None
 
 
-def _inverse_norms(x: Tensor) -> Tensor:
-    """``1/‖x_i‖`` ``[M]``, 0 for the rows of norm <= ``NORM_EPS`` (as :func:`unit_rows`)."""
+def _norms(x: Tensor) -> Tensor:
+    """``‖x_i‖`` ``[M]``, ``inf`` for the rows of norm <= ``NORM_EPS`` (as :func:`unit_rows`,
+    whose zero rows then have a zero gradient)."""
     norm = torch.linalg.vector_norm(x, dim=1)
-    return norm.reciprocal().masked_fill_(norm <= NORM_EPS, 0.0)
+    return norm.masked_fill_(norm <= NORM_EPS, math.inf)
 
 
-def _through_norm(grad_u: Tensor, rows: Tensor, r: Tensor) -> Tensor:
-    """``∂x = r·(∂u - u·(u·∂u))`` for the unit rows ``u = r·rows`` (``rows`` bfloat16)."""
-    u = rows.float() * r[:, None]
-    return (grad_u - u * (u * grad_u).sum(dim=1, keepdim=True)) * r[:, None]
+def _through_norm(grad_u: Tensor, rows: Tensor, norm: Tensor) -> Tensor:
+    """``∂x = (∂u - u·(u·∂u))/‖x‖`` for the unit rows ``u = rows/‖x‖`` (``rows`` bfloat16):
+    :func:`unit_rows`' backward, operation for operation (a row along one axis, ``d = 1``,
+    gets an exactly zero gradient, as there)."""
+    norm = norm[:, None]
+    u = rows.float() / norm
+    return grad_u.addcmul(u, (grad_u * u).sum(dim=1, keepdim=True), value=-1.0) / norm
 
 
 def _unit_formula_grads(
