@@ -26,7 +26,8 @@
 # `contrastkit train` run on the archive, its evaluation included, in bf16 with
 # `--compile --compile-mode reduce-overhead`: CUDA graphs through a run's evaluation too;
 # RUN_ARGS adds or overrides) and `kernels` (the Triton kernels' tests, KERNEL_TESTS, on the
-# device, where they compile for it; a failure is reported and the script goes on),
+# device, where they compile for it, then FUZZ_CASES random cases of benchmarks/triton_fuzz.py
+# through both backends; a failure is reported and the script goes on),
 # e.g. SECTIONS="kernels sweep losses train views optim run".
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -43,6 +44,7 @@ BACKENDS=${BACKENDS:-}  # of torch,triton,compiled (default: torch,triton on CUD
 SECTIONS=${SECTIONS:-losses train}
 CIFAR=${CIFAR:-../shared/data/images/cifar10-jpeg.tar.gz}
 VARIANTS=${VARIANTS:-fp32,bf16,bf16+nchw,bf16+compile}
+FUZZ_CASES=${FUZZ_CASES:-300}
 KERNEL_TESTS=${KERNEL_TESTS:-tests/losses/test_triton.py tests/losses/test_triton_bf16.py tests/images/test_colour_triton.py}
 mkdir -p "$OUT"
 
@@ -94,6 +96,9 @@ for section in $SECTIONS; do
       (cd "$HERE/.." && "$PYTHON" -m pytest -p no:cacheprovider -q -o addopts="" \
         --import-mode=importlib $KERNEL_TESTS) | tee "$OUT/gpu_bench_kernels.txt" \
         || echo "gpu_bench.sh: kernel tests failed, see $OUT/gpu_bench_kernels.txt" >&2
+      "$PYTHON" "$HERE/triton_fuzz.py" --device "$DEVICE" --cases "$FUZZ_CASES" \
+        | tee "$OUT/gpu_bench_fuzz.txt" \
+        || echo "gpu_bench.sh: the backends differ, see $OUT/gpu_bench_fuzz.txt" >&2
       ;;
     *)
       echo "gpu_bench.sh: unknown section '$section' (known: losses, sweep, train, views, optim, run, kernels)" >&2

@@ -110,16 +110,24 @@ def test_kernels_section_runs_the_kernel_tests_and_goes_on_after_a_failure(
     tmp_path: Path,
 ) -> None:
     """The Triton kernels' tests on the device (here the interpreter): their summary in
-    ``gpu_bench_kernels.txt``; a failing test is reported and the next section still runs."""
+    ``gpu_bench_kernels.txt``, then random cases through both backends, one row per fused
+    loss; a failing test is reported and the next section still runs."""
     done = _gpu_bench(
-        SECTIONS="kernels", OUT=str(tmp_path), KERNEL_TESTS="tests/losses/test_triton_bf16.py"
+        SECTIONS="kernels",
+        OUT=str(tmp_path),
+        KERNEL_TESTS="tests/losses/test_triton_bf16.py",
+        FUZZ_CASES="6",
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert re.search(r"\d+ passed", (tmp_path / "gpu_bench_kernels.txt").read_text())
+    fuzz = (tmp_path / "gpu_bench_fuzz.txt").read_text()
+    rows = re.findall(r"^\| (\w+) \| (\d+) \| (\d+) \|", fuzz, flags=re.M)
+    assert {name for name, _, _ in rows} >= {"ntxent", "cmc", "supcon"}
+    assert sum(int(cases) for _, cases, _ in rows) == 6 and all(b == "0" for *_, b in rows)
     failing = tmp_path / "failing"
     failed = _gpu_bench(
         SECTIONS="kernels optim", OUT=str(failing), KERNEL_TESTS="tests/no_such_test.py",
-        OPTIM_ARGS="--width 2 --steps 1 --rounds 1",
+        FUZZ_CASES="1", OPTIM_ARGS="--width 2 --steps 1 --rounds 1",
     )  # fmt: skip
     assert failed.returncode == 0, failed.stderr[-2000:]
     assert "gpu_bench.sh: kernel tests failed" in failed.stderr
