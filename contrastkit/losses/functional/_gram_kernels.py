@@ -33,6 +33,10 @@ takes them through the normalisation): ``Σ_j c_ij·rk_j·k_j``, the float32 coe
 float32 value to about 2^-24 of it), each multiplied on tensor cores with the exact
 bfloat16 rows: three products, about float32's accuracy.
 
+``TWO`` (HCL's two log-sum-exps): a second ``lse2`` at the scale ``σ₂`` from the same
+tiles, a second online sum in the same pass; in backward
+``c_ij = p_ij·u_i + p2_ij·u2_i`` with ``p2_ij = exp(σ₂ s_ij - lse2_i)``.
+
 For half-precision inputs the coefficients ``c`` are rounded to the input dtype before
 the backward products (tensor cores take both operands in one dtype), as flash attention
 does with its probabilities; the accumulation stays float32. ``UPCAST`` (set under the
@@ -127,6 +131,23 @@ def _coefficients(s, present, lse, u, v, scale, WITH_V: tl.constexpr):
 
 
 @triton.jit
+def _second(s, present, lse2, u2, scale2):
+    """``p2_ij·u2_i`` with ``p2_ij = exp(σ₂ s_ij - lse2_i)``, 0 if absent (``TWO``)."""
+    return tl.where(present, tl.exp(s * scale2 - lse2[:, None]), 0.0) * u2[:, None]
+
+
+@triton.jit
+def _online(run_max, run_sum, logits):
+    """One tile's step of the online log-sum-exp: the new maximum and sum, and the
+    tile's exponentials and the old sum's decay (for other sums kept alongside)."""
+    new_max = tl.maximum(run_max, tl.max(logits, axis=1))
+    shift = tl.where(new_max == float("-inf"), 0.0, new_max)  # a row absent so far
+    decay = tl.exp(run_max - shift)
+    e = tl.exp(logits - shift[:, None])
+    return new_max, run_sum * decay + tl.sum(e, axis=1), e, decay
+
+
+@triton.jit
 def forward_kernel(
     a_ptr,
     k_ptr,
@@ -135,21 +156,25 @@ def forward_kernel(
     rk_ptr,
     lse_ptr,
     mean_ptr,
+    lse2_ptr,
     m,
     n_cols,
     d,
     scale,
+    scale2,
     R: tl.constexpr,
     SCALED: tl.constexpr,
     SPLIT: tl.constexpr,
     WITH_MEAN: tl.constexpr,
+    TWO: tl.constexpr,
     BLOCK_M: tl.constexpr,
     BLOCK_N: tl.constexpr,
     BLOCK_D: tl.constexpr,
     PRECISION: tl.constexpr,
     UPCAST: tl.constexpr,
 ):
-    """``lse [M]`` (and, ``WITH_MEAN``, the softmax mean ``E [M]``) of ``BLOCK_M`` rows."""
+    """``lse [M]`` (and, ``WITH_MEAN``, the softmax mean ``E [M]``; ``TWO``, ``lse2 [M]``
+    at ``scale2``) of ``BLOCK_M`` rows."""
     rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_d = tl.arange(0, BLOCK_D)
     a = _load_rows(a_ptr, rows, m, offs_d, d)
@@ -157,6 +182,8 @@ def forward_kernel(
     run_max = tl.full([BLOCK_M], float("-inf"), tl.float32)
     run_sum = tl.zeros([BLOCK_M], tl.float32)
     run_dot = tl.zeros([BLOCK_M], tl.float32)  # Σ_j exp(σ s_ij - m_i)·s_ij
+    run_max2 = tl.full([BLOCK_M], float("-inf"), tl.float32)
+    run_sum2 = tl.zeros([BLOCK_M], tl.float32)
     for c0 in range(0, n_cols, BLOCK_N):
         cols = c0 + tl.arange(0, BLOCK_N)
         k = _load_rows(k_ptr, cols, n_cols, offs_d, d)
@@ -165,15 +192,15 @@ def forward_kernel(
             a, k, excl_ptr, rows, cols, m, n_cols, ra, rk, R, SCALED, PRECISION, UPCAST
         )
         logits = tl.where(present, s * scale, float("-inf"))
-        new_max = tl.maximum(run_max, tl.max(logits, axis=1))
-        shift = tl.where(new_max == float("-inf"), 0.0, new_max)  # a row absent so far
-        decay = tl.exp(run_max - shift)
-        e = tl.exp(logits - shift[:, None])
-        run_sum = run_sum * decay + tl.sum(e, axis=1)
+        run_max, run_sum, e, decay = _online(run_max, run_sum, logits)
         if WITH_MEAN:
             run_dot = run_dot * decay + tl.sum(e * s, axis=1)
-        run_max = new_max
+        if TWO:
+            logits2 = tl.where(present, s * scale2, float("-inf"))
+            run_max2, run_sum2, _, _ = _online(run_max2, run_sum2, logits2)
     tl.store(lse_ptr + rows, run_max + tl.log(run_sum), mask=rows < m)
+    if TWO:
+        tl.store(lse2_ptr + rows, run_max2 + tl.log(run_sum2), mask=rows < m)
     if WITH_MEAN:
         tl.store(mean_ptr + rows, run_dot / run_sum, mask=rows < m)
 
@@ -188,15 +215,19 @@ def grad_anchors_kernel(
     lse_ptr,
     u_ptr,
     v_ptr,
+    lse2_ptr,
+    u2_ptr,
     da_ptr,
     m,
     n_cols,
     d,
     scale,
+    scale2,
     R: tl.constexpr,
     SCALED: tl.constexpr,
     SPLIT: tl.constexpr,
     WITH_V: tl.constexpr,
+    TWO: tl.constexpr,
     OWN: tl.constexpr,
     BLOCK_M: tl.constexpr,
     BLOCK_N: tl.constexpr,
@@ -219,6 +250,8 @@ def grad_anchors_kernel(
     lse = tl.load(lse_ptr + rows, mask=rows < m, other=0.0)
     u = tl.load(u_ptr + rows, mask=rows < m, other=0.0)
     v = tl.load(v_ptr + rows, mask=rows < m, other=0.0) if WITH_V else u
+    lse2 = tl.load(lse2_ptr + rows, mask=rows < m, other=0.0) if TWO else lse
+    u2 = tl.load(u2_ptr + rows, mask=rows < m, other=0.0) if TWO else u
     acc = tl.zeros([BLOCK_M, BLOCK_D], tl.float32)
     for c0 in range(0, n_cols, BLOCK_N):
         cols = c0 + tl.arange(0, BLOCK_N)
@@ -228,6 +261,8 @@ def grad_anchors_kernel(
             a, k, excl_ptr, rows, cols, m, n_cols, ra, rk, R, SCALED, PRECISION, UPCAST
         )
         c = _coefficients(s, present, lse, u, v, scale, WITH_V)
+        if TWO:
+            c += _second(s, present, lse2, u2, scale2)
         if OWN:  # noqa: SIM102 - a compile-time branch around a run-time one
             if c0 < m:  # the transposed part: columns that are anchors too
                 mine = cols < m
@@ -243,6 +278,11 @@ def grad_anchors_kernel(
                     c += p_t * (u_c[None, :] + v_c[None, :] * s)
                 else:
                     c += p_t * u_c[None, :]
+                if TWO:
+                    lse2_c = tl.load(lse2_ptr + cols, mask=mine, other=0.0)
+                    u2_c = tl.load(u2_ptr + cols, mask=mine, other=0.0)
+                    p2_t = tl.where(present_t, tl.exp(s * scale2 - lse2_c[None, :]), 0.0)
+                    c += p2_t * u2_c[None, :]
         if SCALED:  # the gradient of the scaled rows: Σ_j c_ij·rk_j·k_j
             c = c * rk[None, :]
         acc += _gdot(c, k, SPLIT, PRECISION, UPCAST)
@@ -261,15 +301,19 @@ def grad_keys_kernel(
     lse_ptr,
     u_ptr,
     v_ptr,
+    lse2_ptr,
+    u2_ptr,
     dk_ptr,
     m,
     n_own,
     d,
     scale,
+    scale2,
     R: tl.constexpr,
     SCALED: tl.constexpr,
     SPLIT: tl.constexpr,
     WITH_V: tl.constexpr,
+    TWO: tl.constexpr,
     BLOCK_M: tl.constexpr,
     BLOCK_N: tl.constexpr,
     BLOCK_D: tl.constexpr,
@@ -293,6 +337,10 @@ def grad_keys_kernel(
             a, k, excl_ptr, rows, cols, m, n_own, ra, rk, R, SCALED, PRECISION, UPCAST
         )
         c = _coefficients(s, present, lse, u, v, scale, WITH_V)
+        if TWO:
+            lse2 = tl.load(lse2_ptr + rows, mask=rows < m, other=0.0)
+            u2 = tl.load(u2_ptr + rows, mask=rows < m, other=0.0)
+            c += _second(s, present, lse2, u2, scale2)
         if SCALED:  # the gradient of the scaled keys: Σ_i c_ij·ra_i·a_i
             c = c * ra[:, None]
         acc += _gdot(tl.trans(c), a, SPLIT, PRECISION, UPCAST)

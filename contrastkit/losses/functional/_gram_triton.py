@@ -28,6 +28,8 @@ hold bfloat16 values (embeddings the precision rule cast) and compute the same s
 over their unit rows with one exact bfloat16 product forward and split-coefficient bfloat16
 products backward (:class:`_UnitGramStatistic`): 5 bfloat16 products a call where the
 float32 path takes 9 TF32 ones (docs/guides/performance.md, "the Triton unit path").
+:func:`logsumexp2` and :func:`unit_logsumexp2` give the log-sum-exps at two scales (HCL's)
+from one pass over the tiles, forward and backward.
 """
 
 from __future__ import annotations
@@ -62,7 +64,9 @@ def _precision(dtype: torch.dtype) -> str:
 
 class _GramStatistic(torch.autograd.Function):
     """The row statistic ``mode`` (``"lse"``, ``"mean"`` or ``"mean_detached"``) of the
-    ``scale``-softmax over ``s = anchors·kᵀ``; gradients for ``anchors`` and ``keys``.
+    softmax at each scale of ``scales`` over ``s = anchors·kᵀ`` (two scales: ``"lse"``
+    only, both log-sum-exps from one pass over the tiles, HCL's); gradients for
+    ``anchors`` and ``keys``.
 
     Double backward: exact. The kernels' backward is not differentiable, so a backward
     run with grad mode on (``create_graph=True``) returns :func:`._gram_grad.gram_grads`
@@ -80,37 +84,29 @@ class _GramStatistic(torch.autograd.Function):
         keys: Tensor | None,
         extra: Tensor | None,
         exclude: Tensor | None,
-        scale: float,
+        scales: tuple[float, ...],
         mode: str,
         tiles: tuple[int, int],
-    ) -> Tensor:
+    ) -> Tensor | tuple[Tensor, Tensor]:
         a = anchors.contiguous()
         own = a if keys is None else keys.to(a.dtype).contiguous()
         k = own if extra is None else torch.cat([own, extra.to(a.dtype)]).contiguous()
         excl = None if exclude is None else exclude.contiguous()
-        m, d = a.shape
-        lse, mean = a.new_empty(m, dtype=torch.float32), a.new_empty(m, dtype=torch.float32)
-        if m > 0:
-            kernels.forward_kernel[(triton.cdiv(m, tiles[0]),)](
-                *(a, k, excl, None, None, lse, mean, m, k.shape[0], d, scale),
-                **_meta(excl, tiles, a, WITH_MEAN=mode != "lse"),
-            )
-        ctx.save_for_backward(a, k, excl, lse, mean, anchors, keys)
-        ctx.scale, ctx.mode, ctx.tiles = scale, mode, tiles
+        stats = _forward(ctx, a, k, excl, (None, None), scales, mode, tiles)
+        ctx.save_for_backward(a, k, excl, *stats, anchors, keys)
         ctx.n_own, ctx.own_keys = own.shape[0], keys is None
-        return lse if mode == "lse" else mean
+        return _outputs(stats, scales, mode)
 
     @staticmethod
-    def backward(ctx, grad: Tensor) -> tuple:  # type: ignore[override]
-        a, k, excl, lse, mean, anchors, keys = ctx.saved_tensors
+    def backward(ctx, *grads: Tensor | None) -> tuple:  # type: ignore[override]
+        a, k, excl, lse, mean, lse2, anchors, keys = ctx.saved_tensors
         if differentiating_backward():
             extra = k[ctx.n_own :] if k.shape[0] > ctx.n_own else None
-            exact = gram_grads(
-                anchors, keys, extra, excl, ctx.scale, ctx.mode, grad, ctx.needs_input_grad[1]
-            )
+            need_keys = ctx.needs_input_grad[1]
+            exact = _formula_grads(ctx, anchors, keys, extra, excl, grads, need_keys)
             return *exact, None, None, None, None, None
         grad_a, grad_k = _kernel_grads(
-            ctx, (a, k, excl, None, None), lse, mean, grad, ctx.needs_input_grad[:2]
+            ctx, (a, k, excl, None, None), (lse, mean, lse2), grads, ctx.needs_input_grad[:2]
         )
         return grad_a, grad_k, None, None, None, None, None
 
@@ -123,7 +119,7 @@ class _UnitGramStatistic(torch.autograd.Function):
     :func:`._unit_rows.unit_rows` makes 0), the products on bfloat16 tensor cores (exact in
     float32), no normalised copy formed. Backward: the kernels' gradients of the unit rows
     (``SPLIT`` products, :mod:`._gram_kernels`), then the normalisation's,
-    ``∂x = r·(∂u - u·(u·∂u))``, in torch. Double backward: by differentiating the
+    ``∂x = (∂u - u·(u·∂u))/‖x‖``, in torch. Double backward: by differentiating the
     statistic's gradient formula (:func:`._gram_grad.gram_grads`) through ``unit_rows``."""
 
     @staticmethod
@@ -132,38 +128,84 @@ class _UnitGramStatistic(torch.autograd.Function):
         x: Tensor,
         kx: Tensor | None,
         exclude: Tensor | None,
-        scale: float,
+        scales: tuple[float, ...],
         mode: str,
         tiles: tuple[int, int],
-    ) -> Tensor:
+    ) -> Tensor | tuple[Tensor, Tensor]:
         na = _norms(x)
         nk = na if kx is None else _norms(kx)
         ra, rk = na.reciprocal(), nk.reciprocal()  # 0 for the zero rows
         a = x.to(torch.bfloat16).contiguous()  # exact: x holds bfloat16 values
         k = a if kx is None else kx.to(torch.bfloat16).contiguous()
         excl = None if exclude is None else exclude.contiguous()
-        (m, d), n = a.shape, k.shape[0]
-        lse, mean = x.new_empty(m), x.new_empty(m)
-        if m > 0:
-            kernels.forward_kernel[(triton.cdiv(m, tiles[0]),)](
-                *(a, k, excl, ra, rk, lse, mean, m, n, d, scale),
-                **_meta(excl, tiles, a, scaled=True, WITH_MEAN=mode != "lse"),
-            )
-        ctx.save_for_backward(x, kx, a, k, excl, ra, rk, na, nk, lse, mean)
-        ctx.scale, ctx.mode, ctx.tiles = scale, mode, tiles
-        ctx.n_own, ctx.own_keys = n, kx is None
-        return lse if mode == "lse" else mean
+        stats = _forward(ctx, a, k, excl, (ra, rk), scales, mode, tiles)
+        ctx.save_for_backward(x, kx, a, k, excl, ra, rk, na, nk, *stats)
+        ctx.n_own, ctx.own_keys = k.shape[0], kx is None
+        return _outputs(stats, scales, mode)
 
     @staticmethod
-    def backward(ctx, grad: Tensor) -> tuple:  # type: ignore[override]
-        x, kx, a, k, excl, ra, rk, na, nk, lse, mean = ctx.saved_tensors
+    def backward(ctx, *grads: Tensor | None) -> tuple:  # type: ignore[override]
+        x, kx, a, k, excl, ra, rk, na, nk, lse, mean, lse2 = ctx.saved_tensors
         needs = ctx.needs_input_grad[:2]
         if differentiating_backward():
-            return *_unit_formula_grads(ctx, x, kx, excl, grad, needs), None, None, None, None
-        grad_u, grad_ku = _kernel_grads(ctx, (a, k, excl, ra, rk), lse, mean, grad, needs)
+            return *_unit_formula_grads(ctx, x, kx, excl, grads, needs), None, None, None, None
+        stats = (lse, mean, lse2)
+        grad_u, grad_ku = _kernel_grads(ctx, (a, k, excl, ra, rk), stats, grads, needs)
         grad_x = None if grad_u is None else _through_norm(grad_u, a, na)
         grad_kx = None if grad_ku is None else _through_norm(grad_ku, k, nk)
         return grad_x, grad_kx, None, None, None, None
+
+
+def _forward(
+    ctx,
+    a: Tensor,
+    k: Tensor,
+    excl: Tensor | None,
+    row_scales: tuple[Tensor | None, Tensor | None],
+    scales: tuple[float, ...],
+    mode: str,
+    tiles: tuple[int, int],
+) -> tuple[Tensor, Tensor, Tensor]:
+    """The forward kernel's ``(lse, mean, lse2)`` (float32 ``[M]``; those the mode does not
+    fill are left empty); records the settings on ``ctx`` for backward."""
+    (m, d), n = a.shape, k.shape[0]
+    lse, mean, lse2 = (a.new_empty(m, dtype=torch.float32) for _ in range(3))
+    two = len(scales) == 2
+    if m > 0:
+        kernels.forward_kernel[(triton.cdiv(m, tiles[0]),)](
+            *(a, k, excl, *row_scales, lse, mean, lse2, m, n, d, scales[0], scales[-1]),
+            **_meta(excl, tiles, a, row_scales[0] is not None, WITH_MEAN=mode != "lse", TWO=two),
+        )
+    ctx.scales, ctx.mode, ctx.tiles = scales, mode, tiles
+    return lse, mean, lse2
+
+
+def _outputs(
+    stats: tuple[Tensor, Tensor, Tensor], scales: tuple[float, ...], mode: str
+) -> Tensor | tuple[Tensor, Tensor]:
+    """What the Functions return: the statistic, or both log-sum-exps for two scales."""
+    lse, mean, lse2 = stats
+    if len(scales) == 2:
+        return lse, lse2
+    return lse if mode == "lse" else mean
+
+
+def _formula_grads(
+    ctx, a: Tensor, k: Tensor | None, extra: Tensor | None, excl, grads: tuple, need_keys
+) -> tuple[Tensor | None, Tensor | None]:
+    """:func:`gram_grads` summed over the statistics whose gradient is given (recorded
+    torch operations, for a backward differentiated in turn)."""
+    total_a = total_k = None
+    for scale, grad in zip(ctx.scales, grads, strict=True):
+        if grad is None:
+            continue
+        ga, gk = gram_grads(a, k, extra, excl, scale, ctx.mode, grad, bool(need_keys))
+        total_a = ga if total_a is None else total_a + ga
+        if gk is not None:
+            total_k = gk if total_k is None else total_k + gk
+    if total_a is None:
+        total_a = torch.zeros_like(a)
+    return total_a, total_k
 
 
 def _norms(x: Tensor) -> Tensor:
@@ -183,12 +225,12 @@ def _through_norm(grad_u: Tensor, rows: Tensor, norm: Tensor) -> Tensor:
 
 
 def _unit_formula_grads(
-    ctx, x: Tensor, kx: Tensor | None, excl: Tensor | None, grad: Tensor, needs: tuple
+    ctx, x: Tensor, kx: Tensor | None, excl: Tensor | None, grads: tuple, needs: tuple
 ) -> tuple[Tensor | None, Tensor | None]:
     """``(∂x, ∂kx)`` as recorded torch operations (a backward differentiated in turn)."""
     u = unit_rows(x)
     ku = None if kx is None else unit_rows(kx)
-    grad_u, grad_ku = gram_grads(u, ku, None, excl, ctx.scale, ctx.mode, grad, bool(needs[1]))
+    grad_u, grad_ku = _formula_grads(ctx, u, ku, None, excl, grads, needs[1])
     chains = [(u, x, grad_u)] if needs[0] else []
     if grad_ku is not None:
         chains.append((ku, kx, grad_ku))
@@ -199,41 +241,49 @@ def _unit_formula_grads(
 
 
 def _kernel_grads(
-    ctx, tensors: tuple, lse: Tensor, mean: Tensor, grad: Tensor, needs: tuple[bool, bool]
+    ctx, tensors: tuple, stats: tuple, grads: tuple, needs: tuple[bool, bool]
 ) -> tuple[Tensor | None, Tensor | None]:
     """The backward kernels' ``(∂a, ∂k)`` (``None`` where not needed) for the incoming
-    ``grad [M]``; ``tensors = (a, k, excl, ra, rk)``, the row scales ``None`` unless the
-    unit path's (then ``∂a, ∂k`` are the scaled rows' gradients, in float32)."""
+    ``grads`` (one per statistic, ``None`` for one that gets none);
+    ``tensors = (a, k, excl, ra, rk)``, the row scales ``None`` unless the unit path's
+    (then ``∂a, ∂k`` are the scaled rows' gradients, in float32); ``stats = (lse, mean,
+    lse2)``."""
     a, k, excl, ra, rk = tensors
-    scale, tiles, (m, d) = ctx.scale, ctx.tiles, a.shape
-    g = grad.float().contiguous()
+    lse, mean, lse2 = stats
+    scales, tiles, (m, d) = ctx.scales, ctx.tiles, a.shape
+    g = [
+        a.new_zeros(m, dtype=torch.float32) if t is None else t.float().contiguous() for t in grads
+    ]
+    scale = scales[0]
     if ctx.mode == "lse":  # ∂lse_i/∂s_ij = σ·p_ij
-        u, v = g * scale, None
+        u, v = g[0] * scale, None
     elif ctx.mode == "mean":  # ∂E_i/∂s_ij = p_ij·(1 + σ·(s_ij - E_i))
-        u, v = g * (1.0 - scale * mean), g * scale
+        u, v = g[0] * (1.0 - scale * mean), g[0] * scale
     else:  # detached weights: ∂E_i/∂s_ij = p_ij
-        u, v = g, None
-    args = (a, k, excl, ra, rk, lse, u, v)
-    meta = _meta(excl, tiles, a, WITH_V=v is not None, scaled=ra is not None)
+        u, v = g[0], None
+    two = len(scales) == 2
+    u2 = g[1] * scales[1] if two else None
+    args = (a, k, excl, ra, rk, lse, u, v, lse2 if two else None, u2)
+    meta = _meta(excl, tiles, a, ra is not None, WITH_V=v is not None, TWO=two)
     out = torch.float32 if ra is not None else a.dtype
     grad_a = grad_k = None
     if needs[0]:  # own keys: their part as keys too, in the same kernel
         grad_a = torch.zeros(m, d, dtype=out, device=a.device)
         if m > 0:
             kernels.grad_anchors_kernel[(triton.cdiv(m, tiles[0]),)](
-                *args, grad_a, m, k.shape[0], d, scale, OWN=ctx.own_keys, **meta
+                *args, grad_a, m, k.shape[0], d, scale, scales[-1], OWN=ctx.own_keys, **meta
             )
     if needs[1]:
         grad_k = torch.zeros(ctx.n_own, d, dtype=out, device=a.device)
         if m > 0 and ctx.n_own > 0:
             kernels.grad_keys_kernel[(triton.cdiv(ctx.n_own, tiles[1]),)](
-                *args, grad_k, m, ctx.n_own, d, scale, **meta
+                *args, grad_k, m, ctx.n_own, d, scale, scales[-1], **meta
             )
     return grad_a, grad_k
 
 
 def _meta(
-    excl: Tensor | None, tiles: tuple[int, int], a: Tensor, scaled: bool = False, **flags: bool
+    excl: Tensor | None, tiles: tuple[int, int], a: Tensor, scaled: bool, **flags: bool
 ) -> dict:
     """The compile-time arguments shared by the kernels; ``scaled``: the unit path's
     bfloat16 rows with row scales (``SCALED`` and ``SPLIT``)."""
@@ -262,7 +312,7 @@ def unit_logsumexp(
     """:func:`logsumexp` of ``unit_rows(x)`` over ``unit_rows(keys)`` (or the anchors'
     own), for float32 ``x`` and ``keys`` that hold bfloat16 values: the similarity on
     bfloat16 tensor cores, exact (:class:`_UnitGramStatistic`)."""
-    return _UnitGramStatistic.apply(x, keys, exclude, float(scale), "lse", _tiles(tiles))
+    return _UnitGramStatistic.apply(x, keys, exclude, (float(scale),), "lse", _tiles(tiles))
 
 
 def unit_softmax_mean(
@@ -275,7 +325,7 @@ def unit_softmax_mean(
 ) -> Tensor:
     """:func:`softmax_mean` of ``unit_rows(x)`` as :func:`unit_logsumexp`."""
     mode = "mean_detached" if detach_weights else "mean"
-    return _UnitGramStatistic.apply(x, keys, exclude, float(scale), mode, _tiles(tiles))
+    return _UnitGramStatistic.apply(x, keys, exclude, (float(scale),), mode, _tiles(tiles))
 
 
 def _tiles(tiles: tuple[int, int] | None) -> tuple[int, int]:
@@ -297,7 +347,8 @@ def logsumexp(
     """Fused ``lse [M]`` (float32), as :func:`~._negatives.gram_logsumexp`; ``extra`` is
     constant. ``tiles`` overrides ``(BLOCK_M, BLOCK_N)`` (powers of two >= 16)."""
     extra = None if extra is None else extra.detach()
-    return _GramStatistic.apply(anchors, keys, extra, exclude, float(scale), "lse", _tiles(tiles))
+    scales = (float(scale),)
+    return _GramStatistic.apply(anchors, keys, extra, exclude, scales, "lse", _tiles(tiles))
 
 
 def softmax_mean(
@@ -312,4 +363,32 @@ def softmax_mean(
     """Fused softmax mean ``E [M]`` (float32), as :func:`~._negatives.gram_softmax_mean`."""
     extra = None if extra is None else extra.detach()
     mode = "mean_detached" if detach_weights else "mean"
-    return _GramStatistic.apply(anchors, keys, extra, exclude, float(scale), mode, _tiles(tiles))
+    scales = (float(scale),)
+    return _GramStatistic.apply(anchors, keys, extra, exclude, scales, mode, _tiles(tiles))
+
+
+def logsumexp2(
+    anchors: Tensor,
+    scales: tuple[float, float],
+    keys: Tensor | None = None,
+    extra: Tensor | None = None,
+    exclude: Tensor | None = None,
+    tiles: tuple[int, int] | None = None,
+) -> tuple[Tensor, Tensor]:
+    """The log-sum-exps at two scales (HCL's) from one pass over the similarity tiles, as
+    two calls of :func:`logsumexp` (and one backward pass for both)."""
+    extra = None if extra is None else extra.detach()
+    pair = (float(scales[0]), float(scales[1]))
+    return _GramStatistic.apply(anchors, keys, extra, exclude, pair, "lse", _tiles(tiles))
+
+
+def unit_logsumexp2(
+    x: Tensor,
+    scales: tuple[float, float],
+    keys: Tensor | None = None,
+    exclude: Tensor | None = None,
+    tiles: tuple[int, int] | None = None,
+) -> tuple[Tensor, Tensor]:
+    """:func:`logsumexp2` over the unit rows of bfloat16 values, as :func:`unit_logsumexp`."""
+    pair = (float(scales[0]), float(scales[1]))
+    return _UnitGramStatistic.apply(x, keys, exclude, pair, "lse", _tiles(tiles))

@@ -56,6 +56,11 @@ class Negatives(ABC):
         """``[M]`` differentiable ``log Σ_j exp(scale·neg_ij)``; ``scale >= 0``, a number or
         a 0-d tensor (not differentiated, never read on the host)."""
 
+    def logsumexps(self, scales: tuple[float, ...]) -> tuple[Tensor, ...]:
+        """:meth:`logsumexp` at each of ``scales`` (HCL's two): one call per scale, or
+        one pass for all where an implementation has it (:class:`GramNegatives`)."""
+        return tuple(self.logsumexp(c) for c in scales)
+
     @abstractmethod
     def softmax_mean(self, scale: float, detach_weights: bool = False) -> Tensor:
         """``[M]`` differentiable ``Σ_j p_ij·neg_ij`` with ``p_i = softmax_j(scale·neg_ij)``,
@@ -298,6 +303,20 @@ class GramNegatives(Negatives):
             self.unit,
             self.source,
         )
+
+    def logsumexps(self, scales: tuple[float, ...]) -> tuple[Tensor, ...]:
+        """Two scales on the Triton backend: both log-sum-exps from one pass of the kernels
+        over the similarity tiles (:func:`._gram_triton.logsumexp2`); otherwise one call
+        per scale."""
+        if len(scales) != 2 or _backend.resolve(self.backend, self.anchors) != "triton":
+            return super().logsumexps(scales)
+        anchors, keys, extra = _common_dtype(self.anchors, self.keys, self.extra)
+        pair = (float(scales[0]), float(scales[1]))
+        with no_autocast(device_type_of(anchors)):
+            if self.source is not None:
+                x, kx = self.source
+                return _triton_gram().unit_logsumexp2(x, pair, kx, self.exclude)
+            return _triton_gram().logsumexp2(anchors, pair, keys, extra, self.exclude)
 
     def softmax_mean(self, scale: float, detach_weights: bool = False) -> Tensor:
         return gram_softmax_mean(

@@ -262,7 +262,7 @@ def hcl(
     pos, neg = check_pos_neg(pos, neg)
     temperature = check_positive(temperature, "temperature")
     check_hcl(tau_plus, beta)
-    lse_hard, lse_soft = (neg.logsumexp(c) for c in hcl_scales(temperature, beta))
+    lse_hard, lse_soft = neg.logsumexps(hcl_scales(temperature, beta))
     per_anchor = hcl_parts(pos, lse_hard, lse_soft, neg.count(), temperature, tau_plus).loss
     return reduce(per_anchor, check_reduction(reduction))
 
