@@ -35,6 +35,12 @@ def _backbone(name: str, value: Any) -> None:
         raise ValueError(f"unknown backbone {value!r}; available: {', '.join(BACKBONES)}")
 
 
+def _framework(name: str, value: Any) -> None:
+    """One of the frameworks registered when the config is checked (not when declared)."""
+    if value not in FRAMEWORKS:
+        raise ValueError(f"unknown framework {value!r}; available: {', '.join(FRAMEWORKS)}")
+
+
 def _joint_views_defaults() -> str:
     """The frameworks' ``joint_views`` defaults for ``--help``: ``"joint: simclr, ...;
     separate: barlow_twins"``."""
@@ -186,6 +192,7 @@ class ModelSection:
     framework: str = S(
         "simclr",
         section="model",
+        check=_framework,
         choices=tuple(FRAMEWORKS),
         help="{choices}",
     )

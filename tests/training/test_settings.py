@@ -108,6 +108,7 @@ def test_a_list_flag_that_does_not_parse_is_one_error_naming_it() -> None:
         ({"optimizer": "rmsprop", "lr": -1}, "optimizer must be one of sgd, adam"),  # first
         ({"sgd_momentum": 1.0}, r"sgd_momentum must be a number in \[0, 1\), got 1.0"),
         ({"device": "tpu"}, "device must be auto, cpu, cuda, cuda:N or mps, got 'tpu'"),
+        ({"framework": "byol"}, "unknown framework 'byol'; available: simclr, moco"),
         ({"lr_milestones": [9, 5]}, "lr_milestones must be increasing positive epoch numbers"),
     ],
 )
