@@ -34,8 +34,6 @@ from one pass over the tiles, forward and backward.
 
 from __future__ import annotations
 
-import math
-
 import torch
 import triton
 from torch import Tensor
@@ -43,7 +41,7 @@ from torch import Tensor
 from ..._optional import triton_interpreted
 from . import _gram_kernels as kernels
 from ._gram_grad import differentiating_backward, gram_grads
-from ._unit_rows import NORM_EPS, unit_rows
+from ._unit_rows import row_norms, unit_grad, unit_rows
 
 NUM_WARPS, NUM_STAGES = 4, 2
 TILES = (32, 64)  # (BLOCK_M, BLOCK_N) for every input dtype (see the module docstring)
@@ -132,9 +130,10 @@ class _UnitGramStatistic(torch.autograd.Function):
         mode: str,
         tiles: tuple[int, int],
     ) -> Tensor | tuple[Tensor, Tensor]:
-        na = _norms(x)
-        nk = na if kx is None else _norms(kx)
-        ra, rk = na.reciprocal(), nk.reciprocal()  # 0 for the zero rows
+        na = row_norms(x)  # [M, 1], inf for the zero rows
+        nk = na if kx is None else row_norms(kx)
+        ra = na.reciprocal().view(-1)  # 0 for the zero rows
+        rk = ra if kx is None else nk.reciprocal().view(-1)
         a = x.to(torch.bfloat16).contiguous()  # exact: x holds bfloat16 values
         k = a if kx is None else kx.to(torch.bfloat16).contiguous()
         excl = None if exclude is None else exclude.contiguous()
@@ -151,8 +150,8 @@ class _UnitGramStatistic(torch.autograd.Function):
             return *_unit_formula_grads(ctx, x, kx, excl, grads, needs), None, None, None, None
         stats = (lse, mean, lse2)
         grad_u, grad_ku = _kernel_grads(ctx, (a, k, excl, ra, rk), stats, grads, needs)
-        grad_x = None if grad_u is None else _through_norm(grad_u, a, na)
-        grad_kx = None if grad_ku is None else _through_norm(grad_ku, k, nk)
+        grad_x = None if grad_u is None else unit_grad(grad_u, a.float() / na, na)
+        grad_kx = None if grad_ku is None else unit_grad(grad_ku, k.float() / nk, nk)
         return grad_x, grad_kx, None, None, None, None
 
 
@@ -206,22 +205,6 @@ def _formula_grads(
     if total_a is None:
         total_a = torch.zeros_like(a)
     return total_a, total_k
-
-
-def _norms(x: Tensor) -> Tensor:
-    """``‖x_i‖`` ``[M]``, ``inf`` for the rows of norm <= ``NORM_EPS`` (as :func:`unit_rows`,
-    whose zero rows then have a zero gradient)."""
-    norm = torch.linalg.vector_norm(x, dim=1)
-    return norm.masked_fill_(norm <= NORM_EPS, math.inf)
-
-
-def _through_norm(grad_u: Tensor, rows: Tensor, norm: Tensor) -> Tensor:
-    """``∂x = (∂u - u·(u·∂u))/‖x‖`` for the unit rows ``u = rows/‖x‖`` (``rows`` bfloat16):
-    :func:`unit_rows`' backward, operation for operation (a row along one axis, ``d = 1``,
-    gets an exactly zero gradient, as there)."""
-    norm = norm[:, None]
-    u = rows.float() / norm
-    return grad_u.addcmul(u, (grad_u * u).sum(dim=1, keepdim=True), value=-1.0) / norm
 
 
 def _unit_formula_grads(

@@ -55,7 +55,7 @@ from torch import Tensor
 
 from ._gram_grad import differentiating_backward
 from ._precision import no_autocast
-from ._unit_rows import NORM_EPS, unit_rows
+from ._unit_rows import unit_and_norm, unit_grad, unit_rows
 from .infonce import terms_of_gap
 
 Temperature = float | Callable[[Tensor], Tensor]  # τ, or the alignment A -> τ (MACL Eq. 7)
@@ -80,7 +80,7 @@ class _PairTerms(torch.autograd.Function):
         also_at: float | None = None,
     ) -> tuple[Tensor, Tensor, Tensor | None, Tensor | None, Tensor | None]:
         n = z1.shape[0]
-        u, norm = _unit(torch.cat([z1, z2]))
+        u, norm = unit_and_norm(torch.cat([z1, z2]))
         tau = alignment = None
         if callable(temperature):
             alignment = torch.dot(u[:n].reshape(-1), u[n:].reshape(-1)) / n  # one kernel
@@ -145,9 +145,9 @@ class _CrossTerms(torch.autograd.Function):
         ctx, query: Tensor, key: Tensor, queue: Tensor | None, temperature: float
     ) -> tuple[Tensor, Tensor]:
         scale, n = 1.0 / temperature, query.shape[0]
-        uv, norm = _unit(torch.cat([query, key]))  # both normalised at once
+        uv, norm = unit_and_norm(torch.cat([query, key]))  # both normalised at once
         u, v = uv[:n], uv[n:]
-        w = v if queue is None else _unit(queue)[0]
+        w = v if queue is None else unit_and_norm(queue)[0]
         p = torch.linalg.vecdot(u, v).sub_(1.0).mul_(scale)  # σ·(s - 1), the shift of l
         e = torch.addmm(u.new_full((), -scale), u, w.T, alpha=scale).exp_()
         if queue is None:
@@ -177,11 +177,11 @@ class _CrossTerms(torch.autograd.Function):
         with no_autocast(u.device.type):  # a backward inside autocast keeps float32 products
             grad_u = torch.mm(e, w).mul_(r).sub_(delta * v)
             if not ctx.needs_input_grad[1]:
-                return _unit_grad(grad_u, u, norm[:n]), None, None, None
+                return unit_grad(grad_u, u, norm[:n]), None, None, None
             grad_v = (delta * u).neg_()
             if queue is None:
                 grad_v = torch.addmm(grad_v, e.T, r * u)
-        grad = _unit_grad(torch.cat([grad_u, grad_v]), uv, norm)  # both rows' backward at once
+        grad = unit_grad(torch.cat([grad_u, grad_v]), uv, norm)  # both rows' backward at once
         return grad[:n], grad[n:], None, None
 
 
@@ -237,7 +237,7 @@ class _SupervisedTerms(torch.autograd.Function):
         ctx, z1: Tensor, z2: Tensor, temperature: float, exclude: Tensor, targets: Tensor
     ) -> Tensor:
         n = z1.shape[0]
-        u, norm = _unit(torch.cat([z1, z2]))
+        u, norm = unit_and_norm(torch.cat([z1, z2]))
         scale = 1.0 / temperature
         logits = torch.addmm(u.new_full((), -scale), u, u.T, alpha=scale)  # σ·(s - 1)
         own = torch.diagonal(targets)  # E_i'i': S leaves it out of both views' rows
@@ -281,23 +281,9 @@ def _supervised(z1: Tensor, z2: Tensor, scale: float, exclude: Tensor, targets: 
     return torch.where(mass > 0, lse - scale * weighted_sim, 0.0)
 
 
-def _unit(z: Tensor) -> tuple[Tensor, Tensor]:
-    """Unit rows and the norms ``[M, 1]``, ``inf`` for rows of norm <= ``NORM_EPS`` (zero
-    rows with a zero gradient, as :func:`._unit_rows.unit_rows`)."""
-    norm = torch.linalg.vector_norm(z, dim=1, keepdim=True)
-    norm = norm.masked_fill_(norm <= NORM_EPS, math.inf)
-    return z / norm, norm
-
-
-def _unit_grad(grad_u: Tensor, u: Tensor, norm: Tensor) -> Tensor:
-    """``∂z = (∂u - u·(u·∂u)) / ‖z‖`` for ``u = z/‖z‖``, in place in ``grad_u``."""
-    radial = torch.linalg.vecdot(grad_u, u)[:, None]
-    return grad_u.addcmul_(u, radial, value=-1.0).div_(norm)
-
-
 def _unit_backward(grad_u: Tensor, u: Tensor, norm: Tensor, n: int) -> tuple[Tensor, Tensor]:
-    """:func:`_unit_grad` of ``cat(z1, z2)``, split into the two views."""
-    grad_z = _unit_grad(grad_u, u, norm)
+    """:func:`unit_grad` of ``cat(z1, z2)``, split into the two views."""
+    grad_z = unit_grad(grad_u, u, norm)
     return grad_z[:n], grad_z[n:]
 
 

@@ -33,9 +33,9 @@ import torch
 from torch import Tensor
 
 from ._gram_grad import differentiating_backward
-from ._pair_terms import _recomputed_grads, _unit, _unit_backward
+from ._pair_terms import _recomputed_grads, _unit_backward
 from ._precision import no_autocast
-from ._unit_rows import unit_rows
+from ._unit_rows import unit_and_norm, unit_rows
 from .infonce import hcl_parts
 
 
@@ -50,7 +50,7 @@ class _ScaledTerms(torch.autograd.Function):
     def forward(  # type: ignore[override]
         ctx, z1: Tensor, z2: Tensor, scales: tuple[float, ...], exclude: Tensor
     ) -> tuple[Tensor, ...]:
-        u, norm = _unit(torch.cat([z1, z2]))
+        u, norm = unit_and_norm(torch.cat([z1, z2]))
         top = max(max(scales), 1.0)  # the shift; 1 when every scale is 0
         logits = torch.addmm(u.new_full((), -top), u, u.T, alpha=top)  # top·(s - 1)
         pos = logits.gather(1, exclude[:, 1:]).squeeze(1).div_(top).add_(1.0)

@@ -1,6 +1,8 @@
 """Unit rows: L2 normalisation with a zero gradient for zero rows, the first operation of
-every cosine-similarity loss (:func:`unit_rows`). A module of its own, under
-:mod:`._common` and the fused kernels' wrappers that use it (:mod:`._gram_triton`)."""
+every cosine-similarity loss (:func:`unit_rows`), and the pieces of it that the fused
+``autograd.Function`` s use inside their own forward and backward (:func:`row_norms`,
+:func:`unit_and_norm`, :func:`unit_grad`). A module of its own, under :mod:`._common`,
+the fused terms and the Triton wrappers (:mod:`._gram_triton`)."""
 
 from __future__ import annotations
 
@@ -10,6 +12,27 @@ import torch
 from torch import Tensor
 
 NORM_EPS = 1e-12  # rows with a smaller L2 norm count as zero rows
+
+
+def row_norms(z: Tensor) -> Tensor:
+    """``‖z‖`` over the last dimension ``[..., 1]``, ``inf`` for the rows of norm <=
+    ``NORM_EPS``: dividing by it makes them zero rows with a zero gradient."""
+    norm = torch.linalg.vector_norm(z, dim=-1, keepdim=True)
+    return norm.masked_fill_(norm <= NORM_EPS, math.inf)
+
+
+def unit_and_norm(z: Tensor) -> tuple[Tensor, Tensor]:
+    """The unit rows ``z/‖z‖`` and :func:`row_norms` (no autograd of their own: for the
+    forward of a Function whose backward calls :func:`unit_grad`)."""
+    norm = row_norms(z)
+    return z / norm, norm
+
+
+def unit_grad(grad_u: Tensor, u: Tensor, norm: Tensor) -> Tensor:
+    """``∂z = (∂u - u·(u·∂u)) / ‖z‖`` for ``u = z/‖z‖`` of ``[M, d]`` rows, in place in
+    ``grad_u``."""
+    radial = torch.linalg.vecdot(grad_u, u)[:, None]
+    return grad_u.addcmul_(u, radial, value=-1.0).div_(norm)
 
 
 def unit_rows(z: Tensor) -> Tensor:
@@ -36,9 +59,7 @@ class _UnitRows(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, z: Tensor) -> tuple[Tensor, Tensor]:  # type: ignore[override]
-        norm = torch.linalg.vector_norm(z, dim=-1, keepdim=True)
-        norm = norm.masked_fill_(norm <= NORM_EPS, math.inf)
-        unit = z / norm
+        unit, norm = unit_and_norm(z)
         ctx.save_for_backward(unit, norm)
         ctx.set_materialize_grads(False)
         return unit, norm

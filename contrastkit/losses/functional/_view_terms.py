@@ -42,9 +42,9 @@ import torch
 from torch import Tensor
 
 from ._gram_grad import differentiating_backward
-from ._pair_terms import _recomputed_grads, _unit, _unit_grad
+from ._pair_terms import _recomputed_grads
 from ._precision import no_autocast
-from ._unit_rows import unit_rows
+from ._unit_rows import unit_and_norm, unit_grad, unit_rows
 from .infonce import terms_of_gap
 
 
@@ -57,7 +57,7 @@ class _ViewTerms(torch.autograd.Function):
         ctx, views: Tensor, t_pos: float, scale: float, detach_pos: bool, detach_neg: bool
     ) -> tuple[Tensor, Tensor]:
         v, n, d = views.shape
-        u, norm = _unit(views.reshape(v * n, d))
+        u, norm = unit_and_norm(views.reshape(v * n, d))
         logits = torch.addmm(u.new_full((), -scale), u, u.T, alpha=scale)  # L = a·(s - 1)
         cost = torch.diagonal(logits.view(v, n, v, n), 0, 1, 3).mul(-2.0 / scale)  # [V, V, N]
         sharp = cost.mul(t_pos)
@@ -101,7 +101,7 @@ class _ViewTerms(torch.autograd.Function):
                 grad_u = near if grad_u is None else grad_u.add_(near)
         if grad_u is None:
             return None, *nothing
-        return _unit_grad(grad_u, u, norm).view(v, n, d), *nothing
+        return unit_grad(grad_u, u, norm).view(v, n, d), *nothing
 
 
 def _recomputed(
@@ -144,7 +144,7 @@ class _PairwiseTerms(torch.autograd.Function):
     ) -> Tensor:
         v, n, d = views.shape
         scale = 1.0 / temperature
-        u, norm = _unit(views.reshape(v * n, d))
+        u, norm = unit_and_norm(views.reshape(v * n, d))
         u3 = u.view(v, n, d)
         first, second = u3[pairs[0]], u3[pairs[1]]  # [P, N, d]
         e = torch.baddbmm(u.new_full((), -scale), first, second.transpose(1, 2), alpha=scale)
@@ -173,7 +173,7 @@ class _PairwiseTerms(torch.autograd.Function):
             torch.diagonal(coef, 0, 1, 2).copy_(-(delta[:count] + delta[count:]))
             grad_u = u.new_zeros(v, n, d).index_add_(0, pairs[0], torch.bmm(coef, second))
             grad_u.index_add_(0, pairs[1], torch.bmm(coef.transpose(1, 2), first))
-        return _unit_grad(grad_u.view(v * n, d), u, norm).view(v, n, d), None, None
+        return unit_grad(grad_u.view(v * n, d), u, norm).view(v, n, d), None, None
 
 
 def _pairwise_recomputed(views: Tensor, scale: float, pairs: Tensor) -> Tensor:
