@@ -267,13 +267,12 @@ def cross_view_queue_negatives(
     """CMC's layout with a memory: the negatives of ``q_i`` are the other keys of the batch
     and then every row of the constant ``queue`` (the negatives of
     :func:`cross_view_negatives` without a queue, and the queue's rows after them), never
-    materialised. ``backend`` as for :func:`ntxent_negatives`."""
-    q, k = check_views(query, key, names=("query", "key"))
-    dtype = compute_dtype(q, k)
-    memory = _check_queue(queue, q.shape[1], dtype).detach()
-    q, k = normalize(in_dtype(q, dtype)), normalize(in_dtype(k, dtype))
-    exclude = query_exclude(q.shape[0], 0, q.device)
-    return (q * k).sum(dim=1), GramNegatives(q, k, memory, exclude, block_size, backend)
+    materialised: :func:`cross_view_negatives`' negatives with the queue's rows as their
+    constant ``extra``. ``backend`` as for :func:`ntxent_negatives`."""
+    pos, batch = cross_view_negatives.__wrapped__(query, key, None, block_size, False, backend)
+    q = batch.anchors
+    memory = _check_queue(queue, q.shape[1], q.dtype).detach()
+    return pos, GramNegatives(q, batch.keys, memory, batch.exclude, block_size, backend)
 
 
 @float32_compute
