@@ -29,7 +29,7 @@ bfloat16 rows with per-row scales ``ra [M]``, ``rk [K]`` (their inverse norms), 
 ``s_ij = ra_i·rk_j·(a_i·k_j)``: a bfloat16 product accumulated in float32, exact, then
 scaled in float32. The gradients are those of the scaled rows ``ra_i·a_i`` (the caller
 takes them through the normalisation): ``Σ_j c_ij·rk_j·k_j``, the float32 coefficients
-``c_ij·rk_j`` split into three bfloat16 parts (``SPLIT``: ``hi + mid + lo`` equals the
+``c_ij·rk_j`` split into three bfloat16 parts (:func:`_gdot`: ``hi + mid + lo`` equals the
 float32 value to about 2^-24 of it), each multiplied on tensor cores with the exact
 bfloat16 rows: three products, about float32's accuracy.
 
@@ -164,7 +164,6 @@ def forward_kernel(
     scale2,
     R: tl.constexpr,
     SCALED: tl.constexpr,
-    SPLIT: tl.constexpr,
     WITH_MEAN: tl.constexpr,
     TWO: tl.constexpr,
     BLOCK_M: tl.constexpr,
@@ -225,7 +224,6 @@ def grad_anchors_kernel(
     scale2,
     R: tl.constexpr,
     SCALED: tl.constexpr,
-    SPLIT: tl.constexpr,
     WITH_V: tl.constexpr,
     TWO: tl.constexpr,
     OWN: tl.constexpr,
@@ -285,7 +283,7 @@ def grad_anchors_kernel(
                     c += p2_t * u2_c[None, :]
         if SCALED:  # the gradient of the scaled rows: Σ_j c_ij·rk_j·k_j
             c = c * rk[None, :]
-        acc += _gdot(c, k, SPLIT, PRECISION, UPCAST)
+        acc += _gdot(c, k, SCALED, PRECISION, UPCAST)
     mask = (rows[:, None] < m) & (offs_d[None, :] < d)
     out = da_ptr + rows[:, None] * d + offs_d[None, :]
     tl.store(out, acc.to(da_ptr.dtype.element_ty), mask=mask)
@@ -311,7 +309,6 @@ def grad_keys_kernel(
     scale2,
     R: tl.constexpr,
     SCALED: tl.constexpr,
-    SPLIT: tl.constexpr,
     WITH_V: tl.constexpr,
     TWO: tl.constexpr,
     BLOCK_M: tl.constexpr,
@@ -343,7 +340,7 @@ def grad_keys_kernel(
             c += _second(s, present, lse2, u2, scale2)
         if SCALED:  # the gradient of the scaled keys: Σ_i c_ij·ra_i·a_i
             c = c * ra[:, None]
-        acc += _gdot(tl.trans(c), a, SPLIT, PRECISION, UPCAST)
+        acc += _gdot(tl.trans(c), a, SCALED, PRECISION, UPCAST)
     mask = (cols[:, None] < n_own) & (offs_d[None, :] < d)
     out = dk_ptr + cols[:, None] * d + offs_d[None, :]
     tl.store(out, acc.to(dk_ptr.dtype.element_ty), mask=mask)

@@ -116,7 +116,7 @@ class _UnitGramStatistic(torch.autograd.Function):
     inverse norms ``r`` (0 for a row of norm <= ``NORM_EPS``, whose unit row
     :func:`._unit_rows.unit_rows` makes 0), the products on bfloat16 tensor cores (exact in
     float32), no normalised copy formed. Backward: the kernels' gradients of the unit rows
-    (``SPLIT`` products, :mod:`._gram_kernels`), then the normalisation's,
+    (split-coefficient products, :mod:`._gram_kernels`), then the normalisation's,
     ``∂x = (∂u - u·(u·∂u))/‖x‖``, in torch. Double backward: by differentiating the
     statistic's gradient formula (:func:`._gram_grad.gram_grads`) through ``unit_rows``."""
 
@@ -269,11 +269,10 @@ def _meta(
     excl: Tensor | None, tiles: tuple[int, int], a: Tensor, scaled: bool, **flags: bool
 ) -> dict:
     """The compile-time arguments shared by the kernels; ``scaled``: the unit path's
-    bfloat16 rows with row scales (``SCALED`` and ``SPLIT``)."""
+    bfloat16 rows with row scales (``SCALED``)."""
     return {
         "R": 0 if excl is None else excl.shape[1],
         "SCALED": scaled,
-        "SPLIT": scaled,
         "BLOCK_M": tiles[0],
         "BLOCK_N": tiles[1],
         "BLOCK_D": kernels.block_d(a.shape[1]),
