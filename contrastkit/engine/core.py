@@ -37,7 +37,7 @@ import torch
 from torch import Tensor, nn
 
 from .cpu_precision import warn_if_emulated
-from .device import select_device, to_device
+from .device import channels_last_default, grad_scaler, select_device, to_device
 
 PRECISIONS = {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}
 # torch.compile's modes: "reduce-overhead" replays CUDA graphs (fewer launches, more memory),
@@ -93,7 +93,7 @@ class Engine:
         self.channels_last = channels_last
         self.grad_accum = grad_accum
         self.clip_grad = clip_grad
-        self.scaler = _grad_scaler(self.device) if precision == "fp16" else None
+        self.scaler = grad_scaler(self.device) if precision == "fp16" else None
         self.micro_steps = 0  # backward passes so far
         self.optimizer_steps = 0
         self._window_finite: Tensor | None = None  # deferred check: the window's passes
@@ -377,23 +377,6 @@ def skips_on_device(optimizer: torch.optim.Optimizer) -> bool:
         return False
     said = getattr(optimizer, "skips_on_device", False)
     return said or all(group.get("fused") for group in optimizer.param_groups)
-
-
-def channels_last_default(device: torch.device, model: nn.Module) -> bool:
-    """The engine's ``channels_last`` when none is given: on for a CUDA device and a model
-    with a ``Conv2d`` (cuDNN's NHWC kernels; measured on an H200, a bf16 ResNet-18 SimCLR
-    step gained 36 %, ``docs/guides/performance.md``), off elsewhere (CPU and MPS: not
-    measured to gain)."""
-    return device.type == "cuda" and any(isinstance(m, nn.Conv2d) for m in model.modules())
-
-
-def _grad_scaler(device: torch.device) -> Any:
-    """``torch.amp.GradScaler`` for ``device`` (torch ≥ 2.3; CUDA's own class before)."""
-    if hasattr(torch.amp, "GradScaler"):
-        return torch.amp.GradScaler(device.type)
-    if device.type == "cuda":
-        return torch.cuda.amp.GradScaler()
-    raise ValueError(f"precision fp16 on {device.type} needs torch >= 2.3 (torch.amp.GradScaler)")
 
 
 def _total_norm(grads: list[Tensor]) -> Tensor:

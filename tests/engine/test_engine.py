@@ -12,7 +12,7 @@ from torch import nn
 
 from contrastkit import losses
 from contrastkit.engine import Engine, NonFiniteError, build_optimizer
-from contrastkit.engine.core import channels_last_default
+from contrastkit.engine.device import channels_last_default
 
 
 def linear_problem() -> tuple[nn.Linear, torch.Tensor, torch.Tensor]:
