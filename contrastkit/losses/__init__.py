@@ -6,6 +6,7 @@ NTXent()
 """
 
 from . import functional, views
+from ._fused_settings import FusedSettings
 from .alignment import AlignUniform
 from .amcl import AMCL
 from .amcl_temperature import AdaptiveTemperature
@@ -65,6 +66,7 @@ __all__ = [
     "CosineTemperature",
     "DualTemperature",
     "FlatNCE",
+    "FusedSettings",
     "InfoNCE",
     "LASCon",
     "LossInfo",

@@ -17,17 +17,18 @@ import itertools
 from typing import ClassVar
 
 import torch
-from torch import Tensor, nn
+from torch import Tensor
 
 from .. import distributed
 from . import functional as F
 from ._diagnostics import DeviceDiagnostics
+from ._fused_settings import FusedSettings
 from .functional import GramNegatives
 from .functional._backend import DEFAULT_BACKEND
 from .functional._common import check_positive
 from .functional._precision import same_values
 from .functional.cacr import REPULSION_COSTS, WEIGHTS, check_variant
-from .hparams import BACKEND, BLOCK_SIZE, FLAG, NONNEGATIVE, POSITIVE, Param
+from .hparams import FLAG, NONNEGATIVE, POSITIVE, Param
 from .registry import register
 from .views import (
     check_multiview,
@@ -48,7 +49,7 @@ from .views import (
     diagnostics=True,
     fused_backends=True,
 )
-class CACR(DeviceDiagnostics, nn.Module):
+class CACR(DeviceDiagnostics, FusedSettings):
     """CACR over V views: each view in turn is the query, its K = V - 1 sibling views are
     the positives, and the V·(N - 1) views of the other samples (plus an optional
     ``queue``) are the negatives; the loss is averaged over all V·N queries, which matches
@@ -72,7 +73,7 @@ class CACR(DeviceDiagnostics, nn.Module):
         gather_distributed: negatives from every rank's samples; each rank's loss is the
             mean over its own queries (:mod:`contrastkit.distributed`).
         backend: the implementation of the fused repulsion statistics, ``"torch"``,
-            ``"triton"`` or ``"auto"`` (see :class:`~contrastkit.losses.TwoViewContrastive`;
+            ``"triton"`` or ``"auto"`` (see :class:`~contrastkit.losses.FusedSettings`;
             uniform negative weights need no Gram statistic and stay plain torch).
 
     After each call :attr:`last_parts` holds ``(L_CA, L_CR)`` as floats (kept as device
@@ -84,13 +85,10 @@ class CACR(DeviceDiagnostics, nn.Module):
         "t_neg": NONNEGATIVE,
         "detach_pos_weights": FLAG,
         "detach_neg_weights": FLAG,
-        "block_size": BLOCK_SIZE,
-        "gather_distributed": FLAG,
         "pos_weights": Param.one_of(*WEIGHTS),
         "neg_weights": Param.one_of(*WEIGHTS),
         "repulsion_cost": Param.one_of(*REPULSION_COSTS),
         "rbf_precision": POSITIVE,
-        "backend": BACKEND,
     }
 
     def __init__(
@@ -108,10 +106,7 @@ class CACR(DeviceDiagnostics, nn.Module):
         gather_distributed: bool = False,
         backend: str = DEFAULT_BACKEND,
     ) -> None:
-        super().__init__()
-        self.block_size = block_size
-        self.gather_distributed = gather_distributed
-        self.backend = backend
+        super().__init__(block_size, gather_distributed, backend)
         self.t_pos = t_pos
         self.t_neg = t_neg
         self.detach_pos_weights = detach_pos_weights
@@ -138,9 +133,7 @@ class CACR(DeviceDiagnostics, nn.Module):
             detach = (self.detach_pos_weights, self.detach_neg_weights)
             attraction, repulsion = multiview_terms(views, t_pos, t_neg, *detach)
             return self._record(attraction.mean(), repulsion.mean())
-        pos_sim, negatives = multiview_negatives(
-            views, queue, self.block_size, self.gather_distributed, self.backend
-        )
+        pos_sim, negatives = multiview_negatives(views, queue, *self.fused_setting)
         return self._loss(pos_sim, negatives)
 
     def _fusable(self, views: Tensor) -> bool:
@@ -150,7 +143,7 @@ class CACR(DeviceDiagnostics, nn.Module):
             return False
         if not isinstance(views, Tensor) or views.dim() != 3:
             return False  # the general path's checks say what is wrong
-        setting = (self.block_size, self.gather_distributed, self.backend)
+        setting = self.fused_setting
         return fused_pair_terms(views[0], 0.5 / self.t_neg, *setting, views=views.shape[0])
 
     def queue_loss(self, query: Tensor, key: Tensor, queue: Tensor) -> Tensor:
@@ -190,7 +183,7 @@ class CACR(DeviceDiagnostics, nn.Module):
 
 
 @register("cmc", "views", "Tian et al., ECCV 2020 (CMC), full-graph Eq. (8)", fused_backends=True)
-class CMC(nn.Module):
+class CMC(FusedSettings):
     """CMC's full-graph multi-positive InfoNCE: the mean over every ordered pair of views
     ``(a, b)``, ``a ≠ b``, of InfoNCE with queries from view ``a``, positives the same
     samples in view ``b`` and negatives the other samples in view ``b`` (plus ``queue``).
@@ -202,15 +195,10 @@ class CMC(nn.Module):
         gather_distributed: compute the loss of the global batch on every rank, from every
             rank's views gathered with gradient (:mod:`contrastkit.distributed`).
         backend: the implementation of each pair's fused negatives, ``"torch"``,
-            ``"triton"`` or ``"auto"`` (see :class:`~contrastkit.losses.TwoViewContrastive`).
+            ``"triton"`` or ``"auto"`` (see :class:`~contrastkit.losses.FusedSettings`).
     """
 
-    param_ranges: ClassVar[dict[str, Param]] = {
-        "temperature": POSITIVE,
-        "block_size": BLOCK_SIZE,
-        "gather_distributed": FLAG,
-        "backend": BACKEND,
-    }
+    param_ranges: ClassVar[dict[str, Param]] = {"temperature": POSITIVE}
 
     def __init__(
         self,
@@ -220,11 +208,8 @@ class CMC(nn.Module):
         gather_distributed: bool = False,
         backend: str = DEFAULT_BACKEND,
     ) -> None:
-        super().__init__()
+        super().__init__(block_size, gather_distributed, backend)
         self.temperature = temperature
-        self.block_size = block_size
-        self.gather_distributed = gather_distributed
-        self.backend = backend
 
     def forward(self, views: Tensor, queue: Tensor | None = None) -> Tensor:
         """Without a queue, where :func:`views.fused_pair_terms` allows, in one fused
@@ -235,7 +220,7 @@ class CMC(nn.Module):
         float32 rounding."""
         views = check_multiview(views)
         v = views.shape[0]
-        setting = (self.block_size, self.gather_distributed, self.backend, v)
+        setting = (*self.fused_setting, v)
         if queue is None and fused_pair_terms(views[0], self.temperature, *setting):
             # every pair has N anchors: the mean of all terms is the mean of the pairs' means
             return multiview_pair_terms(views, self.temperature).mean()

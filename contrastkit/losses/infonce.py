@@ -24,10 +24,11 @@ from collections.abc import Callable
 from typing import ClassVar
 
 import torch
-from torch import Tensor, nn
+from torch import Tensor
 
 from .. import distributed
 from . import functional as F
+from ._fused_settings import FusedSettings
 from .functional import Negatives
 from .functional._backend import DEFAULT_BACKEND
 from .functional._scaled_terms import hcl_anchors
@@ -37,7 +38,7 @@ from .functional.infonce import (
     dual_weighted,
     hcl_scales,
 )
-from .hparams import BACKEND, BLOCK_SIZE, FLAG, NONNEGATIVE, POSITIVE, Param
+from .hparams import NONNEGATIVE, POSITIVE, Param
 from .registry import register
 from .views import (
     cross_view_negatives,
@@ -50,44 +51,18 @@ from .views import (
 )
 
 
-class TwoViewContrastive(nn.Module, ABC):
+class TwoViewContrastive(FusedSettings, ABC):
     """Base of the losses defined on ``(pos, neg)`` similarities in the 2N layout.
 
-    Args shared by every subclass (keyword-only):
-        block_size: compute the loss ``block_size`` anchors at a time, recomputing in
-            backward: extra memory O(2N·block_size) instead of O(4N²); same gradient.
-        gather_distributed: under ``torch.distributed``, contrast this rank's anchors with
-            every rank's views (see :mod:`contrastkit.distributed` for the gradient rule).
-        backend: ``"torch"``, ``"triton"`` (fused kernels: no ``[2N, 2N]`` tensor, O(N)
-            extra memory, CUDA tensors) or ``"auto"`` (the default: Triton for CUDA
-            batches of at least 16,384 rows where it imports, where an H200 measured it
-            faster); see :mod:`contrastkit.losses.functional._backend`. Same loss and
-            gradient to float32 rounding.
+    Args shared by every subclass (keyword-only): ``block_size``, ``gather_distributed``
+    and ``backend``, as for :class:`~contrastkit.losses.FusedSettings`.
     """
 
-    param_ranges: ClassVar[dict[str, Param]] = {
-        "block_size": BLOCK_SIZE,
-        "gather_distributed": FLAG,
-        "temperature": POSITIVE,
-        "backend": BACKEND,
-    }
-
-    def __init__(
-        self,
-        block_size: int | None = None,
-        gather_distributed: bool = False,
-        backend: str = DEFAULT_BACKEND,
-    ) -> None:
-        super().__init__()
-        self.block_size = block_size
-        self.gather_distributed = gather_distributed
-        self.backend = backend
+    param_ranges: ClassVar[dict[str, Param]] = {"temperature": POSITIVE}
 
     def forward(self, z1: Tensor, z2: Tensor, queue: Tensor | None = None) -> Tensor:
         """Loss over the 2N anchors of ``z1, z2: [N, d]``; ``queue: [Q, d]`` adds negatives."""
-        pos, neg = ntxent_negatives(
-            z1, z2, queue, self.block_size, self.gather_distributed, self.backend
-        )
+        pos, neg = ntxent_negatives(z1, z2, queue, *self.fused_setting)
         return self.similarity_loss(pos, neg)
 
     @abstractmethod
@@ -101,8 +76,7 @@ class TwoViewContrastive(nn.Module, ABC):
         :func:`views.fused_pair_terms` allows at ``temperature`` (the lowest one used)."""
         if queue is not None or type(self).similarity_loss is not owner.similarity_loss:
             return False
-        setting = (self.block_size, self.gather_distributed, self.backend)
-        return fused_pair_terms(z1, temperature, *setting)
+        return fused_pair_terms(z1, temperature, *self.fused_setting)
 
 
 class SingleTemperature(TwoViewContrastive):
@@ -139,7 +113,7 @@ class SingleTemperature(TwoViewContrastive):
 
     def forward(self, z1: Tensor, z2: Tensor, queue: Tensor | None = None) -> Tensor:
         from_terms = type(self).from_terms
-        setting = (self.temperature, self.block_size, self.gather_distributed, self.backend)
+        setting = (self.temperature, *self.fused_setting)
         if from_terms is not None and queue is None and fused_pair_terms(z1, *setting):
             nll, log_w, _, _ = ntxent_terms(z1, z2, self.temperature)
             return from_terms(nll, log_w).mean()
@@ -182,7 +156,7 @@ class NTXent(SingleTemperature):
 @register(
     "infonce", "query_key", "MoCo (He et al., 2020); SimCSE (Gao et al., 2021)", fused_backends=True
 )
-class InfoNCE(nn.Module):
+class InfoNCE(FusedSettings):
     """One-directional InfoNCE of queries against keys.
 
     * ``loss(query, key, queue)`` is MoCo's: the positive of ``q_i`` is ``k_i`` and the
@@ -193,11 +167,12 @@ class InfoNCE(nn.Module):
 
     Args:
         temperature: τ; 0.1 is the default here (MoCo v2 used 0.2, SimCSE 0.05).
-        block_size, gather_distributed, backend: as for :class:`TwoViewContrastive` (with a
-            queue the negatives are the shared queue and nothing is gathered).
+        block_size, gather_distributed, backend: as for
+            :class:`~contrastkit.losses.FusedSettings` (with a queue the negatives are
+            the shared queue and nothing is gathered).
     """
 
-    param_ranges: ClassVar[dict[str, Param]] = TwoViewContrastive.param_ranges
+    param_ranges: ClassVar[dict[str, Param]] = {"temperature": POSITIVE}
 
     def __init__(
         self,
@@ -207,11 +182,8 @@ class InfoNCE(nn.Module):
         gather_distributed: bool = False,
         backend: str = DEFAULT_BACKEND,
     ) -> None:
-        super().__init__()
+        super().__init__(block_size, gather_distributed, backend)
         self.temperature = temperature
-        self.block_size = block_size
-        self.gather_distributed = gather_distributed
-        self.backend = backend
 
     def forward(self, query: Tensor, key: Tensor, queue: Tensor | None = None) -> Tensor:
         """One fused ``autograd.Function`` (:func:`views.cross_view_terms`) where
@@ -224,9 +196,7 @@ class InfoNCE(nn.Module):
             query, self.temperature, *setting, views=1
         ):
             return cross_view_terms(query, key, queue, self.temperature)[0].mean()
-        pos, neg = cross_view_negatives(
-            query, key, queue, self.block_size, self.gather_distributed, self.backend
-        )
+        pos, neg = cross_view_negatives(query, key, queue, *self.fused_setting)
         return self.similarity_loss(pos, neg)
 
     def similarity_loss(self, pos: Tensor, neg: Tensor | Negatives) -> Tensor:

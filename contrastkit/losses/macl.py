@@ -45,7 +45,7 @@ class MACL(DeviceDiagnostics, TwoViewContrastive):
         reweight: apply Eq. (11)'s ``sg[1/(1-P)]``.
         adaptive: use Eq. (7)'s alignment-adaptive temperature.
         min_temperature: floor of τ_a; ``None`` means ``0.1·τ0``.
-        block_size, gather_distributed, backend: see :class:`TwoViewContrastive`; when
+        block_size, gather_distributed, backend: see :class:`FusedSettings`; when
             gathering, A is the mean alignment over every rank's pairs.
 
     After each call, :attr:`last_temperature` and :attr:`last_alignment` hold τ_a and

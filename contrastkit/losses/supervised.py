@@ -16,12 +16,13 @@ from __future__ import annotations
 from typing import ClassVar
 
 import torch
-from torch import Tensor, nn
+from torch import Tensor
 
 from . import functional as F
+from ._fused_settings import FusedSettings
 from .functional._backend import DEFAULT_BACKEND
 from .functional.supervised import LabelSimilarity
-from .hparams import BACKEND, BLOCK_SIZE, FLAG, POSITIVE, Param
+from .hparams import POSITIVE, Param
 from .registry import register
 from .supervised_views import (
     check_labels,
@@ -38,7 +39,7 @@ def _duplicated_pairs(matrix: Tensor) -> Tensor:
 
 
 @register("supcon", "labeled", "Khosla et al., NeurIPS 2020; LASCon Eq. (2)", fused_backends=True)
-class SupCon(nn.Module):
+class SupCon(FusedSettings):
     """SupCon, "out" version: positives are the other views with the same label.
 
     Computed as LASCon-out with the indicator similarity (per-class sums, no ``[2N, 2N]``
@@ -47,18 +48,12 @@ class SupCon(nn.Module):
 
     Args:
         temperature: τ = 0.1 (SupCon's default).
-        block_size: anchors per block of the tiled log-sum-exp (O(N·block) memory).
-        gather_distributed: contrast with every rank's views and labels.
-        backend: the implementation of the fused log-sum-exp, ``"torch"``, ``"triton"`` or
-            ``"auto"`` (see :class:`~contrastkit.losses.TwoViewContrastive`).
+        block_size, gather_distributed, backend: as for
+            :class:`~contrastkit.losses.FusedSettings` (the keys gathered come with their
+            labels).
     """
 
-    param_ranges: ClassVar[dict[str, Param]] = {
-        "temperature": POSITIVE,
-        "block_size": BLOCK_SIZE,
-        "gather_distributed": FLAG,
-        "backend": BACKEND,
-    }
+    param_ranges: ClassVar[dict[str, Param]] = {"temperature": POSITIVE}
 
     def __init__(
         self,
@@ -68,11 +63,8 @@ class SupCon(nn.Module):
         gather_distributed: bool = False,
         backend: str = DEFAULT_BACKEND,
     ) -> None:
-        super().__init__()
+        super().__init__(block_size, gather_distributed, backend)
         self.temperature = temperature
-        self.block_size = block_size
-        self.gather_distributed = gather_distributed
-        self.backend = backend
 
     def forward(self, z1: Tensor, z2: Tensor, labels: Tensor) -> Tensor:
         return _lascon_out(self, z1, z2, labels, "indicator", 1.0)
@@ -91,7 +83,7 @@ def _lascon_out(
     ``block_size``, nothing gathered, no row sum that could underflow), else the fused
     statistics of :func:`supervised_views.supervised_terms`; the same values and gradients
     to float32 rounding."""
-    setting = (loss.block_size, loss.gather_distributed, loss.backend)
+    setting = loss.fused_setting
     if fused_pair_terms(z1, loss.temperature, *setting):
         per_anchor = fused_supervised_terms(z1, z2, labels, loss.temperature, similarity, c)
     else:
@@ -101,7 +93,7 @@ def _lascon_out(
 
 
 @register("lascon", "labeled", "Kim et al., 2023 (LASCon), §3.4, Eq. (5)-(6)", fused_backends=True)
-class LASCon(nn.Module):
+class LASCon(FusedSettings):
     """Label-similarity-aware supervised contrastive loss.
 
     Args:
@@ -120,7 +112,7 @@ class LASCon(nn.Module):
     """
 
     param_ranges: ClassVar[dict[str, Param]] = {
-        **SupCon.param_ranges,
+        "temperature": POSITIVE,
         "similarity": Param.one_of("linear", "tanh", "indicator", callable_ok=True),
         "c": POSITIVE,
         "variant": Param.one_of("out", "in"),
@@ -137,7 +129,7 @@ class LASCon(nn.Module):
         gather_distributed: bool = False,
         backend: str = DEFAULT_BACKEND,
     ) -> None:
-        super().__init__()
+        super().__init__(block_size, gather_distributed, backend)
         if variant not in ("out", "in"):
             raise ValueError(f"variant must be 'out' or 'in', got {variant!r}")
         if variant == "in" and (block_size is not None or gather_distributed):
@@ -148,9 +140,6 @@ class LASCon(nn.Module):
         self.similarity = similarity
         self.c = c
         self.variant = variant
-        self.block_size = block_size
-        self.gather_distributed = gather_distributed
-        self.backend = backend
 
     def forward(self, z1: Tensor, z2: Tensor, labels: Tensor) -> Tensor:
         if self.variant == "out":
