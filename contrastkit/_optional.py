@@ -132,6 +132,12 @@ def installed(package: str) -> bool:
     return found
 
 
+# what a computation with fused Triton kernels takes as its ``backend`` (the losses' Gram
+# statistics, the image views' colour ops): "auto" chooses by device, size and whether
+# triton is installed, each where its choice is made
+KERNEL_BACKENDS = ("auto", "torch", "triton")
+
+
 def triton_interpreted() -> bool:
     """Whether Triton kernels run in its CPU interpreter (``TRITON_INTERPRET=1``, read by
     triton when it is imported): the one case in which Triton takes CPU tensors."""

@@ -58,7 +58,7 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor
 
-from .._optional import installed, require
+from .._optional import KERNEL_BACKENDS, installed, require
 from ..engine.device import cuda_capability
 from ..models.backbones import LARGE_IMAGE
 from .view_batch import (
@@ -73,7 +73,6 @@ from .view_batch import (
 from .view_draw import draw_views
 
 TYPES_IMAGE = ("crop", "blur", "grayscale", "jitter", "flip", "solarize")
-BACKENDS = ("auto", "torch", "triton")
 AUG_RECIPES = ("simclr", "byol")
 AMCL_ORDER = TYPES_IMAGE[:5]
 # the crop's minimum area below / from LARGE_IMAGE px: the common CIFAR setting, SimCLR's
@@ -122,8 +121,10 @@ class ImageAugment:
         solarize_p: float = 0.2,
         backend: str = "auto",
     ) -> None:
-        if backend not in BACKENDS:
-            raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
+        if backend not in KERNEL_BACKENDS:
+            raise ValueError(
+                f"backend must be one of {', '.join(KERNEL_BACKENDS)}, got {backend!r}"
+            )
         if backend == "triton":
             require("triton", "gpu", "backend='triton'")
         self.backend = backend

@@ -19,6 +19,8 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from .._optional import KERNEL_BACKENDS
+
 
 @dataclass(frozen=True)
 class Param:
@@ -121,7 +123,7 @@ NONNEGATIVE = Param.real(0.0)
 FINITE = Param.real()
 FLAG = Param.flag()
 BLOCK_SIZE = Param.integer(1, optional=True)
-BACKEND = Param.one_of("auto", "torch", "triton")  # functional._backend.BACKENDS
+BACKEND = Param.one_of(*KERNEL_BACKENDS)
 
 
 def declared_ranges(cls: type) -> dict[str, Param]:

@@ -302,6 +302,21 @@ def test_compiled_views_are_the_eager_views_in_one_graph(recipe: str, side: int)
     assert torch._dynamo.utils.counters["stats"]["unique_graphs"] == 1
 
 
+def test_aug_backend_setting_offers_exactly_the_kernel_backends() -> None:
+    """The run setting ``aug_backend`` lists the backends the views take
+    (``_optional.KERNEL_BACKENDS``, shared with the losses' ``backend``), no more, no fewer."""
+    from contrastkit._optional import KERNEL_BACKENDS
+
+    for name in KERNEL_BACKENDS:
+        assert TrainConfig(aug_backend=name).aug_backend == name
+        assert ImageAugment(32, backend=name).backend == name  # triton: the dev extra has it
+    listed = ", ".join(KERNEL_BACKENDS)
+    with pytest.raises(ValueError, match=f"aug_backend must be one of {listed}, got 'cuda'$"):
+        TrainConfig(aug_backend="cuda")
+    with pytest.raises(ValueError, match=f"backend must be one of {listed}, got 'cuda'$"):
+        ImageAugment(32, backend="cuda")
+
+
 def test_auto_backend_fuses_the_colour_ops_on_cuda_when_triton_is_installed(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

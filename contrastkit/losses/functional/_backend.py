@@ -27,10 +27,10 @@ import torch
 from torch import Tensor
 
 from ... import _optional
-from ..._optional import triton_interpreted
+from ..._optional import KERNEL_BACKENDS, triton_interpreted
 from ...engine.device import cuda_capability
 
-BACKENDS = ("auto", "torch", "triton")
+BACKENDS = KERNEL_BACKENDS
 DEFAULT_BACKEND = "auto"
 AUTO_MIN_ROWS = 16_384  # anchors' rows from which "auto" picks Triton (see above)
 # What the kernels take: one [block, d] tile holds a whole embedding (d <= MAX_DIM).
