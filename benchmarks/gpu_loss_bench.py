@@ -19,7 +19,7 @@ memory prints ``OOM``.
 The losses upcast half-precision embeddings to float32 before their Gram statistics
 (``views.ntxent_negatives``). On the torch backend bf16 rows time the float32 products plus
 the casts; on the Triton backend the layouts without a queue multiply the bf16 values on
-tensor cores (the unit path, ``docs/guides/performance.md``), so ``infonce_queue`` keeps
+tensor cores (the unit path, ``docs/results/performance-log.md``), so ``infonce_queue`` keeps
 the float32 kernels.
 
 Usage (``benchmarks/gpu_bench.sh`` wraps it)::

@@ -151,7 +151,7 @@ class Engine:
         loss. Every registered loss, and every framework's whole forward, compiles into one
         graph, compiled once (``tests/losses/test_compile.py``,
         ``tests/frameworks/test_compile.py``). On the CPU a compiled loss call took
-        0.46-1.05x its eager host time (docs/guides/performance.md); whether compiling the
+        0.46-1.05x its eager host time (docs/results/performance-log.md); whether compiling the
         loss too pays on a GPU is not measured yet
         (``benchmarks/gpu_loss_bench.py --backends torch,compiled``)."""
         if not self.compile:

@@ -127,7 +127,7 @@ _CAPABILITY: dict[torch.device, tuple[int, int]] = {}
 def channels_last_default(device: torch.device, model: nn.Module) -> bool:
     """The engine's ``channels_last`` when none is given: on for a CUDA device and a model
     with a ``Conv2d`` (cuDNN's NHWC kernels; measured on an H200, a bf16 ResNet-18 SimCLR
-    step gained 36 %, ``docs/guides/performance.md``), off elsewhere (CPU and MPS: not
+    step gained 36 %, ``docs/results/performance-log.md``), off elsewhere (CPU and MPS: not
     measured to gain)."""
     return device.type == "cuda" and any(isinstance(m, nn.Conv2d) for m in model.modules())
 

@@ -98,8 +98,9 @@ class ImageAugment:
             (:mod:`._colour_triton`; CUDA images, or the CPU under ``TRITON_INTERPRET=1``),
             about 110 fewer launches a step; ``"torch"``: torch operators; ``"auto"`` (the
             default): Triton for CUDA images when triton is installed, torch otherwise. On
-            an H200 the kernel took a bf16 SimCLR step's views from 3.9 to 2.4 ms
-            (docs/guides/performance.md, fourth GPU session). Compiled views
+            an H200 the kernel took a bf16 SimCLR step's views from 3.9 to 2.4 ms of
+            host time (fourth GPU session, docs/results/gpu/h200-2026-11-28-train.txt,
+            the step breakdown). Compiled views
             (:meth:`compile`) ignore it.
 
     Call as ``augment(x, generator)``.

@@ -314,7 +314,7 @@ class HCL(TwoViewContrastive):
     ) -> None:
         # "auto" keeps the torch path: it takes both log-sum-exps from one matrix product;
         # on an H200 the kernels, then one pass per scale, were slower at every size
-        # measured (45.0 against 38.8 ms at 16,384 pairs; docs/guides/performance.md).
+        # measured (45.0 against 38.8 ms at 16,384 pairs; docs/results/performance-log.md).
         # They now take both in one pass (Negatives.logsumexps), not yet timed
         backend = "torch" if backend == "auto" else backend
         super().__init__(block_size, gather_distributed, backend)

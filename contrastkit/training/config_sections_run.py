@@ -220,7 +220,7 @@ class EngineSection:
         section="engine",
         check=boolean_or_null,
         environment=True,
-        source="measured on an H200: bf16 ResNet-18 step 1.36x (docs/guides/performance.md)",
+        source="H200: bf16 ResNet-18 step 1.36x (docs/results/performance-log.md, 2nd GPU run)",
         help=(
             "channels_last memory format for image models (default: on for CUDA and a convolutional"
             " encoder)"
@@ -235,7 +235,10 @@ class EngineSection:
             "triton": "one fused kernel; CUDA",
         },
         environment=True,
-        source="H200: a bf16 SimCLR step's views 3.9 -> 2.4 ms (docs/guides/performance.md)",
+        source=(
+            "H200: bf16 SimCLR views' host time 3.9 -> 2.4 ms"
+            " (docs/results/gpu/h200-2026-11-28-train.txt)"
+        ),
         help="image views' colour jitter and grayscale: {choices}",
     )
     sync_batchnorm: bool = S(

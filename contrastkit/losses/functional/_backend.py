@@ -6,7 +6,7 @@ measured to win, torch otherwise. ``"auto"`` picks Triton for CUDA tensors of at
 :data:`AUTO_MIN_ROWS` rows (anchors) on a GPU with compute capability 8.0 or more (the
 kernels' ``tf32x3`` products need its tensor cores) when the ``triton`` package is
 installed and the kernels take the embeddings (:data:`DTYPES`, ``d <= MAX_DIM``). On an
-H200 (docs/guides/performance.md, third GPU run) Triton was faster than the torch path for
+H200 (docs/results/performance-log.md, third GPU run) Triton was faster than the torch path for
 all seven losses measured at 16,384 pairs (32,768 rows) and used 64 MiB of extra memory
 where the torch path used 4 GiB; at 4,096 pairs it was faster for five and slower for
 SupCon and LASCon; below that both are bound by launches. The threshold sits between the

@@ -27,7 +27,7 @@ TF32 products (``tf32x3``, about float32's accuracy; see :func:`_precision`) unl
 hold bfloat16 values (embeddings the precision rule cast) and compute the same statistics
 over their unit rows with one exact bfloat16 product forward and split-coefficient bfloat16
 products backward (:class:`_UnitGramStatistic`): 5 bfloat16 products a call where the
-float32 path takes 9 TF32 ones (docs/guides/performance.md, "the Triton unit path").
+float32 path takes 9 TF32 ones (docs/results/performance-log.md, "the Triton unit path").
 :func:`logsumexp2` and :func:`unit_logsumexp2` give the log-sum-exps at two scales (HCL's)
 from one pass over the tiles, forward and backward.
 """
