@@ -4,8 +4,9 @@ On a GPU at small batches (256-4,096 pairs) a loss call is bound by per-call ove
 host time of its Python layers (module wrappers, argument checks, dispatch) plus that of
 launching its operators. On the CPU at N = 16 pairs, d = 16, the arithmetic is nothing, so
 a forward + backward's time is that overhead. This times each loss (``backend="torch"``,
-float32, value checks off as on a GPU by default; the steps of :file:`op_count.py`)
-against the plain ten-line NT-Xent of :file:`gpu_loss_bench.py` in the same process: each
+float32 embeddings unless ``--dtype bf16``, value checks off as on a GPU by default; the
+steps of :file:`op_count.py`) against the plain ten-line NT-Xent of
+:file:`gpu_loss_bench.py` in the same process: each
 round times ``--inner`` calls of the loss, then as many of the plain version, so both share
 the machine's load; a cell is the median over ``--rounds`` rounds of the per-call time
 (``perf_counter``; ``--clock thread`` uses the thread's CPU time, steadier on a loaded
@@ -21,6 +22,7 @@ Usage::
     OMP_NUM_THREADS=1 python benchmarks/call_overhead.py --profile ntxent   # cProfile
     OMP_NUM_THREADS=1 python benchmarks/call_overhead.py --compare ../main . --runs 3
     OMP_NUM_THREADS=1 python benchmarks/call_overhead.py --compile   # both through torch.compile
+    OMP_NUM_THREADS=1 python benchmarks/call_overhead.py --dtype bf16   # bf16 embeddings
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ from contrastkit import losses
 
 CASES = ("ntxent", "infonce_queue", "dcl", "macl", "supcon", "lascon", "cacr")
 CLOCKS = {"wall": time.perf_counter, "thread": time.thread_time}
+DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
 
 
 def per_call_us(step: Callable[[], None], calls: int, clock: Callable[[], float]) -> float:
@@ -58,8 +61,9 @@ def measure(args: argparse.Namespace) -> dict[str, tuple[float, float]]:
     clock = CLOCKS[args.clock]
     out = {}
     for case in args.losses.split(","):
-        step = make_step(case, args.n, args.dim, args.compile)
-        plain = make_step("plain_ntxent", args.n, args.dim, args.compile)
+        dtype = DTYPES[args.dtype]
+        step = make_step(case, args.n, args.dim, args.compile, dtype)
+        plain = make_step("plain_ntxent", args.n, args.dim, args.compile, dtype)
         for _ in range(args.warmup):
             step(), plain()
         ours, base = [], []
@@ -72,7 +76,7 @@ def measure(args: argparse.Namespace) -> dict[str, tuple[float, float]]:
 
 def profile(case: str, args: argparse.Namespace) -> None:
     """cProfile of ``--rounds × --inner`` calls of ``case``, by own time."""
-    step = make_step(case, args.n, args.dim)
+    step = make_step(case, args.n, args.dim, dtype=DTYPES[args.dtype])
     for _ in range(args.warmup):
         step()
     profiler = cProfile.Profile()
@@ -86,7 +90,7 @@ def profile(case: str, args: argparse.Namespace) -> None:
 def compare(args: argparse.Namespace, trees: list[str]) -> None:
     """Alternate one child run per tree, ``--runs`` times; median per tree and case."""
     argv = [sys.executable, os.path.abspath(__file__), "--json"]
-    for key in ("losses", "n", "dim", "rounds", "inner", "warmup", "clock"):
+    for key in ("losses", "n", "dim", "rounds", "inner", "warmup", "clock", "dtype"):
         argv += [f"--{key}", str(getattr(args, key))]
     argv += ["--compile"] if args.compile else []
     results: dict[str, list[dict[str, list[float]]]] = {tree: [] for tree in trees}
@@ -96,7 +100,7 @@ def compare(args: argparse.Namespace, trees: list[str]) -> None:
             run = subprocess.run(argv, env=env, capture_output=True, text=True, check=True)
             results[tree].append(json.loads(run.stdout))
     print(
-        f"N = {args.n} pairs, d = {args.dim}, forward + backward, µs per call "
+        f"N = {args.n} pairs, d = {args.dim}, {args.dtype}, forward + backward, µs per call "
         f"(median of {args.runs} alternated runs × {args.rounds} rounds, {args.clock} clock"
         + (", both compiled)" if args.compile else ")")
     )
@@ -125,6 +129,9 @@ def main() -> None:
     parser.add_argument("--inner", type=int, default=20, help="calls timed together")
     parser.add_argument("--warmup", type=int, default=20)
     parser.add_argument("--clock", choices=sorted(CLOCKS), default="wall")
+    parser.add_argument(
+        "--dtype", choices=sorted(DTYPES), default="fp32", help="the embeddings' dtype (both cases)"
+    )
     parser.add_argument("--profile", default="", help="cProfile this case instead")
     parser.add_argument(
         "--compile",
@@ -148,7 +155,7 @@ def main() -> None:
         print(json.dumps(results))
         return
     print(
-        f"N = {args.n} pairs, d = {args.dim}, forward + backward, µs per call "
+        f"N = {args.n} pairs, d = {args.dim}, {args.dtype}, forward + backward, µs per call "
         f"(median of {args.rounds} rounds of {args.inner} calls, {args.clock} clock"
         + (", both compiled)" if args.compile else ")")
     )

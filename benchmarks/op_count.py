@@ -30,12 +30,14 @@ from contrastkit import losses
 from contrastkit.engine.kernels import KernelCounter, is_view
 
 
-def make_step(case: str, n: int, d: int, compiled: bool = False) -> Callable[[], None]:
+def make_step(
+    case: str, n: int, d: int, compiled: bool = False, dtype: torch.dtype = torch.float32
+) -> Callable[[], None]:
     """One forward + backward of ``case`` (a loss name or ``plain_ntxent``) at ``n`` pairs
-    on the CPU in float32, labels from ``n // 4`` classes; ``compiled``: through
-    ``torch.compile`` (one graph, backward included)."""
+    on the CPU, embeddings in ``dtype`` (float32 unless given), labels from ``n // 4``
+    classes; ``compiled``: through ``torch.compile`` (one graph, backward included)."""
     backend = "compiled" if compiled else "torch"
-    return gpu_loss_bench.make_step(case, backend, n, d, classes=max(1, n // 4))
+    return gpu_loss_bench.make_step(case, backend, n, d, dtype, classes=max(1, n // 4))
 
 
 def count(step: Callable[[], None]) -> KernelCounter:
