@@ -59,11 +59,21 @@ def is_view(op: str) -> bool:
     return op.split(".")[1] in VIEWS
 
 
+def on_device(device: torch.device | None, wanted: torch.device) -> bool:
+    """Whether ``device`` is ``wanted``, where a ``wanted`` without an index (``"cuda"``)
+    stands for every device of its type: tensors report ``cuda:0``, and
+    ``torch.device("cuda") == torch.device("cuda:0")`` is false."""
+    if device is None or device.type != wanted.type:
+        return False
+    return wanted.index is None or device.index == wanted.index
+
+
 class KernelCounter(TorchDispatchMode):
     """Counts the aten operators dispatched inside the ``with`` by overload name
     (:attr:`counts`); :attr:`kernels` leaves out the views. With ``device``, only the
     operators whose (first) result is on that device are counted: ``"meta"`` for code
-    that runs there and draws its parameters on the CPU."""
+    that runs there and draws its parameters on the CPU; ``"cuda"`` (no index) means every
+    CUDA device, as :func:`on_device` reads it."""
 
     def __init__(self, device: str | torch.device | None = None) -> None:
         super().__init__()
@@ -73,7 +83,7 @@ class KernelCounter(TorchDispatchMode):
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[override]
         out = func(*args, **(kwargs or {}))
         first = out[0] if isinstance(out, tuple | list) and out else out
-        if self.device is None or getattr(first, "device", None) == self.device:
+        if self.device is None or on_device(getattr(first, "device", None), self.device):
             self.counts[str(func)] += 1
         return out
 
