@@ -1,12 +1,13 @@
 """The fused paths from the views (:mod:`contrastkit.losses.functional._pair_terms`):
 NT-Xent, DCL, FlatNCE and MACL (InfoNCE's terms), InfoNCE over queries and keys with or
-without MoCo's queue (the cross terms), SupCon and LASCon-out (the supervised terms).
+without MoCo's queue (the cross terms); SupCon's and LASCon-out's (the supervised terms)
+are in ``test_supervised_pair_terms.py``.
 
 The modules take them where :func:`~contrastkit.losses.views.fused_pair_terms` allows; they
 must give the general path's values and gradients (the functional losses on
 :func:`~contrastkit.losses.views.ntxent_negatives` or
-:func:`~contrastkit.losses.supervised_views.supervised_terms`) to rounding, and exact first
-and second derivatives of their own.
+:func:`~contrastkit.losses.views.cross_view_negatives`) to rounding, and exact first and
+second derivatives of their own.
 """
 
 from __future__ import annotations
@@ -15,35 +16,22 @@ from collections.abc import Callable
 
 import pytest
 import torch
+from pair_views import random_views, value_and_grads
 from torch import Tensor
 
 from contrastkit import losses
 from contrastkit.losses import functional as F
 from contrastkit.losses import infonce
 from contrastkit.losses import macl as macl_module
-from contrastkit.losses import supervised as supervised_module
-from contrastkit.losses._indices import pair_exclude, self_exclude
+from contrastkit.losses._indices import pair_exclude
 from contrastkit.losses.functional._pair_terms import (
     cross_terms,
     dual_pair_terms,
     pair_terms,
-    supervised_pair_terms,
 )
-from contrastkit.losses.supervised_views import supervised_terms
 from contrastkit.losses.views import cross_view_negatives, fused_pair_terms, ntxent_negatives
 
 GENERAL = {"ntxent": F.info_nce, "dcl": F.dcl, "flatnce": F.flatnce}
-
-
-def _views(n: int, d: int, dtype: torch.dtype, seed: int = 0) -> tuple[Tensor, Tensor]:
-    g = torch.Generator().manual_seed(seed)
-    z1, z2 = (torch.randn(n, d, generator=g, dtype=torch.float64).to(dtype) for _ in range(2))
-    return z1.requires_grad_(), z2.requires_grad_()
-
-
-def _value_and_grads(fn, z1: Tensor, z2: Tensor) -> tuple[Tensor, tuple[Tensor, ...]]:
-    value = fn(z1, z2)
-    return value, torch.autograd.grad(value, (z1, z2))
 
 
 @pytest.fixture
@@ -60,17 +48,17 @@ def taken(count_calls: Callable[[object, str], list[int]]) -> list[int]:
 def test_the_fused_path_gives_the_general_paths_loss_and_gradients(
     name: str, dtype: torch.dtype, tol: float, n: int, taken: list[int]
 ) -> None:
-    z1, z2 = _views(n, 5, dtype, seed=n)
+    z1, z2 = random_views(n, 5, dtype, seed=n)
     with torch.no_grad():
         z1[n // 2] = 0.0  # a zero row: zero in the loss, zero gradient
     module = losses.get(name, temperature=0.2, backend="torch")
-    fused, fused_grads = _value_and_grads(module, z1, z2)
+    fused, fused_grads = value_and_grads(module, z1, z2)
     assert taken == [1]
 
     def general(a: Tensor, b: Tensor) -> Tensor:
         return GENERAL[name](*ntxent_negatives(a, b), temperature=0.2)
 
-    want, want_grads = _value_and_grads(general, z1, z2)
+    want, want_grads = value_and_grads(general, z1, z2)
     assert fused.dtype == want.dtype
     assert abs((fused - want).item()) <= tol * max(1.0, abs(want.item()))
     for got, ref in zip(fused_grads, want_grads, strict=True):
@@ -82,7 +70,7 @@ def test_the_fused_path_gives_the_general_paths_loss_and_gradients(
 def test_calls_the_fused_path_cannot_take_go_the_general_way(
     taken: list[int], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    z1, z2 = _views(6, 4, torch.float32)
+    z1, z2 = random_views(6, 4, torch.float32)
     queue = torch.randn(5, 4)
     cases = [
         (losses.get("ntxent", block_size=4), (z1, z2)),
@@ -107,7 +95,7 @@ def test_calls_the_fused_path_cannot_take_go_the_general_way(
 def test_first_and_second_derivatives_are_exact(
     outputs: tuple[int, ...], grads_of: tuple[bool, bool]
 ) -> None:
-    z1, z2 = _views(5, 4, torch.float64, seed=3)
+    z1, z2 = random_views(5, 4, torch.float64, seed=3)
     z2.requires_grad_(grads_of[1])
     exclude = pair_exclude(5, 5, 0, z1.device)
 
@@ -120,7 +108,7 @@ def test_first_and_second_derivatives_are_exact(
 
 
 def test_the_terms_are_infonces_terms() -> None:
-    z1, z2 = _views(9, 6, torch.float64, seed=5)
+    z1, z2 = random_views(9, 6, torch.float64, seed=5)
     nll, log_w, tau, alignment = pair_terms(z1, z2, 0.3, pair_exclude(9, 9, 0, z1.device))
     assert tau is None and alignment is None
     want_nll, want_log_w = F.info_nce_terms(*ntxent_negatives(z1, z2), temperature=0.3)
@@ -138,7 +126,7 @@ def test_the_terms_are_infonces_terms() -> None:
 def test_the_second_temperatures_weights_come_from_the_same_product(inter: float) -> None:
     """``dual_pair_terms``: the terms at τ are ``pair_terms``'s, bit for bit, and its third
     output is ``log W`` at τ' (below and above τ = 0.3), without gradient."""
-    z1, z2 = _views(9, 6, torch.float64, seed=8)
+    z1, z2 = random_views(9, 6, torch.float64, seed=8)
     exclude = pair_exclude(9, 9, 0, z1.device)
     nll, log_w, log_w_inter = dual_pair_terms(z1, z2, 0.3, inter, exclude)
     want = pair_terms(z1, z2, 0.3, exclude)
@@ -159,15 +147,15 @@ def test_dual_temperature_takes_the_fused_terms_at_both_temperatures(
     tol: float,
     count_calls: Callable[[object, str], list[int]],
 ) -> None:
-    z1, z2 = _views(9, 5, dtype, seed=21)
+    z1, z2 = random_views(9, 5, dtype, seed=21)
     module = losses.get("dual_temperature", **setting)
     taken = count_calls(infonce, "dual_ntxent_terms")
-    got, got_grads = _value_and_grads(module, z1, z2)
+    got, got_grads = value_and_grads(module, z1, z2)
     # τ with gradient and τ_inter without, from one call; general where a row sum could
     # underflow at the lower temperature (τ_inter = 0.02 in float32)
     underflow = setting.get("inter_temperature") == 0.02 and dtype == torch.float32
     assert taken == ([] if underflow else [1])
-    want, want_grads = _value_and_grads(
+    want, want_grads = value_and_grads(
         lambda a, b: module.similarity_loss(*ntxent_negatives(a, b)), z1, z2
     )
     assert abs((got - want).item()) <= tol * abs(want.item())
@@ -199,8 +187,8 @@ def test_macl_takes_the_fused_path_with_its_adaptive_temperature(
     z2 = (z1 + 0.5 * torch.randn(10, 6, generator=g, dtype=dtype)).requires_grad_()
     z1.requires_grad_()
     module, general = losses.get("macl", **setting), losses.get("macl", **setting)
-    fused, fused_grads = _value_and_grads(module, z1, z2)
-    want, want_grads = _value_and_grads(
+    fused, fused_grads = value_and_grads(module, z1, z2)
+    want, want_grads = value_and_grads(
         lambda a, b: general.similarity_loss(*ntxent_negatives(a, b)), z1, z2
     )
     # fused unless a row sum could underflow at the lowest τ_a (0.01 in float32)
@@ -216,7 +204,7 @@ def test_macl_takes_the_fused_path_with_its_adaptive_temperature(
 def test_a_callable_temperature_acts_as_the_detached_tau_it_returns() -> None:
     """τ = f(A) carries no gradient (MACL's sg), so the first and second derivatives are
     those of the number τ: compared with the number path (exact itself, above)."""
-    z1, z2 = _views(5, 4, torch.float64, seed=9)
+    z1, z2 = random_views(5, 4, torch.float64, seed=9)
     exclude = pair_exclude(5, 5, 0, z1.device)
 
     def tau_of(alignment: Tensor) -> Tensor:
@@ -241,88 +229,8 @@ def test_a_callable_temperature_acts_as_the_detached_tau_it_returns() -> None:
         torch.testing.assert_close(got, want, rtol=1e-10, atol=1e-12)
 
 
-def _zero_for_label_zero(a: Tensor, b: Tensor) -> Tensor:
-    """A label similarity with no target mass for the samples labelled 0."""
-    return ((a == b) & (a != 0)).to(torch.float32)
-
-
-SUPERVISED = [
-    ("supcon", {}, "classes"),
-    ("lascon", {}, "values"),
-    ("lascon", {"similarity": "tanh", "c": 2.0}, "values"),
-    ("lascon", {"similarity": "linear"}, "rows"),
-    ("lascon", {"similarity": "indicator"}, "classes"),
-    ("lascon", {"similarity": _zero_for_label_zero}, "classes"),
-]
-
-
-@pytest.fixture
-def supervised_taken(count_calls: Callable[[object, str], list[int]]) -> list[int]:
-    return count_calls(supervised_module, "fused_supervised_terms")
-
-
-@pytest.mark.parametrize(("name", "setting", "kind"), SUPERVISED)
-@pytest.mark.parametrize(
-    ("dtype", "tol"), [(torch.float64, 1e-12), (torch.float32, 2e-6), (torch.bfloat16, 2e-6)]
-)
-def test_supcon_and_lascon_out_take_the_fused_path(
-    name: str, setting: dict, kind: str, dtype: torch.dtype, tol: float, supervised_taken: list[int]
-) -> None:
-    g = torch.Generator().manual_seed(11)
-    z1, z2 = _views(9, 5, dtype, seed=11)
-    with torch.no_grad():
-        z2[4] = 0.0  # a zero row: its similarities are 0, its own one too
-    labels = {
-        "classes": torch.tensor([0, 1, 0, 2, 1, 0, 3, 1, 2]),
-        "values": torch.rand(9, generator=g),
-        "rows": torch.rand(9, 3, generator=g),
-    }[kind]
-    module = losses.get(name, temperature=0.2, **setting)
-    fused, fused_grads = _value_and_grads(lambda a, b: module(a, b, labels), z1, z2)
-    assert supervised_taken == [1]
-    similarity = setting.get("similarity", "indicator" if name == "supcon" else "linear")
-
-    def general(a: Tensor, b: Tensor) -> Tensor:
-        terms = supervised_terms(a, b, labels, 0.2, similarity, setting.get("c", 1.0))
-        return F.lascon_out_terms(*terms, 0.2).mean()
-
-    want, want_grads = _value_and_grads(general, z1, z2)
-    assert abs((fused - want).item()) <= tol * max(1.0, abs(want.item()))
-    for got, ref in zip(fused_grads, want_grads, strict=True):
-        assert got.dtype == dtype
-        assert float((got.double() - ref.double()).abs().max()) <= tol * float(ref.abs().max())
-
-
-@pytest.mark.parametrize("similarity", ["indicator", "linear", _zero_for_label_zero])
-def test_the_supervised_terms_have_exact_first_and_second_derivatives(similarity) -> None:
-    z1, z2 = _views(5, 4, torch.float64, seed=13)
-    labels = torch.tensor([0, 1, 0, 2, 1]) if similarity != "linear" else torch.rand(5)
-    targets = F.label_similarity(labels, similarity, 1.0).double()
-    exclude = self_exclude(5, 5, 0, z1.device)
-
-    def per_anchor(*views: Tensor) -> Tensor:
-        return supervised_pair_terms(*views, 0.3, exclude, targets)
-
-    assert torch.autograd.gradcheck(per_anchor, (z1, z2))
-    assert torch.autograd.gradgradcheck(per_anchor, (z1, z2))
-
-
-def test_supervised_calls_the_fused_path_cannot_take_go_the_general_way(
-    supervised_taken: list[int],
-) -> None:
-    z1, z2 = _views(6, 4, torch.float32)
-    labels = torch.tensor([0, 1, 0, 1, 2, 2])
-    for module in (
-        losses.get("supcon", block_size=4),
-        losses.get("supcon", temperature=0.01),
-        losses.get("lascon", variant="in"),
-    ):
-        assert torch.isfinite(module(z1, z2, labels))
-    assert supervised_taken == []
-
-
 def test_a_subclass_that_redefines_the_loss_keeps_its_own_definition() -> None:
-    z1, z2 = _views(6, 4, torch.float32)
+    z1, z2 = random_views(6, 4, torch.float32)
 
     class Halved(losses.NTXent):
         def similarity_loss(self, pos: Tensor, neg) -> Tensor:
@@ -352,7 +260,7 @@ def test_infonce_with_and_without_a_queue_takes_the_fused_path(
 ) -> None:
     """MoCo's layout (a queue of 11 keys) and SimCSE's (no queue: the other keys are the
     negatives and take gradients)."""
-    query, key = _views(7, 5, dtype, seed=17)
+    query, key = random_views(7, 5, dtype, seed=17)
     key.requires_grad_(key_grad)
     queue = None
     if queue_rows:
@@ -378,7 +286,7 @@ def test_infonce_with_and_without_a_queue_takes_the_fused_path(
 def test_the_cross_terms_have_exact_first_and_second_derivatives(
     outputs: tuple[int, ...], queue_rows: int
 ) -> None:
-    query, key = _views(4, 3, torch.float64, seed=19)
+    query, key = random_views(4, 3, torch.float64, seed=19)
     g = torch.Generator().manual_seed(5)
     queue = torch.randn(queue_rows, 3, dtype=torch.float64, generator=g) if queue_rows else None
 
@@ -393,7 +301,7 @@ def test_the_cross_terms_have_exact_first_and_second_derivatives(
 def test_infonce_calls_the_fused_path_cannot_take_go_the_general_way(
     cross_taken: list[int],
 ) -> None:
-    query, key = _views(6, 4, torch.float32)
+    query, key = random_views(6, 4, torch.float32)
     queue = torch.randn(9, 4)
 
     class Halved(losses.InfoNCE):
