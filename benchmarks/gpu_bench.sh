@@ -45,7 +45,7 @@ SECTIONS=${SECTIONS:-losses train}
 CIFAR=${CIFAR:-../shared/data/images/cifar10-jpeg.tar.gz}
 VARIANTS=${VARIANTS:-fp32,bf16,bf16+nchw,bf16+compile}
 FUZZ_CASES=${FUZZ_CASES:-300}
-KERNEL_TESTS=${KERNEL_TESTS:-tests/losses/test_triton.py tests/losses/test_triton_bf16.py tests/images/test_colour_triton.py}
+KERNEL_TESTS=${KERNEL_TESTS:-tests/losses/test_triton.py tests/losses/test_triton_bf16.py tests/losses/test_triton_two_scales.py tests/images/test_colour_triton.py}
 mkdir -p "$OUT"
 
 for section in $SECTIONS; do
