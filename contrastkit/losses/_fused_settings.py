@@ -13,9 +13,10 @@ from .hparams import BACKEND, BLOCK_SIZE, FLAG, Param
 
 
 class FusedSettings(nn.Module):
-    """Base of the losses over fused negatives.
+    """Base of the losses over fused negatives; every subclass takes these settings as
+    keyword-only arguments.
 
-    Args (keyword-only in every subclass):
+    Args:
         block_size: compute the negatives' statistics ``block_size`` anchors at a time,
             recomputing in backward: extra memory O(rows·block_size) instead of O(rows²);
             same gradient. ``None`` (the default): one block.

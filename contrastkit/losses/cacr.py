@@ -143,8 +143,8 @@ class CACR(DeviceDiagnostics, FusedSettings):
             return False
         if not isinstance(views, Tensor) or views.dim() != 3:
             return False  # the general path's checks say what is wrong
-        setting = self.fused_setting
-        return fused_pair_terms(views[0], 0.5 / self.t_neg, *setting, views=views.shape[0])
+        t = 0.5 / self.t_neg
+        return fused_pair_terms(views[0], t, *self.fused_setting, views=views.shape[0])
 
     def queue_loss(self, query: Tensor, key: Tensor, queue: Tensor) -> Tensor:
         """CACR's MoCo form (Algorithm 3, K = 1): unit-norm ``query [N, d]`` against its
