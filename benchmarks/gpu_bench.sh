@@ -27,8 +27,10 @@
 # `--compile --compile-mode reduce-overhead`: CUDA graphs through a run's evaluation too;
 # RUN_ARGS adds or overrides) and `kernels` (the Triton kernels' tests, KERNEL_TESTS, on the
 # device, where they compile for it, then FUZZ_CASES random cases of benchmarks/triton_fuzz.py
-# through both backends; a failure is reported and the script goes on),
-# e.g. SECTIONS="kernels sweep losses train views optim run".
+# through both backends; a failure is reported and the script goes on) and `casts`
+# (benchmarks/autocast_kernels.py: the kernels of a ResNet-18 forward + backward in float32
+# and under bf16 autocast, the casts among them; CAST_ARGS likewise),
+# e.g. SECTIONS="kernels sweep losses train views optim run casts".
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 DEVICE=${DEVICE:-cuda}
@@ -81,6 +83,11 @@ for section in $SECTIONS; do
       "$PYTHON" "$HERE/view_speed.py" --device "$DEVICE" --batch 512 ${VIEW_ARGS:-} \
         | tee "$OUT/gpu_bench_views.txt"
       ;;
+    casts)
+      # shellcheck disable=SC2086 # CAST_ARGS: extra arguments of autocast_kernels.py
+      "$PYTHON" "$HERE/autocast_kernels.py" --device "$DEVICE" ${CAST_ARGS:-} \
+        | tee "$OUT/gpu_bench_casts.txt"
+      ;;
     optim)
       # shellcheck disable=SC2086 # OPTIM_ARGS: extra arguments of optimizer_step.py
       "$PYTHON" "$HERE/optimizer_step.py" --device "$DEVICE" ${OPTIM_ARGS:-} \
@@ -101,7 +108,7 @@ for section in $SECTIONS; do
         || echo "gpu_bench.sh: the backends differ, see $OUT/gpu_bench_fuzz.txt" >&2
       ;;
     *)
-      echo "gpu_bench.sh: unknown section '$section' (known: losses, sweep, train, views, optim, run, kernels)" >&2
+      echo "gpu_bench.sh: unknown section '$section' (known: losses, sweep, train, views, optim, run, kernels, casts)" >&2
       exit 2
       ;;
   esac

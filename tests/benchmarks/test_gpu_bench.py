@@ -4,7 +4,8 @@ records every case, its ``sweep`` section (Triton against torch and float64, the
 configurations) runs in Triton's interpreter on tiny shapes, its ``train`` section times
 a tiny image archive made here, its ``views`` section counts and times the views of a
 tiny batch, its ``optim`` section times the optimisers' steps, its ``run`` section trains
-and evaluates one whole run, its ``kernels`` section runs the Triton kernels' tests, and an
+and evaluates one whole run, its ``kernels`` section runs the Triton kernels' tests, its
+``casts`` section counts a ResNet step's kernels with and without bf16 autocast, and an
 unknown section is refused. The GPU numbers of
 issue #38 come from the same script on a GPU."""
 
@@ -102,7 +103,7 @@ def test_compiled_backend_times_the_plain_version_and_the_losses_through_torch_c
 def test_unknown_section_is_refused() -> None:
     proc = _gpu_bench(timeout=None, SECTIONS="train_step")
     assert proc.returncode == 2
-    known = "(known: losses, sweep, train, views, optim, run, kernels)"
+    known = "(known: losses, sweep, train, views, optim, run, kernels, casts)"
     assert f"unknown section 'train_step' {known}" in proc.stderr
 
 
@@ -132,6 +133,18 @@ def test_kernels_section_runs_the_kernel_tests_and_goes_on_after_a_failure(
     assert failed.returncode == 0, failed.stderr[-2000:]
     assert "gpu_bench.sh: kernel tests failed" in failed.stderr
     assert (failing / "gpu_bench_optim.txt").is_file()
+
+
+def test_casts_section_counts_autocasts_extra_kernels(tmp_path: Path) -> None:
+    """A float32 ResNet-18 step casts nothing; under bf16 autocast each of its 20
+    convolutions' weights is cast in forward and its gradient back in backward."""
+    done = _gpu_bench(SECTIONS="casts", OUT=str(tmp_path), CAST_ARGS="--width 2 --size 8")
+    assert done.returncode == 0, done.stderr[-2000:]
+    text = (tmp_path / "gpu_bench_casts.txt").read_text()
+    pattern = r"^\| (fp32|bf16 autocast) \| \d+ \((\d+)\) \| \d+ \((\d+)\)"
+    rows = {name: (int(f), int(b)) for name, f, b in re.findall(pattern, text, re.M)}
+    assert rows["fp32"] == (0, 0)
+    assert min(rows["bf16 autocast"]) >= 20
 
 
 def test_optim_section_times_each_optimiser_against_foreach_sgd(tmp_path: Path) -> None:
