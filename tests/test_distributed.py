@@ -58,6 +58,8 @@ CASES = {
     "mvicreg": {},
     "amcl": {"in_dim": OUT_DIM, "heads": 2, "out_dim": 4, "hidden": 6},
     "amcl_bt": {"in_dim": OUT_DIM, "heads": 2, "out_dim": 4, "base": "barlow_twins"},
+    "tau_uncertainty": {"in_dim": OUT_DIM, "heads": 2, "out_dim": 4, "hidden": 6},
+    "cosine_temperature": {"in_dim": OUT_DIM, "heads": 2, "out_dim": 4, "period": 7},
     # SimCSE's cross-view layout (frameworks.simcse.two_view_loss): every rank's keys
     "macl_simcse": {"alpha": 0.8, "a0": 0.1},
     "infonce_simcse": {},
@@ -215,7 +217,6 @@ def test_second_derivatives_through_the_gather_and_the_all_reduce_are_exact(
 
 def test_every_loss_but_simsiam_takes_the_option_and_is_checked_above() -> None:
     takes = {n for n in losses.available() if accepts_gather(losses.info(n).cls)}
-    # SimSiam's loss is per sample; the AMCL Table 4 baselines (TaU, TS) have no
-    # distributed form yet
-    assert takes == set(losses.available()) - {"simsiam", "tau_uncertainty", "cosine_temperature"}
+    # SimSiam's loss is per sample
+    assert takes == set(losses.available()) - {"simsiam"}
     assert takes <= {name.removesuffix("_bt").removesuffix("_simcse") for name in CASES}

@@ -17,6 +17,10 @@ anchors, as AMCL's multi-head objective. Only the temperature differs:
   ``τ_min = 0.1``, ``τ_max = 1``. The step counter is a buffer (saved in checkpoints) that
   advances once per training-mode call.
 
+With ``gather_distributed`` both compute the loss of the global batch on every rank, as
+:class:`~contrastkit.losses.AMCL` does: every rank's encoder features are gathered with
+gradient before the heads (:mod:`contrastkit.distributed`).
+
 Example:
     >>> import torch
     >>> from contrastkit import losses
@@ -33,10 +37,11 @@ from typing import ClassVar
 import torch
 from torch import Tensor, nn
 
+from .. import distributed
 from ..models.multihead import MultiHeadProjector
 from ._diagnostics import DeviceDiagnostics
 from .functional._common import check_views
-from .hparams import POSITIVE, Param
+from .hparams import FLAG, POSITIVE, Param
 from .registry import register
 from .views import normalize
 
@@ -69,6 +74,7 @@ class _LastTemperature(DeviceDiagnostics):
 _HEAD_RANGES: dict[str, Param] = {
     **dict.fromkeys(("in_dim", "heads", "out_dim"), Param.integer(1)),
     "hidden": Param.integer(1, optional=True),
+    "gather_distributed": FLAG,
 }
 
 
@@ -87,6 +93,8 @@ class TemperatureAsUncertainty(_LastTemperature, nn.Module):
         out_dim: ``d'`` of the compared projections (each head outputs ``d' + 1``).
         hidden: hidden width of the heads; ``None`` = ``in_dim``.
         lower, upper: temperature range; 0.05 and 1 (our choice, see above).
+        gather_distributed: compute the loss of the global batch on every rank (see the
+            module docstring).
     """
 
     param_ranges: ClassVar[dict[str, Param]] = {
@@ -101,8 +109,11 @@ class TemperatureAsUncertainty(_LastTemperature, nn.Module):
         hidden: int | None = None,
         lower: float = 0.05,
         upper: float = 1.0,
+        *,
+        gather_distributed: bool = False,
     ) -> None:
         super().__init__()  # the ranges of param_ranges are checked by the registry
+        self.gather_distributed = gather_distributed
         if not lower < upper:
             raise ValueError(f"need lower < upper, got {lower}, {upper}")
         self.lower, self.upper = float(lower), float(upper)
@@ -111,6 +122,7 @@ class TemperatureAsUncertainty(_LastTemperature, nn.Module):
 
     def forward(self, h1: Tensor, h2: Tensor) -> Tensor:
         h1, h2 = check_views(h1, h2, names=("h1", "h2"))
+        h1, h2 = distributed.gather_all_with_grad(h1, h2, enabled=self.gather_distributed)
         p1, p2 = self.projector(h1), self.projector(h2)  # [C, N, d' + 1]
         u = torch.cat([p1[..., -1], p2[..., -1]], dim=1)  # [C, 2N]
         tau = self.lower + (self.upper - self.lower) * torch.sigmoid(u)
@@ -128,7 +140,8 @@ class CosineTemperature(_LastTemperature, nn.Module):
     """Multi-head NT-Xent with a cosine temperature schedule (see the module docstring).
 
     Args:
-        in_dim, heads, out_dim, hidden: as :class:`TemperatureAsUncertainty`.
+        in_dim, heads, out_dim, hidden, gather_distributed: as
+            :class:`TemperatureAsUncertainty`.
         tau_min, tau_max: 0.1 and 1.0 (Kukleva et al.).
         period: schedule period in training steps (Kukleva et al. use 400 epochs; set it
             to the run's steps per epoch × the epochs of one cycle).
@@ -147,8 +160,11 @@ class CosineTemperature(_LastTemperature, nn.Module):
         tau_min: float = 0.1,
         tau_max: float = 1.0,
         period: int = 1000,
+        *,
+        gather_distributed: bool = False,
     ) -> None:
         super().__init__()  # the ranges of param_ranges are checked by the registry
+        self.gather_distributed = gather_distributed
         if not tau_min <= tau_max:
             raise ValueError(f"need tau_min <= tau_max, got {tau_min}, {tau_max}")
         self.tau_min, self.tau_max = float(tau_min), float(tau_max)
@@ -164,6 +180,7 @@ class CosineTemperature(_LastTemperature, nn.Module):
 
     def forward(self, h1: Tensor, h2: Tensor) -> Tensor:
         h1, h2 = check_views(h1, h2, names=("h1", "h2"))
+        h1, h2 = distributed.gather_all_with_grad(h1, h2, enabled=self.gather_distributed)
         # τ_t from the step buffer on the device: no host read, and no host counter that
         # torch.compile would take for a constant (one recompilation per step)
         t = torch.remainder(self.step, self.period).to(h1.dtype)  # exact; cos has period
