@@ -15,8 +15,9 @@
 #   SECTIONS="sweep losses" SWEEP_ARGS="--sizes 4096" bash benchmarks/gpu_bench.sh
 #   SECTIONS=train CIFAR=data/cifar10-jpeg.tar.gz bash benchmarks/gpu_bench.sh
 #
-# Every measurement also goes to $OUT/gpu_bench_<section>.json (default: a fresh temporary
-# directory). SECTIONS picks what runs, in order: `losses` (the table above) and `sweep`
+# Every section's output also goes to $OUT (default: a fresh temporary directory): the loss
+# table as gpu_bench_losses.json, the others as gpu_bench_<section>.txt.
+# SECTIONS picks what runs, in order: `losses` (the table above) and `sweep`
 # (benchmarks/gpu_tile_sweep.py: Triton against torch and float64 on the GPU, then the
 # kernels' tile shapes), `train` (the training table and step breakdown; TRAIN_ARGS
 # adds to or overrides its arguments), `views` (benchmarks/view_speed.py: a step's

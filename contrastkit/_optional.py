@@ -34,7 +34,6 @@ EXTRAS: dict[str, str] = {
     "threadpoolctl": "train",
     "tensorboard": "train",
     "safetensors": "train",
-    "kornia": "images",
     "PIL": "images",
     "torch_geometric": "graph",
     "rdkit": "graph",

@@ -83,7 +83,7 @@ def main() -> None:
         if value.dim() == 0 and torch.isfinite(value) and args[0].grad is not None:
             computed.append(name)
     try:
-        require("kornia.augmentation", "images", "the image pipeline")
+        require("PIL.Image", "images", "the image reader")
         message = None
     except MissingExtraError as exc:
         message = str(exc)

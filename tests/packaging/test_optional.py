@@ -52,7 +52,7 @@ def test_every_registered_loss_computes_with_torch_and_numpy_only(only_core: dic
 
 def test_blocked_require_names_the_extra(only_core: dict) -> None:
     assert only_core["message"] == (
-        "the image pipeline needs the optional package kornia: pip install 'contrastkit[images]'"
+        "the image reader needs the optional package pillow: pip install 'contrastkit[images]'"
     )
 
 
