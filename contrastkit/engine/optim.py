@@ -1,10 +1,12 @@
 """Optimiser construction by name: ``sgd``, ``adam``, ``adamw``, ``lars``.
 
-Defaults and where they come from:
+Where each comes from (the learning rate and weight decay a run gets when its config names
+none are the trainer's, :mod:`contrastkit.training.defaults`; here ``weight_decay`` is 0
+unless given):
 
-* ``sgd``: momentum 0.9 and weight decay 1e-4 are CACR's (App. B.1, SGD "0.12 per 256");
-  Nesterov off unless asked for.
-* ``adam``: MACL's CIFAR-10 setting (App. B.3: lr 1e-3, weight decay 1e-6), this
+* ``sgd``: momentum 0.9 (the default of ``momentum`` here) as CACR's SGD (App. B.1, "0.12
+  per 256", weight decay 1e-4); Nesterov off unless asked for.
+* ``adam``: MACL's CIFAR-10 optimiser (App. B.3: lr 1e-3, weight decay 1e-6), this
   project's default; one parameter group holding every parameter, as before the engine.
 * ``adamw``: SimCSE's optimiser (Gao et al., 2021, through the Hugging Face Trainer).
 * ``lars``: MACL's ImageNet setting (App. B.1: LARS, lr 0.3 × batch/256, weight decay

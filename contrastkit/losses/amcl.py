@@ -108,7 +108,8 @@ class AMCL(DeviceDiagnostics, nn.Module):
         adapt: which temperatures are learned: ``"both"`` (AMCL), ``"pos"`` or ``"neg"``
             only (the other fixed at ``temperature``), or ``"none"`` (one global constant).
             These are the ablations of the paper's Fig. 5; with ``"none"`` the
-            regularisers are constant and the loss is the plain multi-head base loss.
+            regularisers cancel, and with ``negatives="softmax"`` the loss is the plain
+            multi-head base loss.
             SimSiam has only positive temperatures (``"neg"`` fixes them).
         temperature_source: ``"each"`` head its own τ, or ``"head1"``'s for all (Fig. 5).
         temperature: the constant τ where ``adapt`` fixes it; ``None`` = 0.1 (as

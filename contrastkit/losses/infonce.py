@@ -295,7 +295,9 @@ class DualTemperature(TwoViewContrastive):
 class HCL(TwoViewContrastive):
     """Hard-negative debiased loss; defaults τ = 0.5, τ⁺ = 0.1, β = 1 (the authors' CIFAR-10).
 
-    τ⁺ is a class prior, so it lies in [0, 1); β >= 0 (β = 0 is the debiased loss)."""
+    τ⁺ is a class prior, so it lies in [0, 1); β >= 0 (β = 0 is the debiased loss).
+    ``backend="auto"`` keeps the torch path at every size (its Triton kernels have not
+    been timed faster, see ``__init__``); ``"triton"`` asks for them."""
 
     param_ranges: ClassVar[dict[str, Param]] = {
         "tau_plus": Param.real(0.0, 1.0, high_open=True),

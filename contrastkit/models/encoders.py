@@ -25,7 +25,7 @@ class ConvEncoder(nn.Module):
         kind: ``"2d"`` for ``[B, C, H, W]`` images, ``"1d"`` for ``[B, C, L]`` signals.
         input_shape: ``(C, H, W)`` or ``(C, L)``; used to size the final linear layer.
         feature_dim: output width (the representation ``h``).
-        width: channels of the first convolution (doubled after the pool).
+        width: channels of the first convolution (doubled by the second, before the pool).
     """
 
     def __init__(
@@ -92,8 +92,9 @@ def mlp(
 ) -> nn.Sequential:
     """Projection / prediction MLP: ``layers - 1`` × (Linear-BN-ReLU), then Linear.
 
-    SimCLR's projector is 2 layers; Barlow Twins' and SimSiam's are 3 with a final BN
-    (``last_bn=True``); SimSiam's predictor is 2 layers with a bottleneck ``hidden_dim``.
+    SimCLR's projector is 2 layers; Barlow Twins' is 3, ending in a Linear; SimSiam's is 3
+    with a final BN (``last_bn=True``); SimSiam's predictor is 2 layers with a bottleneck
+    ``hidden_dim``.
     """
     if layers < 1:
         raise ValueError(f"layers must be >= 1, got {layers}")

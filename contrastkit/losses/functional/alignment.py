@@ -1,7 +1,8 @@
 """Alignment and uniformity (Wang & Isola, ICML 2020), as losses and as diagnostics.
 
-Both expect L2-normalised embeddings; squared distances are formed as ``2 - 2·xᵀy`` so no
-square root (and no infinite gradient at zero distance) appears for the default α = 2.
+Both expect L2-normalised embeddings. Neither takes a square root: alignment squares the
+differences directly (and clamps before a power α ≠ 2), uniformity forms its pairwise
+squared distances as ``2 - 2·xᵀy``, so no infinite gradient appears at zero distance.
 """
 
 from __future__ import annotations

@@ -168,8 +168,10 @@ def amcl_contrast(
     ``include_positive=True`` is Eq. (2.4) (InfoNCE, Eq. 9): the positive, with its own
     ``(sim⁺, τ⁺)``, joins the candidate set of the negative term; ``False`` is Eq. (2.1)
     (NT-Xent as the paper writes Eq. 1.1, positive not in the denominator). With one
-    constant temperature the regularisers cancel and the loss equals :func:`dcl` /
-    :func:`info_nce` at that temperature (the paper's §4.3 reduction).
+    constant temperature the regularisers cancel; with ``negatives="softmax"`` the loss
+    then equals :func:`dcl` / :func:`info_nce` at that temperature (the paper's §4.3
+    reduction), with top-κ it is the mean of the κ largest negative similarities minus the
+    positive one, over that temperature.
 
     Args:
         pos_sim: ``[C, M]`` cosine similarity of each anchor with its positive, per head.

@@ -62,13 +62,14 @@ def lascon(
     """LASCon (Kim et al., 2023), §3.4.4, in the ``"out"`` or ``"in"`` version.
 
     ``s̃_ij = s_ij / Σ_{k ∈ A(i)} s_ik`` (§3.1); ``out``: ``-Σ_{j∈A(i)} s̃_ij log u_ij``;
-    ``in``: ``-log Σ_{j∈A(i)} s̃_ij u_ij``; mean over anchors ``i``.
+    ``in``: ``-log Σ_{j∈A(i)} s̃_ij u_ij``; the mean over anchors ``i`` by default.
 
     Args:
         sim: ``[M, M]`` cosine similarities.
         label_sim: ``[M, M]`` label similarities ``s ∈ [0, 1]`` (diagonal ignored).
         temperature: τ; LASCon follows SupCon's 0.1.
         variant: ``"out"`` (the paper's main choice) or ``"in"``.
+        reduction: ``"mean"`` over anchors, ``"sum"``, or ``"none"`` (``[M]`` per anchor).
 
     An anchor whose ``s`` is zero on all of ``A(i)`` has no target and contributes 0.
     """
