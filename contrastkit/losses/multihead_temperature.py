@@ -70,7 +70,7 @@ class _LastTemperature(DeviceDiagnostics):
         return self.last_float("temperature")
 
 
-# the multi-head projector's sizes, shared by both baselines
+# the multi-head projector's sizes and the gather, shared by both baselines
 _HEAD_RANGES: dict[str, Param] = {
     **dict.fromkeys(("in_dim", "heads", "out_dim"), Param.integer(1)),
     "hidden": Param.integer(1, optional=True),
