@@ -30,7 +30,6 @@ from ... import _optional
 from ..._optional import KERNEL_BACKENDS, triton_interpreted
 from ...engine.device import cuda_capability
 
-BACKENDS = KERNEL_BACKENDS
 DEFAULT_BACKEND = "auto"
 AUTO_MIN_ROWS = 16_384  # anchors' rows from which "auto" picks Triton (see above)
 # What the kernels take: one [block, d] tile holds a whole embedding (d <= MAX_DIM).
@@ -48,8 +47,8 @@ def resolve(backend: str, anchors: Tensor, rows: int | None = None) -> str:
         return "triton" if usable and not _unfit(anchors) else "torch"
     if backend == "torch":
         return backend
-    if backend not in BACKENDS:
-        choices = ", ".join(map(repr, BACKENDS))
+    if backend not in KERNEL_BACKENDS:
+        choices = ", ".join(map(repr, KERNEL_BACKENDS))
         raise ValueError(f"backend must be one of {choices}, got {backend!r}")
     unfit = _unfit(anchors)
     if backend == "triton" and unfit:
