@@ -122,6 +122,26 @@ class TrainConfig(
             raise ValueError("final_eval_at does not apply to framework simcse (see eval_steps)")
         return sorted({max(1, round(f * self.epochs)) for f in at} - {self.epochs})
 
+    def steps_per_epoch(self, n_train: int, world: int = 1) -> int:
+        """Full batches of ``n_train`` samples, or ``epoch_steps`` of them; ``ValueError``
+        when the batch exceeds the data or does not split evenly over ``world`` processes."""
+        if self.batch_size > n_train:
+            raise ValueError(
+                f"batch_size {self.batch_size} exceeds the {n_train} training samples "
+                f"of {self.dataset}"
+            )
+        if self.batch_size % world:
+            raise ValueError(
+                f"batch_size {self.batch_size} must divide evenly over {world} processes"
+            )
+        full = n_train // self.batch_size
+        if self.epoch_steps is not None and self.epoch_steps > full:
+            raise ValueError(
+                f"epoch_steps {self.epoch_steps} exceeds the {full} full batches "
+                f"of {n_train} samples"
+            )
+        return full if self.epoch_steps is None else self.epoch_steps
+
     @property
     def effective_lr(self) -> float:
         """``lr`` scaled for the batch of one optimiser step (``batch_size × grad_accum``)

@@ -108,16 +108,7 @@ class Trainer:
         if framework_class(config.framework).needs_labels:
             labelled_only.append(f"the {config.framework} framework")
         self.train_x, self.train_y = pretraining_set(self.data, config.unlabeled, labelled_only)
-        n_train = len(self.train_x)
-        if config.batch_size > n_train:
-            raise ValueError(
-                f"batch_size {config.batch_size} exceeds the {n_train} training samples "
-                f"of {config.dataset}"
-            )
-        if config.batch_size % self.world:
-            raise ValueError(
-                f"batch_size {config.batch_size} must divide evenly over {self.world} processes"
-            )
+        self.steps_per_epoch = config.steps_per_epoch(len(self.train_x), self.world)
         torch.manual_seed(config.seed)
         loss_args = dict(config.loss_args)
         if self.world > 1 and distributed.accepts_gather(losses.info(config.loss).cls):
@@ -150,14 +141,6 @@ class Trainer:
         self.augment = self.build_augment()
         self.view_augments = self.build_view_augments()
         self.engine.prepare_views(*self.view_augments)
-        self.steps_per_epoch = n_train // config.batch_size
-        if config.epoch_steps is not None:
-            if config.epoch_steps > self.steps_per_epoch:
-                raise ValueError(
-                    f"epoch_steps {config.epoch_steps} exceeds the {self.steps_per_epoch} "
-                    f"full batches of {n_train} samples"
-                )
-            self.steps_per_epoch = config.epoch_steps
         self.optimizer = build_optimizer(
             config.optimizer,
             self.model.parameters(),

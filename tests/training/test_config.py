@@ -33,6 +33,17 @@ def test_lr_scaling_above_256() -> None:
     assert TrainConfig(batch_size=512, lr_scaling=False).effective_lr == pytest.approx(1e-3)
 
 
+def test_steps_per_epoch_counts_full_batches_and_names_what_does_not_fit() -> None:
+    assert TrainConfig(batch_size=64).steps_per_epoch(1000) == 15  # the last 40 are dropped
+    assert TrainConfig(batch_size=64, epoch_steps=4).steps_per_epoch(1000, world=2) == 4
+    with pytest.raises(ValueError, match="batch_size 64 exceeds the 63 training samples"):
+        TrainConfig(batch_size=64).steps_per_epoch(63)
+    with pytest.raises(ValueError, match="batch_size 64 must divide evenly over 3 processes"):
+        TrainConfig(batch_size=64).steps_per_epoch(1000, world=3)
+    with pytest.raises(ValueError, match="epoch_steps 16 exceeds the 15 full batches"):
+        TrainConfig(batch_size=64, epoch_steps=16).steps_per_epoch(1000)
+
+
 def test_assignments_and_yaml(tmp_path: Path) -> None:
     assert parse_assignments(["temperature=0.2", "adaptive=false", "base=ntxent", "heads=3"]) == {
         "temperature": 0.2,
