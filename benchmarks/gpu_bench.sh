@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Issue #38 on one GPU, in one go (about 8 minutes on an H100): forward + backward time
 # and extra memory of every InfoNCE-family loss (and SupCon, LASCon, CACR) on both backends
-# (torch, triton) for N = 1024, 4096, 8192, 16384 pairs, d = 128, float32 and bfloat16 inputs,
+# (torch, triton) for N = 256, 1024, 4096, 8192, 16384 pairs (SIZES), d = 128, fp32 and bf16 inputs,
 # against the three-GEMM floor and the plain-torch NT-Xent measured in the same run; then
 # NT-Xent at 65,536 pairs: fused Triton vs torch's tiled mode vs dense torch; and the
 # training step (benchmarks/train_throughput.py): SimCLR + NT-Xent, ResNet-18 (width 64,
-# CIFAR stem), batch 512 on the CIFAR-10 JPEG archive at $CIFAR, hand loop against the
+# CIFAR stem), batch 512 on the CIFAR-10 JPEG archive at $CIFAR (benchmarks/cifar_jpeg.py makes
+# it from the python release), hand loop against the
 # engine in fp32, bf16, bf16 in NCHW, bf16 + compile, then each step phase by phase.
 # See benchmarks/gpu_loss_bench.py for what each cell is.
 #

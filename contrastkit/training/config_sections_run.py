@@ -230,7 +230,7 @@ class EngineSection:
         "auto",
         section="engine",
         choices={
-            "auto": "triton on CUDA when installed, else torch",
+            "auto": "triton on a CUDA GPU of compute capability >= 7.0 when installed, else torch",
             "torch": "",
             "triton": "one fused kernel; CUDA",
         },
