@@ -21,10 +21,15 @@ pytest.importorskip("triton", reason="the Triton backend needs the gpu extra (tr
 from contrastkit import losses  # noqa: E402
 from contrastkit.losses import views  # noqa: E402
 from contrastkit.losses.functional import _gram_triton  # noqa: E402
-from contrastkit.losses.functional._negatives import gram_logsumexp, gram_softmax_mean  # noqa: E402
+from contrastkit.losses.functional._negatives import (  # noqa: E402
+    GramNegatives,
+    gram_logsumexp,
+    gram_softmax_mean,
+)
 from contrastkit.losses.functional._precision import (  # noqa: E402
     holds_bf16_values,
     in_dtype,
+    same_values,
     upcast_tensor,
 )
 from contrastkit.losses.functional._unit_rows import unit_rows  # noqa: E402
@@ -51,6 +56,26 @@ def test_only_tensors_cast_from_bfloat16_are_known_to_hold_its_values() -> None:
     assert not holds_bf16_values(upcast_tensor(torch.randn(4, 3).half()))
 
 
+def test_a_tensor_changed_in_place_after_its_cast_is_no_longer_known() -> None:
+    """A loss of the user's that scales its input in place (``z.mul_(3.7)``) must not
+    have the result rounded to bfloat16 by the unit path; nor a part of a known tensor
+    whose base changed."""
+    up = upcast_tensor(torch.randn(4, 3).bfloat16())
+    up.requires_grad_()  # not a change of values: still known
+    assert holds_bf16_values(up)
+    up.detach().mul_(3.7)
+    assert not holds_bf16_values(up)
+    base = upcast_tensor(torch.randn(4, 3).bfloat16())
+    (first,) = same_values(base, [base[:2]])
+    assert holds_bf16_values(first)
+    base.add_(0.1)
+    assert not holds_bf16_values(first) and not holds_bf16_values(base)
+    with torch.inference_mode():  # no version counter to watch: not remembered
+        half = torch.randn(6, 4).bfloat16()
+        assert not holds_bf16_values(upcast_tensor(half))
+        assert torch.isfinite(losses.get("ntxent")(half, half.flip(0)))
+
+
 def test_layouts_without_a_queue_hand_over_their_bfloat16_rows() -> None:
     z1, z2 = (upcast_tensor(torch.randn(6, 8).bfloat16()) for _ in range(2))
     assert views.ntxent_negatives(z1, z2)[1].source is not None
@@ -60,6 +85,9 @@ def test_layouts_without_a_queue_hand_over_their_bfloat16_rows() -> None:
     assert source is not None and source[1] is not None
     stacked = upcast_tensor(torch.randn(3, 6, 8).bfloat16())
     assert views.multiview_negatives(stacked)[1].source is not None
+    negatives = views.ntxent_negatives(z1, z2)[1]
+    with pytest.raises(ValueError, match="not with extra"):  # its rows would be dropped
+        GramNegatives(negatives.anchors, extra=torch.randn(5, 8), source=negatives.source)
 
 
 def _unit_statistic(mode: str, x, kx, exclude, triton: bool):
@@ -100,6 +128,22 @@ def test_unit_path_matches_the_torch_path_and_float64(mode: str, own: bool) -> N
         assert (a - c).abs().max().item() <= 2e-6 * scale
         assert (a - b).abs().max().item() <= 2e-6 * scale
     assert got[1][18].abs().max() == 0  # the zero row: a zero gradient, as unit_rows gives
+
+
+@pytest.mark.parametrize("mode", ["lse", "mean", "mean_detached"])
+def test_a_row_whose_norm_overflows_is_a_zero_row_as_on_the_torch_path(mode: str) -> None:
+    """bfloat16 holds values up to 3.4e38, so a row of entries near 1e19 has a float32
+    norm of inf. ``unit_rows`` scales it by 0 (a zero row); the unit path multiplies the
+    raw products first, and inf·0 must not leak a NaN into the finite rows."""
+    x = _bf16_rows(21, 8, seed=7)
+    x[4] = (x[4] * 1e19).bfloat16().float()
+    assert torch.isinf(x[4].norm())
+    weight = torch.randn(21, generator=torch.Generator().manual_seed(8)).to(DEVICE)
+    got = _value_and_grads(mode, x, None, None, weight, triton=True)
+    torch32 = _value_and_grads(mode, x, None, None, weight, triton=False)
+    for a, b in zip(got, torch32, strict=True):
+        assert torch.isfinite(a).all()
+        torch.testing.assert_close(a, b, rtol=2e-6, atol=2e-6)
 
 
 def test_three_bfloat16_parts_hold_a_float32_coefficient() -> None:

@@ -112,8 +112,9 @@ def _tile(
     columns, so their sums stay finite; they are never stored, and in backward their zero
     ``u`` and zero anchors contribute nothing."""
     s = _dot(a, tl.trans(k), PRECISION, UPCAST)
-    if SCALED:
-        s = s * ra[:, None] * rk[None, :]
+    if SCALED:  # a scale of 0 (a row whose norm overflowed) makes a zero row, as unit_rows
+        zero = (ra[:, None] == 0.0) | (rk[None, :] == 0.0)  # does: not inf·0 = NaN
+        s = tl.where(zero, 0.0, s * ra[:, None] * rk[None, :])
     present = (cols[None, :] < n_cols) & (rows[:, None] >= 0)
     for t in tl.static_range(R):
         excluded = tl.load(excl_ptr + rows * R + t, mask=rows < m, other=-1)

@@ -262,6 +262,8 @@ class GramNegatives(Negatives):
         unit: bool = False,
         source: Source | None = None,
     ) -> None:
+        if source is not None and extra is not None:  # the unit path reads source alone
+            raise ValueError("GramNegatives: source stands for anchors and keys; not with extra")
         self.anchors, self.keys, self.extra = anchors, keys, extra
         self.exclude, self.block_size = exclude, block_size
         self.backend, self.unit, self.source = backend, unit, source

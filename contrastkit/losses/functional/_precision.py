@@ -62,16 +62,21 @@ def upcast_tensor(x: Tensor) -> Tensor:
     return x.float() if x.dtype is torch.float16 else x
 
 
-# id -> weak reference of the float32 tensors made from bfloat16 ones (id-keyed: a tensor's
-# == compares elements, so it cannot be a WeakSet member); an entry leaves with its tensor
-_FROM_BF16: dict[int, weakref.ref] = {}
+# id -> weak reference and version counter of the float32 tensors made from bfloat16 ones
+# (id-keyed: a tensor's == compares elements, so it cannot be a WeakSet member); an entry
+# leaves with its tensor, and holds only while the tensor's values are unchanged
+_FROM_BF16: dict[int, tuple[weakref.ref, int]] = {}
 
 
 def _noted(t: Tensor) -> Tensor:
-    """``t``, remembered as holding bfloat16 values (not while ``torch.compile`` traces)."""
-    if not torch.compiler.is_compiling():
+    """``t``, remembered as holding bfloat16 values (not while ``torch.compile`` traces)
+    as long as its version counter stays (an in-place change, ``z.mul_(3.7)``, or one of a
+    tensor it views, ends that; assigning ``t.data`` does not count and is not seen).
+    Inference tensors keep no version counter and are not remembered."""
+    if not torch.compiler.is_compiling() and not t.is_inference():
         key = id(t)
-        _FROM_BF16[key] = weakref.ref(t, lambda _, key=key: _FROM_BF16.pop(key, None))
+        ref = weakref.ref(t, lambda _, key=key: _FROM_BF16.pop(key, None))
+        _FROM_BF16[key] = (ref, t._version)
     return t
 
 
@@ -86,13 +91,13 @@ def same_values(source: Tensor, parts: Sequence[Tensor]) -> Sequence[Tensor]:
 
 def holds_bf16_values(*tensors: Tensor) -> bool:
     """Whether every one of ``tensors`` is a float32 tensor made from a bfloat16 one by
-    :func:`upcast_tensor` or :func:`in_dtype` (so each value is a bfloat16 number); always
-    ``False`` while ``torch.compile`` traces."""
+    :func:`upcast_tensor` or :func:`in_dtype` (so each value is a bfloat16 number) and not
+    changed in place since; always ``False`` while ``torch.compile`` traces."""
     if torch.compiler.is_compiling():
         return False
     for t in tensors:
-        ref = _FROM_BF16.get(id(t))
-        if ref is None or ref() is not t:
+        entry = _FROM_BF16.get(id(t))
+        if entry is None or entry[0]() is not t or entry[1] != t._version:
             return False
     return True
 
