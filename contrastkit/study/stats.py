@@ -211,6 +211,7 @@ def convergence(
     window), robust to the epoch-to-epoch jitter of a kNN reading. Fewer than
     ``min_points`` evaluations in the window (at least 2) count as not converged: a line
     through two or three points of a noisy curve says little, so a rule may ask for more.
+    So does a curve holding a NaN or an infinite value anywhere (its change is NaN).
 
     ``scale`` (for losses, whose values differ per loss): :data:`RANGE` divides the change
     by the range (max − min) of the whole curve given, i.e. the share of the distance the
@@ -226,9 +227,10 @@ def convergence(
     if scale not in (ABSOLUTE, RANGE, MEAN):
         raise ValueError(f"scale must be one of {ABSOLUTE}, {RANGE}, {MEAN}; got {scale!r}")
     need = max(2, int(min_points))
-    start = total_epochs - window * total_epochs
+    # rounded, so that e.g. 90 - 0.7·90 = 27.000000000000007 keeps epoch 27 in the window
+    start = round(total_epochs - window * total_epochs, 9)
     points = [(e, v) for e, v in zip(epochs, values, strict=True) if start <= e <= total_epochs]
-    if len(points) < 2:
+    if len(points) < 2 or not all(math.isfinite(v) for v in values):  # NaN: not converged
         span = (points[0][0], points[0][0]) if points else (total_epochs, total_epochs)
         return Convergence(False, math.nan, span, tolerance, len(points), need)
     xs, ys = [float(e) for e, _ in points], [float(v) for _, v in points]

@@ -130,6 +130,26 @@ def test_convergence_on_a_loss_is_scaled_by_its_range_not_its_level() -> None:
     assert convergence(epochs, [1.0] * 50, 50, scale=RANGE).change == 0.0
 
 
+def test_a_curve_with_a_nan_or_inf_anywhere_has_not_converged() -> None:
+    """A non-finite first point made the range NaN (max and min keep a leading NaN),
+    and a NaN range read as a flat curve: a loss still falling 10 % a step passed."""
+    epochs = list(range(1, 11))
+    falling = [9.0 - e for e in epochs]
+    assert not convergence(epochs, falling, 10, tolerance=0.02, scale=RANGE).converged
+    for bad in (math.nan, math.inf):
+        for at in (0, 4, 9):
+            curve = [*falling[:at], bad, *falling[at + 1 :]]
+            check = convergence(epochs, curve, 10, tolerance=0.02, scale=RANGE)
+            assert not check.converged and math.isnan(check.change)
+            assert not convergence(epochs, [*[0.5] * at, bad, *[0.5] * (9 - at)], 10).converged
+
+
+def test_the_window_keeps_its_first_epoch_despite_rounding() -> None:
+    # 90 - 0.7·90 is 27.000000000000007 in floats: epoch 27 belongs to the window
+    check = convergence(list(range(1, 91)), [0.5] * 90, 90, window=0.7)
+    assert check.window == (27, 90) and check.points == 64
+
+
 def test_convergence_refuses_fewer_points_than_the_rule_needs() -> None:
     check = convergence([1, 2, 3], [0.7, 0.7, 0.7], 3, window=0.5, min_points=4)
     assert not check.converged and check.change == 0.0
