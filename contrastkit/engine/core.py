@@ -14,7 +14,9 @@ It owns what depends on the hardware and the numerics, never the method:
   back to PyTorch's native kernels, 48 % of a bf16 ResNet-18 step's GPU time on an H200,
   issue #38);
 * one optimiser step per ``grad_accum`` backward passes (the loss of each is divided by
-  ``grad_accum``, so the gradient is the mean over the accumulated batches), gradient-norm
+  ``grad_accum``, so the gradient is the mean over the accumulated batches; a window that
+  a loop ends early with ``force_step``, at an epoch's end, is the mean over its passes,
+  and the next window starts afresh), gradient-norm
   clipping, and a guard that raises *before* the optimiser step when the loss or the
   gradient is not finite (under fp16 a non-finite gradient is the scaler's business: the
   step is skipped and the scale lowered, as ``GradScaler`` intends). With a fused
@@ -38,6 +40,7 @@ from torch import Tensor, nn
 
 from .cpu_precision import warn_if_emulated
 from .device import channels_last_default, grad_scaler, select_device, to_device
+from .optim import skips_on_device
 
 PRECISIONS = {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}
 # torch.compile's modes: "reduce-overhead" replays CUDA graphs (fewer launches, more memory),
@@ -95,6 +98,7 @@ class Engine:
         self.clip_grad = clip_grad
         self.scaler = grad_scaler(self.device) if precision == "fp16" else None
         self.micro_steps = 0  # backward passes so far
+        self.window_passes = 0  # backward passes in the open accumulation window
         self.optimizer_steps = 0
         self._window_finite: Tensor | None = None  # deferred check: the window's passes
         self._flag: Tensor | None = None  # deferred check: host copy of "not finite"
@@ -191,7 +195,7 @@ class Engine:
     @property
     def will_step(self) -> bool:
         """Whether the next :meth:`backward_step` ends an accumulation window."""
-        return (self.micro_steps + 1) % self.grad_accum == 0
+        return self.window_passes + 1 >= self.grad_accum
 
     def no_sync(
         self, ddp: nn.Module | None, force_step: bool = False
@@ -219,17 +223,18 @@ class Engine:
         optimiser step (also when fp16's scaler skipped one, so the schedule follows the
         step count)."""
         self.check_pending()
-        self.micro_steps += 1
-        if (self.micro_steps - 1) % self.grad_accum == 0:  # the first of a window
+        if self.window_passes == 0:  # the first of a window
             optimizer.zero_grad(set_to_none=True)
             self._window_finite = None
+        self.micro_steps += 1
+        self.window_passes += 1
         scaled = loss / self.grad_accum if self.grad_accum > 1 else loss
         if self.scaler is not None:
             scaled = self.scaler.scale(scaled)
         scaled.backward()
         finite = torch.isfinite(loss.detach())
         deferred = self.scaler is None and skips_on_device(optimizer)
-        if not (force_step or self.micro_steps % self.grad_accum == 0):
+        if not (force_step or self.window_passes == self.grad_accum):
             if deferred:  # checked with the window's step
                 window = self._window_finite
                 self._window_finite = finite if window is None else window & finite
@@ -239,12 +244,17 @@ class Engine:
         if self._window_finite is not None:
             finite = finite & self._window_finite
         grads = [p for p in self._params(optimizer, params) if p.grad is not None]
+        passes, self.window_passes = self.window_passes, 0
+        if passes < self.grad_accum and grads:  # a window ended early: the mean of its passes
+            torch._foreach_mul_([p.grad for p in grads], self.grad_accum / passes)
         if self.scaler is not None:
             self.scaler.unscale_(optimizer)
-        if self.clip_grad is not None:
-            norm = torch.nn.utils.clip_grad_norm_(grads, self.clip_grad)
-        elif self.scaler is None:
-            norm = _total_norm([p.grad for p in grads])
+        if self.clip_grad is not None or self.scaler is None:
+            norms = torch._foreach_norm([p.grad for p in grads]) if grads else []
+            norm = _total_norm(norms)
+        if self.clip_grad is not None:  # as clip_grad_norm_, the tensors' norms kept
+            coef = torch.clamp(self.clip_grad / (norm + 1e-6), max=1.0)
+            torch._foreach_mul_([p.grad for p in grads], coef)
         if self.scaler is None:  # loss and gradient in one host read (fp16: the scaler's)
             finite = finite & torch.isfinite(norm).to(finite.device)
         if deferred:
@@ -252,7 +262,7 @@ class Engine:
         elif not bool(finite):
             if not bool(torch.isfinite(loss.detach())):
                 self._fail(f"non-finite loss {float(loss.detach())}", describe, optimizer)
-            bad = [i for i, p in enumerate(grads) if not bool(torch.isfinite(p.grad).all())]
+            bad = [n for n in norms if not math.isfinite(float(n))]  # counted before clipping
             self._fail(
                 f"non-finite gradient (norm {float(norm)}; {len(bad)} of {len(grads)} "
                 f"parameter tensors affected) after a finite loss {float(loss.detach())}",
@@ -332,6 +342,7 @@ class Engine:
         after ``backward``, so that one host read covers loss and gradient), leaving the
         parameters and gradients as before the failed pass's window."""
         optimizer.zero_grad(set_to_none=True)
+        self.window_passes = 0  # the window's gradients are gone
         where = f"backward pass {self.micro_steps} (optimiser step {self.optimizer_steps + 1})"
         extra = f"; {describe()}" if describe is not None else ""
         raise NonFiniteError(
@@ -368,22 +379,11 @@ class Engine:
         }
 
 
-def skips_on_device(optimizer: torch.optim.Optimizer) -> bool:
-    """Whether ``optimizer`` can skip a step on the device (``found_inf``): torch's fused
-    Adam, AdamW and SGD, which :func:`~contrastkit.engine.build_optimizer` builds for CUDA
-    parameters, and an optimiser that says so (``skips_on_device``, e.g.
-    :class:`~contrastkit.engine.LARS`)."""
-    if not getattr(optimizer, "_step_supports_amp_scaling", False):
-        return False
-    said = getattr(optimizer, "skips_on_device", False)
-    return said or all(group.get("fused") for group in optimizer.param_groups)
-
-
-def _total_norm(grads: list[Tensor]) -> Tensor:
-    """Global L2 norm of ``grads`` (``torch.nn.utils.get_total_norm`` of torch ≥ 2.6)."""
-    if not grads:
+def _total_norm(norms: list[Tensor]) -> Tensor:
+    """Global L2 norm of tensors whose L2 norms are ``norms`` (``_foreach_norm``'s), as
+    ``torch.nn.utils.get_total_norm`` of torch ≥ 2.6."""
+    if not norms:
         return torch.zeros(())
-    norms = torch._foreach_norm(grads)
     return torch.linalg.vector_norm(torch.stack([n.to(norms[0].device) for n in norms]))
 
 

@@ -67,7 +67,7 @@ class LARS(torch.optim.Optimizer):
         )
         super().__init__(params, defaults)
         self._step_supports_amp_scaling = True  # honours found_inf / grad_scale (docstring)
-        self.skips_on_device = True  # what the engine asks (engine.core.skips_on_device)
+        self.skips_on_device = True  # what the engine asks (engine.optim.skips_on_device)
         # per group, device and dtype: the parameters' ids, one buffer and a view of it
         # for each tensor (_finite_times)
         self._scratch: dict[tuple[Any, ...], tuple[tuple[int, ...], Tensor, list[Tensor]]] = {}

@@ -85,7 +85,7 @@ def build_optimizer(
     if name == "adamw":
         return torch.optim.AdamW(params, lr=lr, weight_decay=weight_decay, **options)
     if name == "sgd":
-        return torch.optim.SGD(
+        sgd = torch.optim.SGD(
             params,
             lr=lr,
             momentum=momentum,
@@ -93,6 +93,14 @@ def build_optimizer(
             weight_decay=weight_decay,
             **options,
         )
+        if sgd.defaults.get("fused") and momentum:
+            # fused SGD makes its buffers with empty_like at its first step and leaves them
+            # unwritten when that step is skipped (found_inf: fp16's overflowing first steps),
+            # so the next step would read garbage; zeros give the same first step (0.9·0 + g)
+            for p in params:
+                if p.requires_grad:
+                    sgd.state[p]["momentum_buffer"] = torch.zeros_like(p)
+        return sgd
     if name == "lars":
         return LARS(
             param_groups(params, weight_decay),
@@ -110,3 +118,14 @@ def _fusable(cls: type, params: list[Tensor]) -> bool:
     floating-point CUDA tensor."""
     on_cuda = all(p.is_cuda and p.is_floating_point() for p in params)
     return on_cuda and "fused" in inspect.signature(cls.__init__).parameters
+
+
+def skips_on_device(optimizer: torch.optim.Optimizer) -> bool:
+    """Whether ``optimizer`` can skip a step on the device (``found_inf``): torch's fused
+    Adam, AdamW and SGD, which :func:`~contrastkit.engine.build_optimizer` builds for CUDA
+    parameters, and an optimiser that says so (``skips_on_device``, e.g.
+    :class:`~contrastkit.engine.LARS`)."""
+    if not getattr(optimizer, "_step_supports_amp_scaling", False):
+        return False
+    said = getattr(optimizer, "skips_on_device", False)
+    return said or all(group.get("fused") for group in optimizer.param_groups)

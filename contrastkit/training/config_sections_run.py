@@ -95,7 +95,8 @@ class OptimisationSection:
         1,
         section="optimisation",
         check=positive_int,
-        help="batches per optimiser step (gradient accumulation)",
+        help="batches per optimiser step (gradient accumulation: the mean of their gradients;"
+        " an epoch's last step takes what is left of it)",
     )
     clip_grad: float | None = S(
         None,

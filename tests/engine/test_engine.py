@@ -64,12 +64,36 @@ def test_non_finite_loss_stops_before_the_step() -> None:
     assert torch.equal(model.weight, before) and model.weight.grad is None
 
 
-def test_non_finite_gradient_of_a_finite_loss_stops_before_the_step() -> None:
-    w = nn.Parameter(torch.tensor([0.0, 4.0]))
-    loss = w.sqrt().sum()  # finite (2.0); d/dw sqrt(w) at 0 is inf
-    with pytest.raises(NonFiniteError, match=r"non-finite gradient.*1 of 1 parameter tensors"):
-        Engine("cpu").backward_step(loss, torch.optim.SGD([w], lr=0.1))
-    assert w.tolist() == [0.0, 4.0]
+@pytest.mark.parametrize("clip", [None, 1.0])
+def test_non_finite_gradient_of_a_finite_loss_stops_before_the_step(clip: float | None) -> None:
+    """The count of affected tensors is taken before clipping, which would spread the NaN
+    of the total norm to every gradient."""
+    w, v = nn.Parameter(torch.tensor([0.0, 4.0])), nn.Parameter(torch.tensor([1.0]))
+    # finite (3.0); the masked sqrt's gradient at 0 is 0·inf = NaN (a NaN total norm)
+    loss = torch.where(w > 0, w.sqrt(), torch.zeros_like(w)).sum() + v.sum()
+    with pytest.raises(NonFiniteError, match=r"non-finite gradient.*1 of 2 parameter tensors"):
+        Engine("cpu", clip_grad=clip).backward_step(loss, torch.optim.SGD([w, v], lr=0.1))
+    assert w.tolist() == [0.0, 4.0] and v.tolist() == [1.0]
+
+
+def test_a_window_ended_early_is_the_mean_of_its_passes_and_the_next_starts_afresh() -> None:
+    """grad_accum = 2 over epochs of 3 batches, the last forced (as the trainer does):
+    each epoch steps on mean(g0, g1), then on g2 alone; no gradient is carried into the
+    next epoch, and the step count is the schedule's ceil(3 / 2) = 2 per epoch."""
+    w = nn.Parameter(torch.zeros(()))
+    opt = torch.optim.SGD([w], lr=1.0)
+    engine = Engine("cpu", grad_accum=2)
+    updates, stepped = [], []
+    for _ in range(2):
+        for i, g in enumerate((1.0, 10.0, 100.0)):
+            last = i == 2
+            assert engine.will_step == (i == 1)  # DDP syncs the passes that step
+            before = w.item()
+            stepped.append(engine.backward_step(g * w, opt, force_step=last))
+            if stepped[-1]:
+                updates.append(before - w.item())
+    assert updates == [5.5, 100.0, 5.5, 100.0]
+    assert stepped == [False, True, True] * 2 and engine.optimizer_steps == 4
 
 
 def test_a_step_reads_the_device_once(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -283,6 +283,37 @@ def test_sgd_adam_adamw_builders() -> None:
     assert build_optimizer("adam", model, lr=1e-3, fused=True).defaults["fused"] is True
 
 
+@pytest.mark.parametrize("nesterov", [False, True])
+def test_fused_sgd_survives_a_skipped_first_step(nesterov: bool) -> None:
+    """fp16's first steps often overflow, so the scaler skips them (``found_inf`` on a
+    fused optimiser, what CUDA parameters get). Fused SGD then read momentum buffers it
+    had made with ``empty_like`` and never written; with the buffers made as zeros, a
+    skipped first step leaves everything as it was and the next is plain SGD's first."""
+    model = nn.Linear(4, 3)
+    frozen = nn.Parameter(torch.ones(5), requires_grad=False)  # a momentum encoder's: no buffer
+    params = [*model.parameters(), frozen]
+    start = [p.detach().clone() for p in params]
+    fused = build_optimizer("sgd", params, lr=0.1, momentum=0.9, nesterov=nesterov, fused=True)
+    assert fused.defaults["fused"] and frozen not in fused.state
+    for p in model.parameters():
+        p.grad = torch.full_like(p, float("inf"))
+    fused.found_inf, fused.grad_scale = torch.ones(()), None
+    fused.step()  # skipped on the device
+    del fused.found_inf, fused.grad_scale
+    plain_model = nn.Linear(4, 3)
+    plain_model.load_state_dict(model.state_dict())
+    plain = build_optimizer("sgd", plain_model, lr=0.1, momentum=0.9, nesterov=nesterov)
+    for _ in range(2):
+        for a, b in zip(model.parameters(), plain_model.parameters(), strict=True):
+            a.grad = torch.arange(a.numel(), dtype=a.dtype).reshape(a.shape) / 7
+            b.grad = a.grad.clone()
+        fused.step()
+        plain.step()
+        for a, b in zip(model.parameters(), plain_model.parameters(), strict=True):
+            torch.testing.assert_close(a, b, rtol=1e-6, atol=1e-7)
+    assert torch.equal(start[-1], frozen)
+
+
 def test_warmup_cosine_values() -> None:
     m = multiplier("warmup_cosine", steps_per_epoch=10, epochs=4, warmup_epochs=1)
     assert m(0) == pytest.approx(0.1) and m(4) == pytest.approx(0.5) and m(9) == 1.0

@@ -36,16 +36,21 @@ def records(path: Path) -> list[dict]:
     ]
 
 
-@pytest.mark.parametrize(("framework", "loss"), [("simclr", "macl"), ("moco", "infonce")])
+@pytest.mark.parametrize(
+    ("framework", "loss", "accum"),
+    # grad_accum 2 over epochs of 11 batches: each epoch ends on a window of one pass
+    [("simclr", "macl", 1), ("moco", "infonce", 1), ("simclr", "ntxent", 2)],
+)
 def test_two_epochs_plus_resume_equals_four_straight(
-    tmp_path: Path, framework: str, loss: str
+    tmp_path: Path, framework: str, loss: str, accum: int
 ) -> None:
-    straight = Trainer(tiny(framework=framework, loss=loss, queue_size=256), tmp_path / "a", False)
+    settings = {"framework": framework, "loss": loss, "queue_size": 256, "grad_accum": accum}
+    straight = Trainer(tiny(**settings), tmp_path / "a", False)
     final_a = straight.fit()
-    Trainer(
-        tiny(framework=framework, loss=loss, queue_size=256, epochs=2), tmp_path / "b", False
-    ).fit()
-    resumed = Trainer(tiny(framework=framework, loss=loss, queue_size=256), tmp_path / "b", False)
+    # with accumulation, stopped after epoch 1, whose last window the trainer closed early:
+    # the straight run must not carry that window's gradient into epoch 2 either
+    Trainer(tiny(**settings, epochs=1 if accum > 1 else 2), tmp_path / "b", False).fit()
+    resumed = Trainer(tiny(**settings), tmp_path / "b", False)
     final_b = resumed.fit(resume=True)
 
     state_a = straight.model.state_dict()
