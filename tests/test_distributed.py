@@ -25,6 +25,7 @@ from contrastkit.distributed import (
     shutdown,
 )
 from contrastkit.frameworks import two_view_loss
+from contrastkit.losses.views import cross_view_similarities
 
 WORLD, LOCAL, IN_DIM, OUT_DIM = 2, 4, 6, 5
 CASES = {
@@ -63,6 +64,9 @@ CASES = {
     # SimCSE's cross-view layout (frameworks.simcse.two_view_loss): every rank's keys
     "macl_simcse": {"alpha": 0.8, "a0": 0.1},
     "infonce_simcse": {},
+    # NNCLR's layout (frameworks.nnclr): constant neighbours against every rank's predictions
+    "ntxent_nnclr": {},
+    "macl_nnclr": {"alpha": 0.8, "a0": 0.1},
 }
 
 
@@ -105,12 +109,16 @@ def loss_of(
     """The loss value and the loss module (AMCL's heads and φ have parameters too)."""
     v, n, _ = x.shape
     z = model(x.reshape(v * n, IN_DIM)).reshape(v, n, OUT_DIM)
-    registered = name.removesuffix("_bt").removesuffix("_simcse")
+    registered = name.removesuffix("_bt").removesuffix("_simcse").removesuffix("_nnclr")
     torch.manual_seed(3)
     loss = losses.get(registered, gather_distributed=gather, **CASES[name]).double()
     kind = losses.info(registered).inputs
     if name.endswith("_simcse"):
         return two_view_loss(loss, z[0], z[1], gather), loss
+    if name.endswith("_nnclr"):  # both directions, the neighbours a constant (view 3)
+        one = cross_view_similarities(z[2].detach(), z[1], None, gather)
+        two = cross_view_similarities((z[2] + z[0]).detach(), z[0], None, gather)
+        return loss.similarity_loss(*(torch.cat(t) for t in zip(one, two, strict=True))), loss
     if kind == "views":
         return loss(z), loss
     if kind == "labeled":

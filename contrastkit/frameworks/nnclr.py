@@ -7,7 +7,8 @@ views, and a support set ``Q [S, d]`` of past (normalised, detached) projections
     L = ½ [ ℓ(NN(z_1), p_2) + ℓ(NN(z_2), p_1) ]
 
 where ``ℓ(a, b)`` is the InfoNCE-family loss of anchors ``a_i`` with positive ``b_i`` and
-negatives ``b_j, j ≠ i`` (NNCLR Eq. 3, its symmetric form; cosine similarities). Any
+negatives ``b_j, j ≠ i`` (NNCLR Eq. 3, its symmetric form; cosine similarities; under
+``torchrun`` with the loss's ``gather_distributed``, every rank's ``b_j``). Any
 registered "pair" loss with a similarity form (``similarity_loss(pos, neg)``: NT-Xent,
 DCL, MACL, FlatNCE, ...) takes the place of InfoNCE: the two directions' ``pos [N]`` and
 ``neg [N, N]`` are stacked into ``2N`` anchors, so a loss's mean over anchors equals the
@@ -98,9 +99,10 @@ class NNCLR(Framework):
         z1, z2 = self.projector(self.encoder(torch.cat(list(views)))).split(n)
         p1, p2 = self.predictor(torch.cat([z1, z2])).split(n)
         support = self.support.clone()
-        pos, neg = cross_view_similarities(nearest_neighbours(z1, support), p2)
+        gather = getattr(self.loss, "gather_distributed", False)  # every rank's predictions
+        pos, neg = cross_view_similarities(nearest_neighbours(z1, support), p2, None, gather)
         if self.symmetric:
-            pos2, neg2 = cross_view_similarities(nearest_neighbours(z2, support), p1)
+            pos2, neg2 = cross_view_similarities(nearest_neighbours(z2, support), p1, None, gather)
             pos, neg = torch.cat([pos, pos2]), torch.cat([neg, neg2])
         loss = self.loss.similarity_loss(pos, neg)
         fifo_enqueue(self.support, self.support_ptr, distributed.gather(normalize(z1.detach())))

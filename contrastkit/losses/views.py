@@ -277,12 +277,14 @@ def cross_view_queue_negatives(
 
 @float32_compute
 def cross_view_similarities(
-    query: Tensor, key: Tensor, queue: Tensor | None = None
+    query: Tensor, key: Tensor, queue: Tensor | None = None, gather_distributed: bool = False
 ) -> tuple[Tensor, Tensor]:
     """One-directional InfoNCE layout: ``pos [N]`` = ``q_i·k_i``, ``neg [N, ·]``.
 
-    * ``queue is None`` (SimCSE, cross-view): the negatives of ``q_i`` are the other keys
-      ``k_j, j ≠ i`` of the batch, ``neg [N, N]`` with the diagonal masked.
+    * ``queue is None`` (SimCSE, NNCLR, cross-view): the negatives of ``q_i`` are the other
+      keys ``k_j, j ≠ i`` of the batch, ``neg [N, N]`` with the diagonal masked; with
+      ``gather_distributed``, every rank's keys, ``neg [N, W·N]`` with this rank's own
+      columns masked (:mod:`contrastkit.distributed`).
     * ``queue`` given (MoCo): the negatives are the queue's rows only, ``neg [N, Q]``;
       the caller detaches the keys and the queue.
     """
@@ -293,7 +295,14 @@ def cross_view_similarities(
     pos = (q * k).sum(dim=1)
     if queue is not None:
         return pos, q @ queue.T
-    eye = torch.eye(q.shape[0], dtype=torch.bool, device=q.device)
+    n = q.shape[0]
+    if gather_distributed and distributed.is_distributed():
+        own = torch.arange(n, device=q.device)
+        neg = q @ distributed.gather_with_grad(k).T
+        return pos, neg.index_put_(
+            (own, own + n * distributed.rank()), neg.new_tensor(float("-inf"))
+        )
+    eye = torch.eye(n, dtype=torch.bool, device=q.device)
     return pos, (q @ k.T).masked_fill_(eye, float("-inf"))
 
 
