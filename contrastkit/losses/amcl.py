@@ -110,7 +110,9 @@ class AMCL(DeviceDiagnostics, nn.Module):
             These are the ablations of the paper's Fig. 5; with ``"none"`` the
             regularisers cancel, and with ``negatives="softmax"`` the loss is the plain
             multi-head base loss.
-            SimSiam has only positive temperatures (``"neg"`` fixes them).
+            SimSiam has only positive temperatures (``"neg"`` fixes them). Where no
+            temperature is learned, φ's parameters are frozen (``requires_grad=False``),
+            so every trainable parameter gets a gradient, as DDP requires.
         temperature_source: ``"each"`` head its own τ, or ``"head1"``'s for all (Fig. 5).
         temperature: the constant τ where ``adapt`` fixes it; ``None`` = 0.1 (as
             :class:`NTXent`) for the cosine bases and 1 for ``"barlow_twins"``, where a
@@ -168,6 +170,8 @@ class AMCL(DeviceDiagnostics, nn.Module):
         self.fixed_temperature = float(temperature)
         self.projector = MultiHeadProjector(in_dim, out_dim, heads, hidden)
         self.adaptive_temperature = AdaptiveTemperature(out_dim, lower, upper)
+        if adapt == "none" or (base == "simsiam" and adapt == "neg"):  # φ unused
+            self.adaptive_temperature.requires_grad_(False)
         self.predictor: MultiHeadProjector | None = None
         if base == "simsiam":
             self.predictor = MultiHeadProjector(out_dim, out_dim, heads, max(1, out_dim // 4))

@@ -16,6 +16,7 @@ from amcl_reference import _module_reference, _unit, omega_ref
 from contrastkit import losses
 from contrastkit.losses import AMCL, AdaptiveTemperature
 from contrastkit.losses import functional as F
+from contrastkit.losses.amcl import _ADAPT
 
 
 def test_temperature_stays_in_bounds_for_any_input():
@@ -265,3 +266,19 @@ def test_runaway_diagnostic_counts_the_negatives_below_their_critical_temperatur
     fixed = AMCL(in_dim=8, heads=2, out_dim=dim, adapt="pos")
     fixed(torch.randn(n, 8), torch.randn(n, 8))
     assert not any(k.startswith("tau_neg_runaway") for k in fixed.diagnostics())
+
+
+@pytest.mark.parametrize(
+    ("base", "adapt"), list(itertools.product(("ntxent", "simsiam", "barlow_twins"), _ADAPT))
+)
+def test_every_trainable_parameter_gets_a_gradient(base: str, adapt: str) -> None:
+    """DDP (the trainer wraps the framework, loss included) fails at the next step when a
+    parameter that requires grad got none; so φ is frozen where no temperature is learned
+    (``adapt="none"``, and SimSiam's ``"neg"``), and learns where one is."""
+    torch.manual_seed(0)
+    amcl = AMCL(in_dim=6, heads=2, out_dim=4, hidden=5, base=base, adapt=adapt)
+    amcl(torch.randn(8, 6), torch.randn(8, 6)).backward()
+    missing = [n for n, p in amcl.named_parameters() if p.requires_grad and p.grad is None]
+    assert not missing
+    learns = adapt != "none" and not (base == "simsiam" and adapt == "neg")
+    assert all(p.requires_grad == learns for p in amcl.adaptive_temperature.parameters())
