@@ -132,6 +132,30 @@ def test_compatibility_follows_input_kinds() -> None:
     assert compatible_losses("multiview") == sorted(losses.available(inputs="views"))
 
 
+@pytest.mark.parametrize("framework", [f for f in FRAMEWORKS if compatible_losses(f)])
+def test_every_trainable_parameter_gets_a_gradient(framework: str) -> None:
+    """Under torchrun the trainer wraps the framework, loss included, in DDP, which fails
+    at the next step when a parameter that requires grad got no gradient. Every
+    compatible loss with its defaults, two steps of a small linear encoder."""
+
+    class Linear(torch.nn.Linear):
+        feature_dim = 8
+
+    missing = {}
+    for loss in compatible_losses(framework):
+        torch.manual_seed(0)
+        model = build_framework(framework, Linear(6, 8), loss, queue_size=16, num_views=3)
+        views = [torch.randn(8, 6) for _ in range(model.num_views)]
+        labels = torch.rand(8) if loss == "lascon" else torch.arange(8) % 3
+        for _ in range(2):
+            model.zero_grad()
+            model(views, labels if model.needs_labels else None).backward()
+        names = [n for n, p in model.named_parameters() if p.requires_grad and p.grad is None]
+        if names:
+            missing[loss] = names
+    assert not missing
+
+
 @pytest.mark.parametrize(
     ("framework", "loss"),
     [
