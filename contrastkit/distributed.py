@@ -8,7 +8,8 @@ backward sums every rank's gradient and keeps this rank's slice. The gradient re
 rank's local embeddings is therefore ``world_size ×`` the single-process gradient of the
 concatenated batch, and DDP's division by ``world_size`` makes parameter gradients equal to
 single-process training on the concatenated batch. Labels and positive indices are offset
-by ``rank × local batch``; local batch sizes must be equal on every rank.
+by ``rank × local batch``; local batch sizes must be equal on every rank (for CPU
+tensors this is checked: a ``ValueError`` on every rank).
 
 Without an initialised process group every function here is the identity.
 
@@ -114,6 +115,21 @@ def rank() -> int:
     return dist.get_rank() if is_distributed() else 0
 
 
+def _all_parts(x: Tensor) -> list[Tensor]:
+    """Buffers for every rank's ``x``. Ranks must hold equal row counts: gloo aborts the
+    process on unequal ones, and NCCL's result is undefined. CPU tensors (gloo) are
+    checked first, in one collective of the counts, so that every rank raises a
+    ``ValueError`` instead; other devices are not, to keep the host from waiting on them."""
+    world = dist.get_world_size()
+    if x.is_cpu:
+        counts = [torch.zeros((), dtype=torch.long) for _ in range(world)]
+        dist.all_gather(counts, torch.tensor(x.shape[0]))
+        if len({int(c) for c in counts}) > 1:
+            rows = ", ".join(str(int(c)) for c in counts)
+            raise ValueError(f"gathering across ranks needs equal batches, got rows {rows} by rank")
+    return [torch.empty_like(x) for _ in range(world)]
+
+
 class _GatherWithGrad(torch.autograd.Function):
     """``cat`` of every rank's ``x`` (rank order). Its backward is :class:`_RankRows`, the
     adjoint map written as a Function of its own, whose backward is this gather again: so
@@ -121,7 +137,7 @@ class _GatherWithGrad(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, x: Tensor) -> Tensor:  # type: ignore[override]
-        parts = [torch.empty_like(x) for _ in range(dist.get_world_size())]
+        parts = _all_parts(x)
         dist.all_gather(parts, x.contiguous())
         ctx.rows = x.shape[0]
         return torch.cat(parts)
@@ -163,7 +179,7 @@ def gather(x: Tensor) -> Tensor:
     """``cat`` of ``x`` over ranks without gradient (labels, MoCo keys for the queue)."""
     if not is_distributed():
         return x
-    parts = [torch.empty_like(x) for _ in range(dist.get_world_size())]
+    parts = _all_parts(x)
     dist.all_gather(parts, x.contiguous())
     return torch.cat(parts)
 

@@ -21,6 +21,7 @@ from contrastkit.distributed import (
     _all_reduce_sum,
     accepts_gather,
     convert_sync_batchnorm,
+    gather,
     gather_with_grad,
     shutdown,
 )
@@ -221,6 +222,29 @@ def test_second_derivatives_through_the_gather_and_the_all_reduce_are_exact(
         rows = slice(rank * LOCAL, (rank + 1) * LOCAL)
         torch.testing.assert_close(got["grad"], grad.detach()[rows], rtol=1e-12, atol=1e-12)
         torch.testing.assert_close(got["hessian_v"], hessian_v[rows], rtol=1e-12, atol=1e-12)
+
+
+def _uneven(rank: int, init_file: str, out_dir: str) -> None:
+    """Rank r gathers 4 - r rows, with and without gradient, and records each error."""
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=WORLD)
+    errors = []
+    for fn in (gather_with_grad, gather):
+        try:
+            fn(torch.randn(LOCAL - rank, 3, requires_grad=fn is gather_with_grad))
+        except ValueError as error:
+            errors.append(str(error))
+    gather_with_grad(torch.randn(LOCAL, 3))  # the group still works afterwards
+    Path(out_dir, f"uneven{rank}.txt").write_text("\n".join(errors))
+    shutdown()
+
+
+def test_unequal_batches_are_one_error_on_every_rank(tmp_path: Path) -> None:
+    """gloo aborted the processes (SIGABRT) on unequal row counts."""
+    mp.spawn(_uneven, args=(str(tmp_path / "init"), str(tmp_path)), nprocs=WORLD)
+    expected = "gathering across ranks needs equal batches, got rows 4, 3 by rank"
+    for rank in range(WORLD):
+        assert (tmp_path / f"uneven{rank}.txt").read_text().splitlines() == [expected] * 2
 
 
 def test_every_loss_but_simsiam_takes_the_option_and_is_checked_above() -> None:
