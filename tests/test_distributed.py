@@ -143,6 +143,8 @@ def _distributed_grads(rank: int) -> dict[str, list[torch.Tensor]]:
         )
         loss.backward()
         grads[name] = all_grads(model, module)
+        if name == "cacr":  # its logged parts: the global batch's too
+            grads["cacr_parts"] = torch.tensor(module.last_parts, dtype=torch.float64)
     model = torch.nn.parallel.DistributedDataParallel(convert_sync_batchnorm(bn_encoder()))
     loss_of("ntxent", model, x[:, rows], (), gather=True)[0].backward()
     grads["sync_batchnorm"] = bn_state(model.module)
@@ -168,6 +170,9 @@ def test_ddp_parameter_gradients_equal_single_process(tmp_path: Path) -> None:
         for rank_grads in per_rank:
             for got, want in zip(rank_grads[name], expected, strict=True):
                 torch.testing.assert_close(got, want, rtol=1e-6, atol=1e-9, msg=f"{name}")
+            if name == "cacr":
+                parts = torch.tensor(module.last_parts, dtype=torch.float64)
+                torch.testing.assert_close(rank_grads["cacr_parts"], parts, msg="cacr parts")
 
     model = bn_encoder()
     loss_of("ntxent", model, x, (), gather=False)[0].backward()

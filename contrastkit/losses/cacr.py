@@ -171,8 +171,12 @@ class CACR(DeviceDiagnostics, FusedSettings):
         return self._record(attraction, repulsion, total)
 
     def _record(self, attraction: Tensor, repulsion: Tensor, total: Tensor | None = None) -> Tensor:
-        """Keeps ``(L_CA, L_CR)`` for :attr:`last_parts`; returns their sum (``total``)."""
-        self._last["attraction"], self._last["repulsion"] = attraction.detach(), repulsion.detach()
+        """Keeps ``(L_CA, L_CR)`` for :attr:`last_parts` (with ``gather_distributed``, their
+        means over every rank's queries); returns their sum (``total``)."""
+        parts = attraction.detach(), repulsion.detach()
+        if self.gather_distributed:
+            parts = tuple(map(distributed.global_mean, parts))
+        self._last["attraction"], self._last["repulsion"] = parts
         return attraction + repulsion if total is None else total
 
     @property

@@ -132,8 +132,13 @@ class LASCon(FusedSettings):
         super().__init__(block_size, gather_distributed, backend)
         if variant not in ("out", "in"):
             raise ValueError(f"variant must be 'out' or 'in', got {variant!r}")
-        if variant == "in" and (block_size is not None or gather_distributed):
-            raise ValueError("block_size and gather_distributed need variant='out'")
+        if variant == "in" and block_size is not None:
+            raise ValueError("block_size needs variant='out'")
+        if variant == "in" and gather_distributed:  # what a torchrun run of the trainer sets
+            raise ValueError(
+                "gather_distributed (on in contrastkit train under torchrun) needs "
+                "variant='out': LASCon-in is computed on one process's batch only"
+            )
         if variant == "in" and backend == "triton":
             raise ValueError("backend='triton' needs variant='out'")
         self.temperature = temperature

@@ -150,5 +150,9 @@ def test_label_count_and_variant_errors_name_the_argument() -> None:
         SupCon()(z1, z2, torch.zeros(4, 2, 2))
     with pytest.raises(ValueError, match="variant"):
         LASCon(variant="middle")
+    with pytest.raises(ValueError, match=r"^block_size needs variant='out'$"):
+        LASCon(variant="in", block_size=8)
+    with pytest.raises(ValueError, match=r"gather_distributed \(on in contrastkit train under"):
+        LASCon(variant="in", gather_distributed=True)
     with pytest.raises(ValueError, match="similarity"):
         LASCon(similarity="cosine")(z1, z2, torch.rand(4))
