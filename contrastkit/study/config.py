@@ -134,7 +134,7 @@ class Study:
             f"over the seeds both finished lies {side} 0; `reversed` if it lies {other} 0; "
             f"`within noise` otherwise; `not converged` if the {unit} of the mean "
             f"{conv['metric']} curve of either arm over the last {100 * conv['window']:g} % "
-            f"of epochs (least-squares line) is not below {conv['tolerance']:g}{few}; "
+            f"of epochs (least-squares line) is not below {conv['tolerance']:g} in magnitude{few}; "
             f"`too few seeds` below {self.min_seeds} paired seeds."
         )
 

@@ -98,6 +98,8 @@ def collect(study: Study, runs: dict[tuple[str, int], RunRecord] | None = None) 
             "values": {str(s): v for s, v in values[arm.label].items()},
             "train_time_s": [float(f["train_time_s"]) for f in finals.values()],
         }
+        if finals and all("best_step" in f for f in finals.values()):  # best-dev selection
+            entry["best_steps"] = {str(s): int(f["best_step"]) for s, f in finals.items()}
         if arm_runs:
             entry["interval"] = t_interval(list(values[arm.label].values()), study.confidence)
             entry["interval"] = entry["interval"].to_dict()

@@ -53,6 +53,34 @@ def _identical_lines(identical: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _interim(results: dict[str, Any]) -> str | None:
+    """The verdict cell of a partial study (``None`` once every planned run is in): its
+    verdicts are interim readings, not the test its config declares."""
+    done, planned = results["runs_finished"], results["runs_planned"]
+    return None if done == planned else f"interim: {done} of {planned} runs, no verdict"
+
+
+def _selection_lines(results: dict[str, Any]) -> list[str]:
+    """Runs that report the model of their best dev evaluation: the step it came from
+    per seed, and a warning where it is step 0 (no training step improved dev, so the
+    arm's numbers are the untrained encoder's; the convergence rule reads the curve)."""
+    steps = {k: a["best_steps"] for k, a in results["arms"].items() if a.get("best_steps")}
+    if not steps:
+        return []
+    text = "; ".join(f"{k} {', '.join(map(str, v.values()))}" for k, v in steps.items())
+    lines = ["", f"Selected model (best dev evaluation), its step per seed: {text}."]
+    for label, by_seed in steps.items():
+        untrained = [s for s, step in by_seed.items() if step == 0]
+        if untrained:
+            lines.append(
+                f"**{label}: the untrained encoder was selected in {len(untrained)} of "
+                f"{len(by_seed)} seeds** (best dev step 0): no training step improved dev "
+                "there, so those numbers measure no training; convergence is read on the "
+                "dev curve as it trains, not on the selected model."
+            )
+    return lines
+
+
 def _primary_lines(results: dict[str, Any], pct: str) -> list[str]:
     """The pre-registered comparisons: raw p, Holm p over the study's primaries, the
     verdict read from it and the interval's, and where the paper-level reading is."""
@@ -72,12 +100,15 @@ def _primary_lines(results: dict[str, Any], pct: str) -> list[str]:
         "interval verdict |",
         "|---|---|---|---|---|---|",
     ]
+    interim = _interim(results)
     for entry in primary:
         diff = results["comparisons"][entry["comparison"]]["paired"]
+        verdicts = f"**{entry['verdict']}** | {entry['interval_verdict']}"
         lines.append(
             f"| {entry['comparison']} | {interval_cell(diff['difference']) if diff else '-'} | "
             f"{_fmt(entry['p'], 3)} | {_fmt(entry['holm_p_study'], 3)} | "
-            f"**{entry['verdict']}** | {entry['interval_verdict']} |"
+            + (verdicts if interim is None else f"{interim} | -")
+            + " |"
         )
     return [*lines, ""]
 
@@ -160,6 +191,7 @@ def markdown(results: dict[str, Any], command: str, wall: dict[str, float]) -> s
         lines.append("| " + " | ".join(cells) + " |")
     conv = results["convergence_settings"]
     lines += [
+        *_selection_lines(results),
         *_identical_lines(identical),
         "",
         f"| comparison | paired Δ [{pct} CI] | paired seeds | t | p | Holm p (study) | "
@@ -177,7 +209,7 @@ def markdown(results: dict[str, Any], command: str, wall: dict[str, float]) -> s
             _fmt(diff["t"], 2) if diff else "-",
             _fmt(diff["p"], 3) if diff else "-",
             _fmt(comp.get("holm_p"), 3),
-            verdict_cell(comp),
+            _interim(results) or verdict_cell(comp),
             "-" if gap is None else _fmt(gap),
         ]
         lines.append("| " + " | ".join(cells) + " |")

@@ -321,3 +321,32 @@ def test_the_wall_time_line_says_how_many_runs_logged_their_evaluation() -> None
     part = _evaluation_time({"eval_runs": 1, "eval_s": 120.0}, 3)
     assert part == "; evaluation (after epochs and final): 2.0 min (1 of 3 runs logged it)."
     assert _evaluation_time({"eval_runs": 3, "eval_s": 30.0}, 3).endswith(": 0.5 min.")
+
+
+def test_a_partial_study_has_no_verdict_and_best_dev_selection_is_reported(
+    tmp_path: Path,
+) -> None:
+    """REPORT.md of a partial study reads its comparisons as interim (as the README and
+    CLAIMS.md do); runs that keep their best dev model report its step, and a step 0 (the
+    untrained encoder selected) is called out."""
+    from contrastkit.study.records import RunRecord
+    from contrastkit.study.report import collect, markdown
+
+    arms = [{"label": "ntxent", "loss": "ntxent"}, {"label": "macl", "loss": "macl"}]
+    settings = {"metric": "linear_accuracy", "min_seeds": 2, "convergence": {"window": 1.0}}
+    study = load_study(_study(tmp_path, arms, [0, 1, 2], **settings))
+
+    def run(value: float, best_step: int) -> RunRecord:
+        final = {"linear_accuracy": value, "train_time_s": 1.0, "best_step": best_step}
+        return RunRecord(final, [{"epoch": e, "knn_accuracy": 0.8} for e in (1, 2)])
+
+    runs = {("ntxent", s): run(0.80 + 0.01 * s, 0) for s in (0, 1)}
+    runs |= {("macl", s): run(0.85 + 0.01 * s, 16 * (s + 1)) for s in (0, 1)}
+    text = markdown(collect(study, runs), "cmd", {})
+    assert "| interim: 4 of 6 runs, no verdict |" in text and "**holds**" not in text
+    assert "its step per seed: ntxent 0, 0; macl 16, 32." in text
+    assert "**ntxent: the untrained encoder was selected in 2 of 2 seeds**" in text
+    assert "macl: the untrained" not in text
+    runs |= {("ntxent", 2): run(0.82, 0), ("macl", 2): run(0.87, 48)}
+    text = markdown(collect(study, runs), "cmd", {})
+    assert "interim" not in text and "**holds**" in text
