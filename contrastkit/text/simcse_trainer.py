@@ -10,10 +10,13 @@ sentence per line; any text set works, its labels unused), trained by
 schedule, engine, checkpoints, ``metrics.jsonl``, ``final.json``) with
 
 * views that are the same sentences (the dropout masks differ; no augmentation);
-* STS Spearman on ``sts_dev`` before training, every ``eval_steps`` batches and at the
-  end of every epoch, the best model saved to ``<run>/best`` (``save_pretrained``: a
-  sentence-transformers folder) — SimCSE's model selection; without ``sts_dev`` the final
-  model is saved there;
+* STS Spearman on ``sts_dev`` before training (the start, recorded as
+  ``sts_dev_spearman_before``), every ``eval_steps`` batches and at the end of every
+  epoch, the best model of the evaluations after training steps saved to ``<run>/best``
+  (``save_pretrained``: a sentence-transformers folder) — SimCSE's model selection, whose
+  first evaluation comes after ``eval_steps`` steps, so the untrained model is never kept
+  even when training only lowers the dev score; without ``sts_dev`` the final model is
+  saved there;
 * ``<run>/history.json`` (:class:`SimCSEHistory`): the dev scores, the loss, the loss's
   adaptive temperature (from its registered diagnostics) and the gradient-paradigm paper's
   §3.2 batch geometry (:mod:`.diagnostics`), per step; each epoch's record in
@@ -111,7 +114,8 @@ class SimCSEHistory:
         self.diagnostics = {k: v[:steps] for k, v in self.diagnostics.items()}
         self.evals = [e for e in self.evals if e["step"] <= steps]
         self.steps = min(self.steps, steps)
-        best = max(self.evals, key=lambda e: e["spearman"], default=None)
+        trained = [e for e in self.evals if e["step"] > 0]  # the start is no candidate
+        best = max(trained, key=lambda e: e["spearman"], default=None)
         self.best_spearman = None if best is None else best["spearman"]
         self.best_step = 0 if best is None else int(best["step"])
 
@@ -162,7 +166,7 @@ class SimCSETrainer(Trainer):
     def train_epoch(self) -> dict[str, Any]:
         self.log.truncate(self.epoch * self.steps_per_epoch)  # after a resume: the checkpoint's
         if self.epoch == 0 and not self.log.evals:
-            self.evaluate(0)  # the starting point of model selection
+            self.evaluate(0)  # the starting point, not a candidate of model selection
         record = super().train_epoch()
         self.log.flush()
         self.save_history()
@@ -190,16 +194,16 @@ class SimCSETrainer(Trainer):
             self.evaluate(step)
 
     def evaluate(self, step: int) -> None:
-        """STS Spearman of the current encoder on ``sts_dev``; the best model is saved
-        (by rank 0 alone under ``torchrun``)."""
+        """STS Spearman of the current encoder on ``sts_dev``; after a training step
+        (``step > 0``), the best model is saved (by rank 0 alone under ``torchrun``)."""
         if self.dev is None or self.rank != 0:
             return
         encoder = self.model.encoder.encoder  # SentenceFeatures -> SentenceEncoder
         rho = sts_spearman(encoder, self.dev)["spearman"]
         seconds = time.perf_counter() - self._start
         self.log.evals.append({"step": step, "spearman": rho, "seconds": seconds})
-        better = self.log.best_spearman is None or rho > self.log.best_spearman
-        if better:
+        best = self.log.best_spearman
+        if step > 0 and (best is None or rho > best):
             self.log.best_spearman, self.log.best_step = rho, step
             if self.out is not None:
                 encoder.save_pretrained(self.out / BEST)
