@@ -4,9 +4,11 @@ atomic writes (checksummed checkpoints: :mod:`contrastkit.checkpoint_file`).
 * :func:`prepare_run_dir` checks an output directory before any training: ``--out`` must
   be a directory that can be created and written, and a directory that already holds
   files is refused unless the run resumes it (``resume``) or replaces it (``overwrite``,
-  which clears it first, and only a contrastkit run: :func:`is_run_dir`), so nothing already
-  written is destroyed or mixed by mistake.
-  :func:`removed_if_unused` takes back the folders a failed command created.
+  only a contrastkit run: :func:`is_run_dir`), so nothing already written is destroyed or
+  mixed by mistake. What ``overwrite`` replaces is moved aside first and deleted only when
+  the new run has written its first files or the command succeeded.
+  :func:`removed_if_unused` takes back the folders a failed command created, and what it
+  set aside when no new run got going (bad input found once work began).
 * :func:`atomic_write_text` / :func:`atomic_write_bytes` / :func:`atomic_file` write a
   temporary file of a unique name in the same directory, ``fsync`` it, rename it over the
   target and ``fsync`` the directory: a reader (or a run killed at any instant) sees the
@@ -40,6 +42,9 @@ FAULT_ENV = "CONTRASTKIT_FAULT_WRITE"
 # and the summary of a ``compare`` folder
 RUN_FILES = ("metrics.jsonl", "checkpoint.pt", "history.json")
 COMPARE_SUMMARY = "summary.json"
+COMPARE_FILES = (COMPARE_SUMMARY, "table.md", "accuracy.png", "temperature.png")
+# run folder -> the hidden sibling holding what ``overwrite`` replaced (:func:`removed_if_unused`)
+_SET_ASIDE: dict[Path, Path] = {}
 
 
 def prepare_run_dir(path: str | Path, resume: bool = False, overwrite: bool = False) -> Path:
@@ -49,7 +54,8 @@ def prepare_run_dir(path: str | Path, resume: bool = False, overwrite: bool = Fa
     under a file, cannot be created or written, or already holds files while neither
     ``resume`` nor ``overwrite`` is set. ``overwrite`` empties the directory, and only a
     contrastkit run (:func:`is_run_dir`; never the current directory, its parents or the
-    home directory); ``resume`` keeps it.
+    home directory): its files move to a hidden sibling, which :func:`removed_if_unused`
+    deletes or puts back when the command ends; ``resume`` keeps it.
     Under ``torchrun`` (``RANK`` set) only rank 0 checks for and clears existing files.
     """
     if resume and overwrite:
@@ -70,7 +76,7 @@ def prepare_run_dir(path: str | Path, resume: bool = False, overwrite: bool = Fa
     # under torchrun only rank 0 judges and clears the directory (it writes the run files)
     entries = sorted(p.name for p in path.iterdir()) if os.environ.get("RANK", "0") == "0" else []
     if entries and overwrite:
-        _clear(path)
+        _set_aside(path)
     elif entries and not resume:
         shown = ", ".join(entries[:4]) + (", ..." if len(entries) > 4 else "")
         raise ValueError(
@@ -91,12 +97,14 @@ def removed_if_unused(path: str | Path | None) -> Iterator[None]:
     ``rmdir`` removes empty folders only: nothing written is ever deleted, and a folder
     that has gained a file (a checkpoint, another process's claim) stays."""
     new: list[Path] = []
-    if path is not None:
-        target = Path(path).expanduser().absolute()
+    target = None if path is None else Path(path).expanduser().absolute()
+    if target is not None:
         new = [p for p in (target, *target.parents) if not p.exists()]  # deepest first
     try:
         yield
     except BaseException:
+        if target is not None:
+            _settle_aside(target, succeeded=False)
         for folder in new:
             try:
                 folder.rmdir()
@@ -105,6 +113,8 @@ def removed_if_unused(path: str | Path | None) -> Iterator[None]:
             except OSError:  # no longer empty: neither it nor its parents are taken back
                 break
         raise
+    if target is not None:
+        _settle_aside(target, succeeded=True)
 
 
 def check_output_file(path: str | Path, flag: str = "--out") -> Path:
@@ -134,16 +144,31 @@ def check_output_file(path: str | Path, flag: str = "--out") -> Path:
 def is_run_dir(path: str | Path) -> bool:
     """Whether the folder ``path`` holds a contrastkit run: at its top a ``metrics.jsonl`` or
     ``checkpoint.pt`` (written after every epoch by ``train``, ``simcse`` and each run of a
-    study) or SimCSE's ``history.json`` (:data:`RUN_FILES`); or a ``compare`` folder: its
-    ``summary.json`` or runs two levels down (``OUT/<label>/seed<k>/``). A folder of other
-    files (a data set, someone else's results) is not, and ``--overwrite`` leaves it alone."""
+    study) or SimCSE's ``history.json`` (:data:`RUN_FILES`); or a ``compare`` folder, whose
+    top holds nothing but :data:`COMPARE_FILES` and ``<label>/`` folders of ``seed<k>``
+    runs (at least one run, or its ``summary.json``). A folder of other files (a data set,
+    someone else's results, runs kept deeper inside) is not, and ``--overwrite`` leaves it
+    alone."""
     path = Path(path)
-    if any((path / name).is_file() for name in (*RUN_FILES, COMPARE_SUMMARY)):
+    if any((path / name).is_file() for name in RUN_FILES):
         return True
-    return any(any(path.glob(f"*/*/{name}")) for name in RUN_FILES)
+    runs = False
+    for entry in path.iterdir():
+        if entry.is_file() and entry.name in COMPARE_FILES:
+            continue
+        if not entry.is_dir() or entry.is_symlink():
+            return False
+        for seed in entry.iterdir():
+            name = seed.name.removesuffix(".claimed.pid")
+            if not (name.startswith("seed") and name[4:].isdigit()):
+                return False
+            runs = runs or any((seed / run_file).is_file() for run_file in RUN_FILES)
+    return runs or (path / COMPARE_SUMMARY).is_file()
 
 
-def _clear(path: Path) -> None:
+def _set_aside(path: Path) -> None:
+    """Move what ``path`` holds to a new hidden sibling (``.<name>.replaced-*``), after
+    checking that it is a contrastkit run that may be replaced."""
     resolved = path.resolve()
     protected = {Path.home().resolve(), *Path.cwd().resolve().parents, Path.cwd().resolve()}
     if resolved in protected:
@@ -153,11 +178,28 @@ def _clear(path: Path) -> None:
             f"--overwrite refuses to empty {str(path)!r}: it holds files but no contrastkit run "
             f"(no {', '.join(RUN_FILES)}); remove them yourself or choose another --out"
         )
+    try:
+        aside = Path(tempfile.mkdtemp(prefix=f".{path.name}.replaced-", dir=path.parent))
+    except OSError as exc:
+        raise ValueError(f"--overwrite cannot write beside {str(path)!r}: {exc.strerror}") from None
     for child in path.iterdir():
-        if child.is_dir() and not child.is_symlink():
-            shutil.rmtree(child)
-        else:
-            child.unlink()
+        os.replace(child, aside / child.name)  # one file system: renames, nothing copied
+    _SET_ASIDE[path.absolute()] = aside
+
+
+def _settle_aside(path: Path, succeeded: bool) -> None:
+    """Delete what :func:`_set_aside` moved from ``path`` once a new run holds it (the
+    command succeeded, or the run wrote its first files before failing); else put it back."""
+    aside = _SET_ASIDE.pop(path, None)
+    if aside is None:
+        return
+    started = path.is_dir() and any((path / name).exists() for name in RUN_FILES)
+    if not succeeded and not started and path.is_dir():
+        for child in path.iterdir():  # what the failed start made (an empty log folder)
+            shutil.rmtree(child) if child.is_dir() and not child.is_symlink() else child.unlink()
+        for child in aside.iterdir():
+            os.replace(child, path / child.name)
+    shutil.rmtree(aside)
 
 
 _fault_counts: dict[str, int] = {}

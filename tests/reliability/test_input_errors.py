@@ -22,7 +22,7 @@ from contrastkit.cli import main
 from contrastkit.graphs.tu import _read_numbers
 from contrastkit.images.analyses import embed_2d
 from contrastkit.rundir import strict_json
-from contrastkit.training import CHECKPOINT, FINAL
+from contrastkit.training import CHECKPOINT, FINAL, METRICS
 
 TINY = ["--dataset=digits", "--batch-size=256", "--feature-dim=8", "--width=2", "--proj-dim=8"]
 TINY += ["--knn-k=20", "--epochs=1", "--no-progress"]
@@ -301,6 +301,46 @@ def test_overwrite_refuses_a_folder_that_is_not_a_run(
         "no contrastkit run",
     )
     assert sorted(p.relative_to(folder) for p in folder.rglob("*")) == before
+
+
+def test_overwrite_refuses_a_folder_with_runs_kept_deeper_inside(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """Runs two levels down made any folder a compare folder: --overwrite emptied a
+    project folder holding a thesis beside its experiments."""
+    folder = tmp_path / "project"
+    (folder / "experiments" / "run1").mkdir(parents=True)
+    (folder / "experiments" / "run1" / METRICS).write_text("{}\n")
+    (folder / "thesis.tex").write_text("precious")
+    _fails(
+        capsys,
+        ["train", *TINY, "--overwrite", "--out", folder],
+        f"--overwrite refuses to empty '{folder}'",
+        "no contrastkit run",
+    )
+    assert (folder / "thesis.tex").read_text() == "precious"
+    assert (folder / "experiments" / "run1" / METRICS).exists()
+
+
+def test_overwrite_keeps_the_old_run_when_the_new_one_cannot_start(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """The run folder was emptied before the trainer found the batch larger than the data;
+    what --overwrite replaces now goes only once the new run has begun."""
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / METRICS).write_text('{"epoch": 1}\n')
+    (run / FINAL).write_text('{"old": 1}')
+    _fails(
+        capsys,
+        ["train", *TINY, "--batch-size=100000", "--overwrite", "--out", run],
+        "batch_size 100000 exceeds the 1437 training samples",
+    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]  # nothing set aside is left
+    assert (run / FINAL).read_text() == '{"old": 1}' and (run / METRICS).exists()
+    assert main(["train", *TINY, "--overwrite", "--out", str(run)]) == 0  # replaced
+    assert "old" not in json.loads((run / FINAL).read_text())
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]
 
 
 def _davis(root: Path, kd: str, pkd: str) -> Path:
