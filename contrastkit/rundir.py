@@ -148,10 +148,14 @@ def is_run_dir(path: str | Path) -> bool:
     top holds nothing but :data:`COMPARE_FILES` and ``<label>/`` folders of ``seed<k>``
     runs (at least one run, or its ``summary.json``). A folder of other files (a data set,
     someone else's results, runs kept deeper inside) is not, and ``--overwrite`` leaves it
-    alone."""
+    alone. A SimCSE run killed before its first checkpoint (its ``best/`` model alone) is one."""
     path = Path(path)
     if any((path / name).is_file() for name in RUN_FILES):
         return True
+    if (path / "best" / "modules.json").is_file():  # a SimCSE run killed in its first epoch
+        return all(
+            e.name in ("best", "tensorboard") or e.name.startswith(".") for e in path.iterdir()
+        )
     runs = False
     for entry in path.iterdir():
         if entry.is_file() and entry.name in COMPARE_FILES:
@@ -260,20 +264,28 @@ def _umask() -> int:
 
 
 @contextlib.contextmanager
-def atomic_dir(out: str | Path) -> Iterator[Path]:
+def atomic_dir(out: str | Path, replace: bool = False) -> Iterator[Path]:
     """A temporary sibling directory to fill, renamed to the new or empty directory ``out``
-    when the block ends (removed if it raises), so ``out`` is never left half-written."""
+    when the block ends (removed if it raises), so ``out`` is never left half-written.
+    ``replace``: a filled ``out`` is swapped out first (renamed, then deleted), so a crash
+    leaves the old folder whole, the new one, or the old one under ``.<name>.old-*``."""
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     try:
         yield tmp
-        if out.exists():
+        old = None
+        if out.exists() and replace and any(out.iterdir()):
+            old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))
+            os.replace(out, old / out.name)
+        elif out.exists():
             out.rmdir()
         os.replace(tmp, out)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+    if old is not None:
+        shutil.rmtree(old)
 
 
 def atomic_write_text(path: str | Path, text: str) -> None:

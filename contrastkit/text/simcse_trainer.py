@@ -50,7 +50,7 @@ from torch import Tensor, nn
 from ..data import dataset_info
 from ..engine import host_floats
 from ..frameworks import SimCSE
-from ..rundir import atomic_write_text
+from ..rundir import atomic_dir, atomic_write_text
 from ..training import TrainConfig, Trainer
 from . import diagnostics
 from .data import read_sts
@@ -205,8 +205,9 @@ class SimCSETrainer(Trainer):
         best = self.log.best_spearman
         if step > 0 and (best is None or rho > best):
             self.log.best_spearman, self.log.best_step = rho, step
-            if self.out is not None:
-                encoder.save_pretrained(self.out / BEST)
+            if self.out is not None:  # swapped in whole: a crash keeps the last best
+                with atomic_dir(self.out / BEST, replace=True) as tmp:
+                    encoder.save_pretrained(tmp)
 
     def save_history(self) -> None:
         self.log.seconds = self.train_time

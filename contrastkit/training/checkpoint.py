@@ -102,11 +102,17 @@ def length_note(config: TrainConfig, diff: list[str]) -> str:
     return ""
 
 
+# what a SimCSE run writes during its first epoch: the best dev model, the dev history
+_SIMCSE_FIRST_EPOCH = ("best", "history.json")
+
+
 def _first_epoch_leftover(name: str) -> bool:
     """Whether a file ``name`` in a run directory without a checkpoint is what a run killed
-    before its first checkpoint leaves: its record, TensorBoard events, a temporary file of
-    an atomic write (``.NAME.xxxx.tmp``)."""
-    return name in (METRICS, "tensorboard") or (name.startswith(".") and name.endswith(".tmp"))
+    before its first checkpoint leaves: its record, TensorBoard events, SimCSE's ``best/``
+    model and ``history.json``, a temporary file or folder of an atomic write
+    (``.NAME.xxxx.tmp``, ``.best.xxxx``)."""
+    temporary = name.startswith(".") and (name.endswith(".tmp") or name.startswith(".best."))
+    return name in (METRICS, "tensorboard", *_SIMCSE_FIRST_EPOCH) or temporary
 
 
 def config_differences(config: TrainConfig, saved: dict[str, Any], ignore: list[str]) -> list[str]:
@@ -186,6 +192,11 @@ def restore(trainer: RunState) -> None:
     if not isinstance(state["config"], dict):
         raise CheckpointError(f"checkpoint {str(path)!r} holds no config mapping")
     config = trainer.config
+    if isinstance(state["epoch"], int) and state["epoch"] > config.epochs:
+        raise ValueError(
+            f"--resume: the checkpoint is at epoch {state['epoch']}, beyond --epochs "
+            f"{config.epochs}; a run is continued, never shortened (choose another --out)"
+        )
     may_change = [k for k in RESUMABLE_CHANGES if k != "epochs" or extendable(config)]
     diff = config_differences(config, state["config"], may_change)
     if diff:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -15,8 +16,10 @@ from contrastkit.checkpoint_file import CheckpointError, atomic_torch_save, load
 from contrastkit.cli import main
 from contrastkit.rundir import (
     FAULT_ENV,
+    atomic_dir,
     atomic_write_text,
     check_output_file,
+    is_run_dir,
     prepare_run_dir,
     read_jsonl,
     removed_if_unused,
@@ -166,6 +169,49 @@ def test_kill_after_metrics_before_first_checkpoint_restarts_cleanly(tmp_path: P
     assert {k: v for k, v in resumed.items() if k not in TIMING_KEYS} == {
         k: v for k, v in straight.items() if k not in TIMING_KEYS
     }
+
+
+def test_a_simcse_run_killed_in_its_first_epoch_restarts_and_can_be_replaced(
+    tmp_path: Path,
+) -> None:
+    """Its best/ model and history.json, written before the first checkpoint, are what such
+    a kill leaves: --resume restarts at epoch 1 (it refused), --overwrite replaces it."""
+    run = tmp_path / "run"
+    (run / "best").mkdir(parents=True)
+    (run / "best" / "modules.json").write_text("[]")
+    (run / "history.json").write_text("{}")
+    Trainer(TrainConfig(**TINY, epochs=1), run, False).fit(resume=True)
+    assert [r["epoch"] for r in read_jsonl(run / METRICS)[0]] == [1]
+    killed = tmp_path / "killed"
+    (killed / "best").mkdir(parents=True)
+    (killed / "best" / "modules.json").write_text("[]")
+    assert is_run_dir(killed) and not is_run_dir(killed / "best")
+    (killed / "notes.txt").write_text("mine")  # anything else: not such a run
+    assert not is_run_dir(killed)
+
+
+def test_resume_never_shortens_a_run(tmp_path: Path) -> None:
+    """A checkpoint beyond --epochs trained nothing and rewrote final.json under the
+    shorter config."""
+    Trainer(TrainConfig(**TINY, epochs=2), tmp_path, False).fit()
+    before = (tmp_path / FINAL).read_text()
+    with pytest.raises(ValueError, match="checkpoint is at epoch 2, beyond --epochs 1"):
+        Trainer(TrainConfig(**TINY, epochs=1), tmp_path, False).fit(resume=True)
+    assert (tmp_path / FINAL).read_text() == before
+
+
+@pytest.mark.parametrize("fails", [False, True])
+def test_atomic_dir_replaces_a_filled_folder_whole(tmp_path: Path, fails: bool) -> None:
+    """SimCSE's best/ model: a save that fails half-way keeps the last one whole."""
+    best = tmp_path / "best"
+    best.mkdir()
+    (best / "model.bin").write_text("old")
+    with contextlib.suppress(RuntimeError), atomic_dir(best, replace=True) as tmp:
+        (tmp / "model.bin").write_text("new")
+        if fails:
+            raise RuntimeError("killed half-way")
+    assert (best / "model.bin").read_text() == ("old" if fails else "new")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["best"]
 
 
 def test_resume_needs_metrics_and_drops_records_after_checkpoint(tmp_path: Path) -> None:
