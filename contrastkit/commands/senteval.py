@@ -5,11 +5,11 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..engine import DEVICES, PRECISIONS
+from ..rundir import atomic_write_text, check_output_file
 from ..text.encoder import POOLINGS
 from ..text.senteval_names import CLASSIFIERS, KFOLD
 from ..text.senteval_names import TASKS as TASK_NAMES
@@ -90,6 +90,12 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"--kfold must be >= 2, got {args.kfold}")
     apply_threads(args.threads)
     fitting = Fitting(args.classifier, jobs=args.jobs)  # checked before any encoding
+    out = None if args.out is None else check_output_file(args.out)  # before any work
+    if out is not None and out.suffix == ".md":
+        raise ValueError(
+            f"--out {args.out!r}: the JSON goes there and the table beside it as "
+            ".md, so --out must not end in .md (e.g. results.json)"
+        )
     tasks = tuple(t.strip() for t in args.tasks.split(",") if t.strip())
     layout = Layout(data, Path(args.stsb) if args.stsb else None)
     check_task_files(layout, tasks)  # bad data refused before the model loads
@@ -109,9 +115,7 @@ def run(args: argparse.Namespace) -> int:
     name = args.name or _display_name(Path(str(info["model"])))
 
     def save(result: SentEvalResult) -> None:
-        if args.out:
-            out = Path(args.out)
-            out.parent.mkdir(parents=True, exist_ok=True)
+        if out is not None:
             payload = {
                 "model": name,
                 "encoder": info,
@@ -119,8 +123,8 @@ def run(args: argparse.Namespace) -> int:
                 "classifier": fitting.kind,
                 **result.to_dict(),
             }
-            _write(out, json.dumps(payload, indent=2) + "\n")
-            _write(out.with_suffix(".md"), markdown_table(result, name))
+            atomic_write_text(out, json.dumps(payload, indent=2) + "\n")
+            atomic_write_text(out.with_suffix(".md"), markdown_table(result, name))
 
     result = run_senteval(
         layout, embed, tasks, args.kfold, _flush_print, after_task=save, fitting=fitting
@@ -138,10 +142,3 @@ def _flush_print(line: str) -> None:
 def _display_name(root: Path) -> str:
     """The model's name for the table: its folder, or the parent's for ``best``/``model``."""
     return root.parent.name if root.name in ("best", "model") else root.name
-
-
-def _write(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file and a rename."""
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)

@@ -62,6 +62,14 @@ def test_cli_bad_input_is_one_line_exit_2(
     assert "--data" in capsys.readouterr().err
     assert main(["senteval", "--model", str(tmp_path), "--data", str(root)]) == 2
     assert "config.json" in capsys.readouterr().err
+    # --out is checked before any work: a folder, or a name the table would overwrite
+    (tmp_path / "res").mkdir()
+    assert main([*base, "--data", str(root), "--out", str(tmp_path / "res")]) == 2
+    err = capsys.readouterr().err
+    assert "is a directory, not a file" in err and len(err.strip().splitlines()) == 1
+    assert main([*base, "--data", str(root), "--out", str(tmp_path / "res" / "t.md")]) == 2
+    assert "must not end in .md" in capsys.readouterr().err
+    assert sorted(p.name for p in (tmp_path / "res").iterdir()) == []
 
 
 def test_cli_task_list_matches_the_library() -> None:
