@@ -201,8 +201,8 @@ def read_spec(path: str | Path) -> dict[str, Any]:
             "(written by `contrastkit export`)"
         )
     try:
-        spec = json.loads((root / SPEC).read_text())
-    except json.JSONDecodeError as exc:
+        spec = json.loads((root / SPEC).read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ValueError(f"{root / SPEC} is not valid JSON: {exc}") from None
     if not isinstance(spec, dict) or spec.get("format") != FORMAT:
         raise ValueError(f"{root / SPEC} is not a {FORMAT} description")
@@ -229,8 +229,20 @@ def load_encoder(path: str | Path, device: str | torch.device = "cpu") -> nn.Mod
     """
     st = require("safetensors.torch", "train", "load_encoder")
     spec = read_spec(path)
-    encoder = _ARCHITECTURES[spec["architecture"]].rebuild(spec["args"])
-    state = st.load_file(str(Path(path) / WEIGHTS), device="cpu")
+    try:
+        encoder = _ARCHITECTURES[spec["architecture"]].rebuild(spec["args"])
+    except (TypeError, ValueError) as exc:  # args of another version, or hand-edited
+        detail = " ".join(str(exc).split())
+        raise ValueError(
+            f"{Path(path) / SPEC}: its args do not build the encoder: {detail}"
+        ) from None
+    try:
+        state = st.load_file(str(Path(path) / WEIGHTS), device="cpu")
+    except Exception as exc:  # safetensors' own error type: a truncated or foreign file
+        detail = " ".join(str(exc).split())
+        raise ValueError(
+            f"{Path(path) / WEIGHTS} is not a readable safetensors file: {detail}"
+        ) from None
     try:
         encoder.load_state_dict(state, strict=True)
     except RuntimeError as exc:

@@ -324,4 +324,11 @@ def read_final(path: Path) -> dict[str, Any]:
         raise ValueError(f"{path} is not a JSON results file ({exc})") from None
     if not isinstance(final, dict):
         raise ValueError(f"{path} is not a JSON results file")
+    epochs = final.get("epochs")
+    if not isinstance(epochs, int) or isinstance(epochs, bool) or epochs < 0:
+        raise ValueError(
+            f"{path} is not a run's final.json: 'epochs' must be a count, got {epochs!r}"
+        )
+    if not isinstance(final.get("config"), dict):
+        raise ValueError(f"{path} is not a run's final.json: it holds no 'config' mapping")
     return final

@@ -124,6 +124,17 @@ def test_load_encoder_errors(tmp_path: Path) -> None:
         load_encoder(out)
     with pytest.raises(ValueError, match="not empty"):
         save_encoder(enc, out)
+    # hand-edited or foreign files name the file instead of a library's traceback
+    (out / SPEC).write_text(json.dumps({**spec, "args": {**spec["args"], "depth": 9}}))
+    with pytest.raises(ValueError, match=rf"{SPEC}: its args do not build the encoder"):
+        load_encoder(out)
+    (out / SPEC).write_text(json.dumps(spec))
+    (out / WEIGHTS).write_bytes((out / WEIGHTS).read_bytes()[:40])  # truncated
+    with pytest.raises(ValueError, match=rf"{WEIGHTS} is not a readable safetensors file"):
+        load_encoder(out)
+    (out / SPEC).write_bytes(b"\xff\xfe{")
+    with pytest.raises(ValueError, match=rf"{SPEC} is not valid JSON"):
+        load_encoder(out)
 
 
 def test_image_resnet_encoder_round_trip(tmp_path: Path) -> None:

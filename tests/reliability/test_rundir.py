@@ -24,7 +24,15 @@ from contrastkit.rundir import (
     read_jsonl,
     removed_if_unused,
 )
-from contrastkit.training import CHECKPOINT, FINAL, METRICS, TIMING_KEYS, TrainConfig, Trainer
+from contrastkit.training import (
+    CHECKPOINT,
+    FINAL,
+    METRICS,
+    TIMING_KEYS,
+    TrainConfig,
+    Trainer,
+    run_state,
+)
 
 TINY = dict(dataset="digits", batch_size=256, feature_dim=8, width=2, proj_dim=8, knn_k=20)
 TINY_FLAGS = [f"--{k.replace('_', '-')}={v}" for k, v in TINY.items()] + ["--no-progress"]
@@ -188,6 +196,20 @@ def test_a_simcse_run_killed_in_its_first_epoch_restarts_and_can_be_replaced(
     assert is_run_dir(killed) and not is_run_dir(killed / "best")
     (killed / "notes.txt").write_text("mine")  # anything else: not such a run
     assert not is_run_dir(killed)
+
+
+@pytest.mark.parametrize(
+    ("final", "match"),
+    [
+        ({"config": {}}, "'epochs' must be a count, got None"),
+        ({"epochs": None, "config": {}}, "'epochs' must be a count, got None"),
+        ({"epochs": 2}, "holds no 'config' mapping"),
+    ],
+)
+def test_a_hand_edited_final_json_is_one_line(tmp_path: Path, final: dict, match: str) -> None:
+    (tmp_path / FINAL).write_text(json.dumps(final))
+    with pytest.raises(ValueError, match=match):
+        run_state(tmp_path, TrainConfig(**TINY, epochs=1))
 
 
 def test_resume_never_shortens_a_run(tmp_path: Path) -> None:
