@@ -79,6 +79,8 @@ TEXT_METRICS = (
     Metric("steps"),
     Metric("senteval_sts_avg"),
     Metric("senteval_transfer_avg"),
+    Metric("senteval_sts_avg_tasks"),  # how many tasks each average holds (the papers': 7)
+    Metric("senteval_transfer_avg_tasks"),
     Metric(r"senteval_[A-Za-z0-9]+", pattern=True),  # one task's score
 )
 # what the text modality adds to the --help of the config settings it reads

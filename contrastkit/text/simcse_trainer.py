@@ -27,7 +27,9 @@ schedule, engine, checkpoints, ``metrics.jsonl``, ``final.json``) with
   ``senteval_tasks`` after training, in the training precision: ``<run>/senteval.json``
   (and ``.md``) as ``contrastkit senteval`` writes them, and in ``final.json``
   ``senteval_<task>`` per task and ``senteval_sts_avg`` / ``senteval_transfer_avg`` (the
-  papers' averages, over the tasks given; STS-B and SICK-R count only with a test split).
+  papers' averages, over the tasks given, and their counts ``senteval_sts_avg_tasks`` /
+  ``senteval_transfer_avg_tasks``: the papers' averages hold 7 tasks each, and STS-B and
+  SICK-R count only with a test split).
 
 ``contrastkit simcse`` sets SimCSE's unsupervised recipe unless told otherwise (AdamW,
 linear decay to 0 without warm-up, gradient norm clipped at 1.0, batch 64, lr 3e-5,
@@ -283,8 +285,8 @@ class SimCSETrainer(Trainer):
             ("senteval_transfer_avg", TRANSFER_TASKS),
         ):
             value, count = result.average(group)
-            if count:
-                scores[key] = value
+            if count:  # the papers average 7 tasks each; say how many this one holds
+                scores[key], scores[f"{key}_tasks"] = value, count
         return {k: v for k, v in scores.items() if v is not None}
 
 

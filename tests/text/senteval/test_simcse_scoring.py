@@ -57,6 +57,7 @@ def test_a_simcse_run_scores_its_selected_model_on_senteval(
     sts = [scores[t] for t in ("STS12", "STS16", "SICKRelatedness")]
     assert final["senteval_sts_avg"] == pytest.approx(math.fsum(sts) / 3)
     assert final["senteval_transfer_avg"] == pytest.approx((scores["MR"] + scores["MRPC"]) / 2)
+    assert (final["senteval_sts_avg_tasks"], final["senteval_transfer_avg_tasks"]) == (3, 2)
     # the scored model is the selected one, in the run's precision: rescoring best/ agrees
     embed, _ = encoder_embedder(run / "best", device="cpu")
     again = run_senteval(Layout(root), embed, tasks=("STS16",), log=lambda _: None)
