@@ -2,12 +2,13 @@
 
 For each pair the system score is the cosine similarity of the two sentence embeddings;
 each subset gets Spearman's (and Pearson's) correlation with the gold scores. For a
-year of STS12–16 three aggregates are reported (SentEval, ``senteval/sts.py``):
+year of STS12–16 three aggregates are reported:
 
-* ``all``   — one correlation over the concatenation of every subset's pairs (what
-  SimCSE's table prints for STS12–16, ``results[task]["all"]["spearman"]["all"]``);
-* ``wmean`` — the mean of the subsets' correlations weighted by their pair counts;
-* ``mean``  — their plain mean.
+* ``all``   — one correlation over the concatenation of every subset's pairs, which
+  SimCSE's copy of SentEval adds (``SentEval/senteval/sts.py`` in princeton-nlp/SimCSE) and
+  its table prints for STS12–16 (``results[task]["all"]["spearman"]["all"]``);
+* ``wmean`` — the mean of the subsets' correlations weighted by their pair counts, and
+* ``mean``  — their plain mean, the two that facebookresearch/SentEval computes.
 
 STS-B and SICK-R are single sets (SimCSE evaluates their test split without training).
 """
