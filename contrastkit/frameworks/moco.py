@@ -31,7 +31,8 @@ class MoCo(Framework):
       ``loss.similarity_loss(pos [N], neg [N, Q])`` built by
       :func:`~contrastkit.losses.views.cross_view_similarities`;
     * CACR (the only "views" loss accepted): CACR's MoCo form (CACR Algorithm 3 with one
-      positive and ``with_intra_batch`` off): ``loss.queue_loss(q, k, queue)``, the costs
+      positive, one query direction and ``with_intra_batch`` off, where the paper's
+      MoCo-v2 runs had it on): ``loss.queue_loss(q, k, queue)``, the costs
       ``‖q_i - k_i‖²`` and ``‖q_i - queue_j‖²`` of normalised vectors taken as ``2 - 2·cos``
       by :func:`~contrastkit.losses.functional.cacr_cosine` with the module's t⁺, t⁻ and
       detach flags. CMC is refused: its full graph over views has no single query side.

@@ -28,7 +28,7 @@ from .functional._backend import DEFAULT_BACKEND
 from .functional._common import check_positive
 from .functional._precision import same_values
 from .functional.cacr import REPULSION_COSTS, WEIGHTS, check_variant
-from .hparams import FLAG, NONNEGATIVE, POSITIVE, Param
+from .hparams import FLAG, POSITIVE, Param
 from .registry import register
 from .views import (
     check_multiview,
@@ -81,8 +81,8 @@ class CACR(DeviceDiagnostics, FusedSettings):
     """
 
     param_ranges: ClassVar[dict[str, Param]] = {
-        "t_pos": NONNEGATIVE,
-        "t_neg": NONNEGATIVE,
+        "t_pos": POSITIVE,  # Eq. 3-4 need t > 0 (t⁺ → 0 is pos_weights="uniform")
+        "t_neg": POSITIVE,
         "detach_pos_weights": FLAG,
         "detach_neg_weights": FLAG,
         "pos_weights": Param.one_of(*WEIGHTS),

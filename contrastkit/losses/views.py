@@ -344,7 +344,8 @@ def check_multiview(views: object) -> Tensor:
 
 @float32_compute
 def multiview_sq_distances(views: Tensor, queue: Tensor | None = None) -> tuple[Tensor, Tensor]:
-    """Squared Euclidean costs of CACR's V-view layout (CACR §3.2, Eq. 5).
+    """Squared Euclidean costs of CACR's V-view layout (CACR §3.2, Eq. 5 extended: its
+    empirical π̂⁻ holds the M − 1 other queries, here every view of the other samples).
 
     Every row ``(view a, sample i)`` of the normalised ``[V, N, d]`` views is a query; its
     ``V - 1`` positives are sample ``i``'s other views and its negatives the ``V·(N-1)``

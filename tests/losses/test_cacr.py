@@ -152,3 +152,10 @@ def test_views_need_two_views_and_two_samples() -> None:
         CACR()(torch.randn(1, 4, 3))
     with pytest.raises(ValueError, match="views"):
         CMC()(torch.randn(4, 3))
+
+
+def test_temperatures_must_be_positive_when_built() -> None:
+    """Eq. 3-4 need t > 0; a 0 was accepted at construction and refused at the first call."""
+    for name in ("t_pos", "t_neg"):
+        with pytest.raises(ValueError, match=f"{name} must be a finite number > 0, got 0"):
+            CACR(**{name: 0.0})

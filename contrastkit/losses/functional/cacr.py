@@ -122,7 +122,8 @@ def cacr(
             turns the attraction into the alignment loss (CACR Lemma 1).
         t_neg: t⁻ of the repulsion conditional (Eq. 4).
         detach_pos_weights: stop the gradient through π⁺, as the paper's MoCo code
-            (Algorithm 3) does; the small-scale code keeps it, hence ``False``.
+            (Algorithm 3) does; its §3.2 equations put no stop-gradient on π⁺, hence
+            ``False``.
         detach_neg_weights: stop the gradient through π⁻.
         return_parts: return ``(L_CA + L_CR, L_CA, L_CR)`` instead of the sum.
         pos_weights, neg_weights: ``"conditional"`` (π⁺, π⁻) or ``"uniform"`` (Table 8's
