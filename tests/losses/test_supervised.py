@@ -44,8 +44,8 @@ def ref_vector_similarity(y: list[list[float]], kind: str, c: float) -> list[lis
         [sum(abs(p - q) for p, q in zip(y[i], y[j], strict=True)) for j in range(n)]
         for i in range(n)
     ]
-    off = [dist[i][j] for i in range(n) for j in range(n) if i != j]
-    lo, hi = min(off), max(off)
+    every = [dist[i][j] for i in range(n) for j in range(n)]  # Eq. 6: i, j ∈ I, i = j too
+    lo, hi = min(every), max(every)
     act = math.tanh if kind == "tanh" else (lambda x: x)
     return [
         [min(1.0, max(0.0, 1 - act(c * (dist[i][j] - lo) / (hi - lo)))) for j in range(n)]
@@ -115,6 +115,16 @@ def test_label_similarity_values_of_eq_5() -> None:
     s = F.label_similarity(y, "tanh", 2.0)
     assert s[1, 2].item() == pytest.approx(1 - math.tanh(1.5))
     assert F.label_similarity(y, "linear", 3.0)[1, 2].item() == 0.0  # clipped at 0
+
+
+def test_label_similarity_values_of_eq_6() -> None:
+    """Vector labels: L1 distances 1, 4, 3 between the three samples, M = 4 and m = 0
+    (Eq. 6's minimum over the batch's pairs, i = j among them)."""
+    y = torch.tensor([[0.0, 0.0], [1.0, 0.0], [3.0, 1.0]], dtype=torch.float64)
+    s = F.label_similarity(y, "linear", 1.0)
+    expected = [[1.0, 0.75, 0.0], [0.75, 1.0, 0.25], [0.0, 0.25, 1.0]]
+    torch.testing.assert_close(s, torch.tensor(expected, dtype=torch.float64))
+    assert F.label_similarity(y, "tanh", 2.0)[1, 2].item() == pytest.approx(1 - math.tanh(1.5))
 
 
 def test_lascon_with_indicator_is_supcon() -> None:

@@ -119,7 +119,10 @@ def label_similarity(
 
     * scalar labels ``[N]`` (Eq. 5): ``ỹ = y / max|y|``, ``s = 1 - act(c·|ỹ_i - ỹ_j| / 2)``;
     * vector labels ``[N, D]`` (Eq. 6): ``s = 1 - act(c·(‖y_i - y_j‖₁ - m) / (M - m))`` with
-      ``m``, ``M`` the smallest and largest L1 distance between two different samples;
+      ``m``, ``M`` the smallest and largest L1 distance over the batch's pairs ``i, j ∈ I``,
+      as Eq. 6 writes them: the pairs include ``i = j``, so ``m = 0`` and only a sample's
+      own label (and an equal one) gets ``s = 1`` (until 2026-12-07 ``m`` was taken over
+      distinct samples, which gave the closest different pair ``s = 1`` too);
 
     ``act`` is the identity (``"linear"``) or ``tanh`` (``"tanh"``). ``"indicator"`` gives
     ``1[y_i = y_j]`` and a callable ``f(labels_i, labels_j)`` is applied to broadcast pairs
@@ -153,13 +156,7 @@ def label_similarity(
         y_tilde = y / y.abs().max().clamp(min=tiny)
         scaled = (y_tilde[:, None] - y_tilde[None]).abs_().mul_(c / 2.0)
     else:
-        dist = torch.cdist(y, y, p=1.0)
-        n = y.shape[0]
-        if n > 1:
-            off = ~torch.eye(n, dtype=torch.bool, device=y.device)
-            lo, hi = dist[off].min(), dist[off].max()
-        else:
-            lo = hi = dist.new_zeros(())
-        scaled = dist.sub_(lo).mul_(c / (hi - lo).clamp(min=tiny))
+        dist = torch.cdist(y, y, p=1.0)  # m = 0: the diagonal is in the batch's pairs
+        scaled = dist.mul_(c / dist.max().clamp(min=tiny))
     act = scaled.tanh_() if similarity == "tanh" else scaled
     return act.neg_().add_(1.0).clamp_(0.0, 1.0)  # every step in place on [N, N]
