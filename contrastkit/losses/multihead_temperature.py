@@ -9,7 +9,7 @@ anchors, as AMCL's multi-head objective. Only the temperature differs:
   outputs one extra channel ``u``; anchor ``i`` gets its own temperature
   ``τ_i = lower + (upper - lower)·sigmoid(u_i)``, used for all of its pairs:
   ``ℓ_i = -s_{i,p(i)}/τ_i + log Σ_{j≠i} exp(s_ij/τ_i)``. A feature-dependent, not
-  pair-dependent, temperature (AMCL §5.4's distinction). The bounds are our choice
+  pair-dependent, temperature (AMCL §5.2's distinction). The bounds are our choice
   (TaU squashes with a sigmoid; the range is not given in AMCL).
 * ``cosine_temperature`` (TS, Kukleva et al., ICLR 2023): one global temperature on a
   cosine schedule over training steps ``t``:

@@ -1,4 +1,4 @@
-"""Label-aware modules: SupCon (Khosla et al., 2020) and LASCon (Kim et al., 2023).
+"""Label-aware modules: SupCon (Khosla et al., 2020) and LASCon (an anonymous ICLR 2023 submission).
 
 Both take two views ``z1, z2: [N, d]`` and ``labels`` for the N samples, duplicated for
 the 2N views; anchors range over all 2N views and ``A(i)`` is every other view.
@@ -92,7 +92,12 @@ def _lascon_out(
     return per_anchor.mean().to(z1.dtype)
 
 
-@register("lascon", "labeled", "Kim et al., 2023 (LASCon), §3.4, Eq. (5)-(6)", fused_backends=True)
+@register(
+    "lascon",
+    "labeled",
+    "LASCon (ICLR 2023 submission, anonymous), §3.4, Eq. (5)-(6)",
+    fused_backends=True,
+)
 class LASCon(FusedSettings):
     """Label-similarity-aware supervised contrastive loss.
 

@@ -7,10 +7,11 @@ samples: ``len(x)``, ``x[idx]`` for a tensor of row indices and ``x[a:b]`` give 
 does not apply (the encoder is a pretrained transformer, not built from a shape).
 
 ``sst5`` reads SentEval's ``SST/fine`` folder (``data_root``: ``sentiment-{train,dev,test}``,
-``LABEL sentence`` lines, label 0 very negative … 4 very positive). LASCon (Kim et al.,
-2023, §4.1, App. D.2) fine-tunes on IMDB ratings; IMDB is not available here and SST-5's
-ordinal labels are of the same kind, so they are continuous targets here (the downstream
-head's MAE is the metric; SupCon sees ``1[y >= 3]`` with ``binarize_threshold``).
+``LABEL sentence`` lines, label 0 very negative … 4 very positive). LASCon (an anonymous
+ICLR 2023 submission, §4.1, App. D.2) fine-tunes on IMDB ratings; IMDB is not available
+here and SST-5's ordinal labels are of the same kind, so they are continuous targets here
+(the downstream head's MAE is the metric; SupCon sees ``1[y >= 3]`` with
+``binarize_threshold``).
 ``num_samples`` keeps a seeded subset of the training split (seed :data:`SUBSET_SEED`, the
 same for every run, so the runs of a study are paired). The dev
 split is read (the reader checks the folder whole) but not used: nothing is selected on it.

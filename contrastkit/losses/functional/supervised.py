@@ -59,7 +59,7 @@ def lascon(
     variant: str = "out",
     reduction: str = "mean",
 ) -> Tensor:
-    """LASCon (Kim et al., 2023), §3.4.4, in the ``"out"`` or ``"in"`` version.
+    """LASCon (an anonymous ICLR 2023 submission), §3.4.4, in the ``"out"`` or ``"in"`` version.
 
     ``s̃_ij = s_ij / Σ_{k ∈ A(i)} s_ik`` (§3.1); ``out``: ``-Σ_{j∈A(i)} s̃_ij log u_ij``;
     ``in``: ``-log Σ_{j∈A(i)} s̃_ij u_ij``; the mean over anchors ``i`` by default.
@@ -67,7 +67,8 @@ def lascon(
     Args:
         sim: ``[M, M]`` cosine similarities.
         label_sim: ``[M, M]`` label similarities ``s ∈ [0, 1]`` (diagonal ignored).
-        temperature: τ; LASCon follows SupCon's 0.1.
+        temperature: τ; 0.1, SupCon's (LASCon reports the best τ in [0.1, 1.0], App. D,
+            and uses 0.5 for FreiHAND, App. D.3).
         variant: ``"out"`` (the paper's main choice) or ``"in"``.
         reduction: ``"mean"`` over anchors, ``"sum"``, or ``"none"`` (``[M]`` per anchor).
 
