@@ -1,4 +1,5 @@
-"""SupCon and LASCon (Kim et al., 2023) §3.4 and Eq. (5)-(6) against float64 loops."""
+"""SupCon and LASCon (an anonymous ICLR 2023 submission) §3.4, Eq. (5)-(6), against float64
+loops."""
 
 from __future__ import annotations
 
