@@ -33,7 +33,11 @@ class _TwoViewLoss(nn.Module):
     plain attribute (``loss.ratio = 2.0`` takes effect at the next call).
 
     ``gather_distributed=True`` computes the loss of the global batch on every rank, from
-    every rank's embeddings gathered with gradient (:mod:`contrastkit.distributed`)."""
+    every rank's embeddings gathered with gradient (:mod:`contrastkit.distributed`).
+
+    ``symmetric=True`` (the default) adds the swapped direction, ``hp`` as the anchors:
+    Eq. (5) anchors on ``h`` alone, and the authors' code (BDBC-KG-NLP/UnderstandingCSE)
+    averages both directions, which the default follows."""
 
     fn: Callable[..., Tensor]
     # one declaration for every loss of this family (registry.register reads it)
@@ -135,7 +139,8 @@ class ArcCon(_TwoViewLoss):
 
 @register("mpt", "pair", f"Nie et al., 2023; {_REF}, Eq. (3)")
 class MPT(_TwoViewLoss):
-    """MPT triplet on cosine similarity, margin m = 0.3."""
+    """MPT triplet on cosine similarity, margin m = 0.3: the paper's §3.2 GD margin; it
+    states none for MPT itself (the authors' code defaults to 0.23)."""
 
     fn = staticmethod(F.mpt)
 
@@ -147,7 +152,8 @@ class MPT(_TwoViewLoss):
 
 @register("met", "pair", f"Nie et al., 2023; {_REF}, Eq. (3)")
 class MET(_TwoViewLoss):
-    """MET triplet on Euclidean distance, margin m = 0.3."""
+    """MET triplet on Euclidean distance, margin m = 0.3: the paper's §3.2 GD margin; it
+    states none for MET itself (the authors' code defaults to 0.45)."""
 
     fn = staticmethod(F.met)
 
