@@ -78,7 +78,9 @@ AMCL_ORDER = TYPES_IMAGE[:5]
 # the crop's minimum area below / from LARGE_IMAGE px: the common CIFAR setting, SimCLR's
 # Inception crop (App. A)
 CROP_SCALE, CROP_SCALE_LARGE = 0.2, 0.08
-JITTER = (0.4, 0.4, 0.4, 0.1)  # SimCLR App. A: 0.8 s, 0.8 s, 0.8 s, 0.2 s at strength s = 0.5
+# colour jitter below / from LARGE_IMAGE px: SimCLR App. A's (0.8 s, 0.8 s, 0.8 s, 0.2 s) at
+# strength s = 0.5 (its CIFAR-10 setting, B.9) and s = 1 (its ImageNet default)
+JITTER, JITTER_LARGE = (0.4, 0.4, 0.4, 0.1), (0.8, 0.8, 0.8, 0.2)
 P_JITTER = 0.8  # SimCLR App. A
 
 
@@ -90,8 +92,9 @@ class ImageAugment:
         n_types: apply the first ``n_types`` (1-5) of AMCL Table 5's order.
         types: explicit type names instead (from :data:`TYPES_IMAGE`).
         crop_scale: minimum crop area fraction (default 0.08 from 64 px, else 0.2).
-        jitter: (brightness, contrast, saturation, hue) strengths (0.4, 0.4, 0.4, 0.1);
-            see :func:`check_jitter`.
+        jitter: (brightness, contrast, saturation, hue) strengths (default 0.4, 0.4, 0.4,
+            0.1 below 64 px, SimCLR's CIFAR strength; 0.8, 0.8, 0.8, 0.2 from 64 px, its
+            ImageNet one); see :func:`check_jitter`.
         p_jitter, p_gray, p_blur, solarize_p: probabilities (0.8, 0.2, 0.5, 0.2 when
             ``solarize`` is among the types).
         backend: ``"triton"``: the colour jitter and grayscale as one Triton kernel
@@ -115,7 +118,7 @@ class ImageAugment:
         n_types: int | None = None,
         types: Sequence[str] | None = None,
         crop_scale: float | None = None,
-        jitter: tuple[float, float, float, float] = JITTER,
+        jitter: tuple[float, float, float, float] | None = None,
         p_jitter: float = P_JITTER,
         p_gray: float = 0.2,
         p_blur: float = 0.5,
@@ -156,6 +159,8 @@ class ImageAugment:
                         ("solarize_p", solarize_p)):  # fmt: skip
             if not 0 <= p <= 1:
                 raise ValueError(f"{name} must be in [0, 1], got {p}")
+        if jitter is None:
+            jitter = JITTER_LARGE if image_size >= LARGE_IMAGE else JITTER
         self.jitter, self.p_jitter, self.p_gray = check_jitter(jitter), p_jitter, p_gray
         self.p_blur, self.solarize_p = p_blur, solarize_p
         self.kernel_size = max(3, int(0.1 * image_size) // 2 * 2 + 1)

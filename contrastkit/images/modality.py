@@ -34,6 +34,7 @@ from .image_augment import (
     CROP_SCALE,
     CROP_SCALE_LARGE,
     JITTER,
+    JITTER_LARGE,
     P_JITTER,
     ImageAugment,
     check_jitter,
@@ -169,7 +170,11 @@ IMAGE_NOTES = (
     ("cache_dir", CACHE_HELP),
     ("aug_recipe", f"{listed(AUG_RECIPES)}; byol: BYOL's asymmetric pair"),
     ("crop_scale", f"default {CROP_SCALE}, {CROP_SCALE_LARGE} from {LARGE_IMAGE} px"),
-    ("jitter", f"default {','.join(f'{v:g}' for v in JITTER)}"),
+    (
+        "jitter",
+        f"default {','.join(f'{v:g}' for v in JITTER)}, "
+        f"{','.join(f'{v:g}' for v in JITTER_LARGE)} from {LARGE_IMAGE} px",
+    ),
     ("p_jitter", f"default {P_JITTER}"),
     ("linear_epochs", f"default {LINEAR_EPOCHS}"),
     ("linear_lr", f"default {LINEAR_LR}"),

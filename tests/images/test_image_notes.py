@@ -10,6 +10,7 @@ from contrastkit.images.image_augment import (
     CROP_SCALE,
     CROP_SCALE_LARGE,
     JITTER,
+    JITTER_LARGE,
     P_JITTER,
     ImageAugment,
 )
@@ -24,10 +25,18 @@ def test_the_view_defaults_are_the_noted_ones() -> None:
     assert (small.crop_scale, large.crop_scale) == (CROP_SCALE, CROP_SCALE_LARGE)
     assert "blur" not in small.types and "blur" in large.types
     assert (small.jitter, small.p_jitter) == (JITTER, P_JITTER)
+    # SimCLR App. A: strength s = 0.5 (its CIFAR setting) below, s = 1 (ImageNet) from 64 px
+    assert JITTER == (0.4, 0.4, 0.4, 0.1) and large.jitter == JITTER_LARGE == (0.8, 0.8, 0.8, 0.2)
     assert setting_notes("crop_scale") == (
         f"image: default {CROP_SCALE}, {CROP_SCALE_LARGE} from {LARGE_IMAGE} px"
     )
-    assert setting_notes("jitter") == "image: default " + ",".join(f"{v:g}" for v in JITTER)
+    assert setting_notes("jitter") == (
+        "image: default "
+        + ",".join(f"{v:g}" for v in JITTER)
+        + ", "
+        + ",".join(f"{v:g}" for v in JITTER_LARGE)
+        + f" from {LARGE_IMAGE} px"
+    )
     assert setting_notes("p_jitter") == f"image: default {P_JITTER}"
 
 
