@@ -49,8 +49,13 @@ class MoCo(Framework):
 
     Args:
         queue_size: Q (MoCo uses 65,536 on ImageNet; 4,096 suits 16k-sample data).
-        momentum: m (0.99; MoCo v2 uses 0.999 for its much longer ImageNet schedules).
+        momentum: m (0.99; MoCo v2 uses 0.999 for its much longer ImageNet schedules),
+            per optimiser step.
         proj_dim, hidden_dim: projection head widths (128 as in MoCo v2).
+        grad_accum: forward passes per optimiser step (the trainer's ``grad_accum``): the
+            update runs at every forward with ``m^(1/grad_accum)``, so a whole window moves
+            the key encoder by ``m``, as one step does (the query weights do not change
+            within it); a window an epoch's end closes early moves it less.
 
     BatchNorm statistics are per batch; MoCo's shuffle-BN (a multi-GPU device) is not
     reproduced on one CPU. Under ``torchrun`` every rank enqueues all ranks' keys, so the
@@ -62,6 +67,7 @@ class MoCo(Framework):
     option_ranges: ClassVar[dict[str, Param]] = {
         "queue_size": Param.integer(1),
         "momentum": Param.real(0.0, 1.0, high_open=True),
+        "grad_accum": Param.integer(1),
     }
 
     def __init__(
@@ -73,10 +79,12 @@ class MoCo(Framework):
         hidden_dim: int | None = None,
         queue_size: int = 4096,
         momentum: float = 0.99,
+        grad_accum: int = 1,
     ) -> None:
         super().__init__(encoder, loss, loss_kwargs)
-        self.check_options(queue_size=queue_size, momentum=momentum)
+        self.check_options(queue_size=queue_size, momentum=momentum, grad_accum=grad_accum)
         self.momentum = momentum
+        self.forward_momentum = momentum ** (1.0 / grad_accum)  # per forward pass
         self.projector: nn.Module | None = None
         if self.loss_kind == "features":  # AMCL: its own heads, one queue per head
             if self.loss.base not in ("ntxent", "infonce"):
@@ -135,7 +143,7 @@ class MoCo(Framework):
         # the same order as key_encoder = deepcopy(Sequential(encoder, query_head))
         query_params = [*self.encoder.parameters(), *self.query_head.parameters()]
         for key_param, query_param in zip(self.key_encoder.parameters(), query_params, strict=True):
-            key_param.lerp_(query_param, 1.0 - self.momentum)
+            key_param.lerp_(query_param, 1.0 - self.forward_momentum)
 
 
 class SimSiam(Framework):

@@ -122,6 +122,7 @@ class Trainer:
             hidden_dim=config.hidden_dim,
             queue_size=config.queue_size,
             momentum=config.momentum,
+            grad_accum=config.grad_accum,
             num_views=config.num_views,
             joint_views=config.joint_views,
         )

@@ -262,3 +262,20 @@ def test_moco_cacr_is_algorithm_3_against_the_queue(digits_batch: torch.Tensor) 
     # float32 costs as 2 - 2·cos: absolute error ~1e-8 on an attraction of ~1e-4
     assert float(loss.detach()) == pytest.approx(attraction + repulsion, rel=1e-4, abs=1e-6)
     assert model.loss.last_parts == pytest.approx((attraction, repulsion), rel=1e-4, abs=1e-6)
+
+
+def test_moco_moves_its_key_encoder_by_m_per_optimiser_step_under_accumulation() -> None:
+    """With grad_accum A the framework runs A forwards per optimiser step; each moved the
+    key encoder by the full momentum, so a step moved it by m^A (0.99 -> 0.961 at A = 4)."""
+    torch.manual_seed(0)
+    moco = build_framework("moco", encoder(), "infonce", queue_size=64, grad_accum=4)
+    start = [p.detach().clone() for p in moco.key_encoder.parameters()]
+    with torch.no_grad():  # the query weights differ from the keys', and stay fixed
+        for p in moco.encoder.parameters():
+            p.add_(1.0)
+    target = [*moco.encoder.parameters(), *moco.projector.parameters()]
+    views = [torch.rand(8, 1, 8, 8) for _ in range(2)]
+    for _ in range(4):
+        moco(views)
+    for moved, before, query in zip(moco.key_encoder.parameters(), start, target, strict=True):
+        torch.testing.assert_close(moved, before + (1 - 0.99) * (query - before))
