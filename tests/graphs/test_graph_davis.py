@@ -179,3 +179,24 @@ def test_num_samples_keeps_a_fixed_subset_of_training_pairs(tmp_path: Path) -> N
     assert torch.equal(a.data.x_train.drug_idx, b.data.x_train.drug_idx)
     with pytest.raises(ValueError, match="exceeds the 12 pairs"):
         DavisTrainer(TrainConfig(**values, num_samples=13), progress=False)
+
+
+@pytest.mark.parametrize(
+    ("settings", "match"),
+    [
+        ({"dataset": "tu:MUTAG", "imbalance": "linear"}, "imbalance applies to image"),
+        ({"dataset": "davis", "imbalance_ratio": 10.0}, "imbalance applies to image"),
+        ({"dataset": "davis", "binarize_threshold": 7.0}, "got framework 'simclr' on 'davis'"),
+        (
+            {"dataset": "tu:MUTAG", "binarize_threshold": 1.0, "framework": "supervised"},
+            "binarize_threshold applies to the supervised framework on a regression",
+        ),
+    ],
+)
+def test_settings_the_graph_trainers_would_ignore_are_refused(settings: dict, match: str) -> None:
+    """The graph trainers read their sets directly: imbalance was recorded in final.json
+    and never applied, and davis binarised its labels for a framework that ignores them."""
+    from contrastkit.training import TrainConfig
+
+    with pytest.raises(ValueError, match=match):
+        TrainConfig(**settings).validate()
