@@ -59,13 +59,15 @@ def _decode_all(
         raise FileNotFoundError(f"imagefolder: no image files under {root}; {EXPECTED}")
     y, test, classes = labels_and_split([p for p, _ in items], test_fraction, split_seed)
     images, shape = [], None
+    archive = root.is_file()
     for path, data in items:
-        arr = decode(data, path, image_size)
+        where = f"{root}:{path}" if archive else str(root / path)  # errors name the archive
+        arr = decode(data, where, image_size)
         if shape is None:
             shape = arr.shape
         elif arr.shape != shape:
             raise ValueError(
-                f"imagefolder: {path} is {arr.shape[1]}x{arr.shape[2]}, the first image "
+                f"imagefolder: {where} is {arr.shape[1]}x{arr.shape[2]}, the first image "
                 f"{shape[1]}x{shape[2]}; pass image_size to resize all images"
             )
         images.append(arr)

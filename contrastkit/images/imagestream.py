@@ -65,8 +65,8 @@ def estimated_bytes(root: Path, image_size: int | None) -> int:
         return 0
     if image_size is not None:
         return len(members) * 3 * image_size * image_size
-    first = _Reader(root, members[:1]).read(0)
-    return len(members) * decode(first, members[0][0], None).size
+    reader = _Reader(root, members[:1])
+    return len(members) * decode(reader.read(0), reader.where(0), None).size
 
 
 class _Reader:
@@ -86,6 +86,11 @@ class _Reader:
 
     def __getstate__(self) -> dict[str, Any]:  # worker processes open their own handle
         return {**self.__dict__, "_fh": None, "_pid": -1}
+
+    def where(self, i: int) -> str:
+        """Image ``i``'s path for messages: in the folder, or ``archive:member``."""
+        name = self.names[i]
+        return str(self.root / name) if self.spans is None else f"{self.root}:{name}"
 
     def read(self, i: int) -> bytes:
         if self.spans is None:
@@ -109,7 +114,7 @@ class StreamedImages(LazyImages):
         self.shape = (len(reader.names), *item)
 
     def decode_one(self, i: int) -> Tensor:
-        name = self.reader.names[i]
+        name = self.reader.where(i)
         arr = decode(self.reader.read(i), name, self.image_size)
         if arr.shape != self.shape[1:]:
             raise ValueError(
@@ -168,7 +173,7 @@ def load_streamed(
     members = list(image_members(root))
     y, test, classes = labels_and_split([rel for rel, _ in members], test_fraction, split_seed)
     reader = _Reader(root, members)
-    first = decode(reader.read(0), reader.names[0], image_size)
+    first = decode(reader.read(0), reader.where(0), image_size)
     images = StreamedImages(reader, image_size, first.shape)
     train_idx, test_idx = (torch.from_numpy(np.flatnonzero(m)) for m in (~test, test))
     return image_split(

@@ -91,6 +91,21 @@ def test_threshold_picks_streaming_and_compressed_archives_cannot_stream(
         load_dataset("imagefolder", data_root=str(tmp_path / "src"), stream=True).x_train[:]
 
 
+@pytest.mark.parametrize("stream", [True, False])
+def test_an_undecodable_member_is_named_with_its_archive(tmp_path: Path, stream: bool) -> None:
+    (tmp_path / "d" / "a").mkdir(parents=True)
+    (tmp_path / "d" / "b").mkdir()
+    Image.new("RGB", (8, 8)).save(tmp_path / "d" / "a" / "x.png")
+    (tmp_path / "d" / "b" / "y.jpg").write_text("not an image")
+    archive = tmp_path / "bad.tar"
+    with tarfile.open(archive, "w") as tar:
+        tar.add(tmp_path / "d", arcname="d")
+    with pytest.raises(ValueError, match=rf"cannot decode {archive}:d/b/y\.jpg"):
+        load_dataset(
+            "imagefolder", data_root=str(archive), stream=stream, cache_dir=str(tmp_path / "c")
+        ).x_train[:]
+
+
 def test_one_training_epoch_is_identical_on_streamed_and_cached_data(tmp_path: Path) -> None:
     """The data source is all that changes: same batches, same views, same loss."""
     _tree(tmp_path / "src")
