@@ -147,7 +147,8 @@ class MoCo(Framework):
 
 
 class SimSiam(Framework):
-    """SimSiam: shared encoder, 3-layer projector with BN on its output, a 2-layer
+    """SimSiam: shared encoder, 3-layer projector with BN on its output (hidden width the
+    encoder's, as the official builder; ``proj_dim`` out, the paper's 2048), a 2-layer
     bottleneck predictor (``proj_dim / 4`` hidden, as the paper's 2048 → 512), and the
     symmetric negative-cosine loss with stop-gradient on the targets ("predictor" kind).
     """
@@ -165,7 +166,7 @@ class SimSiam(Framework):
     ) -> None:
         super().__init__(encoder, loss, loss_kwargs)
         self.projector = mlp(
-            encoder.feature_dim, hidden_dim or proj_dim, proj_dim, layers=3, last_bn=True
+            encoder.feature_dim, hidden_dim or encoder.feature_dim, proj_dim, layers=3, last_bn=True
         )
         self.predictor = mlp(proj_dim, max(1, proj_dim // 4), proj_dim, layers=2)
 
