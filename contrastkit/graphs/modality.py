@@ -37,14 +37,18 @@ def graph_trainer(config: TrainConfig, label_aware: bool = False) -> type[Traine
 
 
 def check(config: TrainConfig) -> None:
-    """``finetune_epochs``: a positive integer, for drug–target data only; ``imbalance``
-    (and its ratio) are refused, since the graph trainers read their sets directly and
-    would ignore it; ``binarize_threshold`` on davis needs the supervised framework, as on
-    every regression set (:class:`~contrastkit.training.LabelAwareTrainer`)."""
-    if config.imbalance is not None or config.imbalance_ratio is not None:
+    """(Run for every config.) ``finetune_epochs``: a positive integer, for drug–target
+    data only. On graph sets, ``imbalance`` (and its ratio) are refused, since the graph
+    trainers read their sets directly and would ignore it, and ``binarize_threshold``
+    needs the supervised framework on davis, as on every regression set
+    (:class:`~contrastkit.training.LabelAwareTrainer`)."""
+    graph = is_graph_dataset(config.dataset)
+    if graph and (config.imbalance is not None or config.imbalance_ratio is not None):
         raise ValueError(f"imbalance applies to image and tabular sets, not to {config.dataset!r}")
-    if config.binarize_threshold is not None and not (
-        config.dataset == DAVIS and config.framework == "supervised"
+    if (
+        graph
+        and config.binarize_threshold is not None
+        and not (config.dataset == DAVIS and config.framework == "supervised")
     ):
         raise ValueError(
             "binarize_threshold applies to the supervised framework on a regression "
