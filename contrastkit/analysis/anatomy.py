@@ -11,6 +11,12 @@ which is the paradigm of Li, Zhang & Nie (ACL 2024), Eq. (4) / (12), with
 (exactly ``R_i`` when R does not depend on ``j``). The fit is unique when ``N < d``;
 ``residual`` reports how much of each gradient lies outside the paradigm's span.
 
+``loss_fn`` must be one-directional with one term per anchor and its negatives in one view
+(the paradigm losses with ``symmetric=False``; InfoNCE over queries and keys). A symmetric
+loss, or SimCLR's 2N layout (NT-Xent, MACL), adds terms that lie outside that basis or
+belong to other anchors: the residual can stay small while the implied W and R are not the
+loss's.
+
 Example:
     >>> import torch
     >>> from contrastkit.analysis import gradient_anatomy
@@ -37,7 +43,8 @@ class Anatomy:
     """What :func:`gradient_anatomy` reads off the gradients of one batch."""
 
     grad: Tensor  # [N, d] tangent part of ∂L/∂h_i
-    weight: Tensor  # [N, N] implied GD·W (zero diagonal)
+    weight: Tensor  # [N, N] implied GD·W times the loss's overall scale (a mean over N
+    # anchors: 1/N); zero diagonal. Shares and ratios do not depend on the scale
     ratio: Tensor  # [N] implied W-weighted mean ratio; 0 where ``active`` is False
     residual: Tensor  # [N] ‖fit − g_i‖ / ‖g_i‖ (0 where g_i = 0)
     active: Tensor  # [N] bool: the anchor receives a gradient (Σ_j c_ij ≠ 0)
@@ -108,7 +115,9 @@ def summarize(out: Anatomy, h: Tensor, hp: Tensor, negatives: str = "other") -> 
     * ``ratio_mean``: the mean implied ratio R̄ over active anchors;
     * ``residual_max``: the worst relative residual of the fit.
 
-    Share and ratio are ``nan`` when no anchor is active (there is nothing to summarise).
+    Share and ratio are ``nan`` when no anchor is active (there is nothing to summarise);
+    the share is also ``nan`` when an implied weight is negative (Barlow Twins' W can be),
+    since a share of a signed sum means nothing.
     """
     if negatives not in ("other", "same"):
         raise ValueError(f"negatives must be 'other' or 'same', got {negatives!r}")
@@ -120,9 +129,11 @@ def summarize(out: Anatomy, h: Tensor, hp: Tensor, negatives: str = "other") -> 
     share = w.gather(1, hardest[:, None])[:, 0] / w.sum(dim=1).where(out.active, 1.0)
     act = out.active
     nan = float("nan")
+    # a fitted zero weight may come out as -1e-17: negative means beyond rounding
+    unsigned = bool((w >= -1e3 * torch.finfo(w.dtype).eps * w.abs().max()).all())
     return {
         "active": act.double().mean().item(),
-        "hardest_share": share[act].mean().item() if act.any() else nan,
+        "hardest_share": share[act].mean().item() if act.any() and unsigned else nan,
         "ratio_mean": out.ratio[act].mean().item() if act.any() else nan,
         "residual_max": out.residual.max().item(),
     }

@@ -341,7 +341,8 @@ class AMCL(DeviceDiagnostics, nn.Module):
         """The diagnostics as 0-d device tensors, reading nothing (empty before the first
         call; :meth:`diagnostics` gives their floats): :meth:`temperature_stats`' values,
         ``tau_neg_runaway/head{c}`` (the cosine bases with a learned τ⁻: the fraction of
-        the last call's present negative pairs whose τ⁻ the loss drives to its lower bound,
+        the last call's present negative pairs, all of them and not only the top-κ ones the
+        loss takes, whose τ⁻ lies where such a term would drive it to its lower bound,
         :func:`functional.amcl_runaway`) and the head means ``tau_pos_mean``,
         ``tau_neg_mean``, ``tau_neg_runaway_mean``."""
         kinds = (("tau_pos", self._tau_pos), ("tau_neg", self._tau_neg))

@@ -141,3 +141,7 @@ def test_summarize_reads_the_three_components() -> None:
     assert s["hardest_share"] == pytest.approx(float(expected.mean()), rel=1e-7)
     none = summarize(gradient_anatomy(one_way(F.mpt, margin=-5.0), h, hp), h, hp)
     assert none["active"] == 0.0 and math.isnan(none["ratio_mean"])
+    # Barlow Twins' W is signed: no share of the hardest negative (it read -0.66 to 0.71)
+    signed = gradient_anatomy(LOSSES["barlow"][0], h, hp, negatives="same")
+    assert bool((signed.weight < 0).any())
+    assert math.isnan(summarize(signed, h, hp, negatives="same")["hardest_share"])
