@@ -169,6 +169,18 @@ def test_backend_resolution_and_its_errors(monkeypatch: pytest.MonkeyPatch) -> N
         gram_logsumexp(torch.zeros(3, 257), 1.0, backend="triton")
     with pytest.raises(ValueError, match="powers of two"):
         _gram_triton.logsumexp(cpu, 1.0, tiles=(16, 24))
+    meta = torch.zeros(3, 8, device="meta")  # not run by the interpreter either
+    with pytest.raises(ValueError, match=r"needs CUDA tensors, got meta"):
+        losses.get("ntxent", backend="triton")(meta, meta)
+    # two scales at once (HCL) resolve on the promoted dtype, as one scale does
+    two = GramNegatives(cpu + 1.0, extra=torch.ones(2, 8, dtype=torch.float64), backend="triton")
+    with pytest.raises(ValueError, match="float32, bfloat16 or float16"):
+        two.logsumexps((3.0, 1.0))
+    monkeypatch.setattr(torch.version, "hip", "6.2")  # ROCm: no tf32x3 products
+    assert _backend.resolve("auto", cpu, rows=1 << 20) == "torch"
+    with pytest.raises(ValueError, match="needs an NVIDIA GPU"):
+        _backend.resolve("triton", cpu)
+    monkeypatch.setattr(torch.version, "hip", None)
     monkeypatch.setenv("TRITON_INTERPRET", "0")
     with pytest.raises(ValueError, match=r"needs CUDA tensors, got cpu.*TRITON_INTERPRET=1"):
         losses.get("ntxent", backend="triton")(cpu, cpu + 1.0)

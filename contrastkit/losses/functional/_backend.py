@@ -42,7 +42,7 @@ def resolve(backend: str, anchors: Tensor, rows: int | None = None) -> str:
     (``rows`` anchors if given, e.g. the 2N rows that two ``[N, d]`` views make)."""
     if backend == "auto":  # the default: two attribute reads for CPU tensors
         rows = anchors.shape[0] if rows is None else rows
-        large = anchors.is_cuda and rows >= AUTO_MIN_ROWS
+        large = anchors.is_cuda and rows >= AUTO_MIN_ROWS and torch.version.hip is None
         usable = large and _optional.installed("triton") and _tensor_cores(anchors.device)
         return "triton" if usable and not _unfit(anchors) else "torch"
     if backend == "torch":
@@ -63,11 +63,13 @@ def _tensor_cores(device: torch.device) -> bool:
 
 def _unfit(anchors: Tensor) -> str:
     """Why the kernels cannot take ``anchors`` ("" when they can)."""
-    if not anchors.is_cuda and not triton_interpreted():
+    if not (anchors.is_cuda or (anchors.is_cpu and triton_interpreted())):
         return (
             f"needs CUDA tensors, got {anchors.device.type} tensors "
             "(on CPU only under Triton's interpreter, TRITON_INTERPRET=1)"
         )
+    if torch.version.hip is not None:  # ROCm: its Triton has no tf32x3 products
+        return "needs an NVIDIA GPU (the kernels' float32 products are tf32x3; this is ROCm)"
     if anchors.dtype not in DTYPES:
         return f"takes float32, bfloat16 or float16 embeddings, got {anchors.dtype}"
     if anchors.shape[-1] > MAX_DIM:

@@ -249,6 +249,12 @@ class GramNegatives(Negatives):
     ``unit`` (every row has norm <= 1) and ``source`` (the bfloat16 values whose unit
     rows the anchors and keys are, see :func:`gram_logsumexp`) are passed to
     :func:`gram_logsumexp` and :func:`gram_softmax_mean`.
+
+    ``exclude``'s entries must be distinct within a row and in ``[0, K)``, and leave every
+    row at least one column (the losses' layouts always do): :meth:`count` assumes
+    distinct entries, the torch path raises on an index out of range where the Triton
+    kernels ignore it, and a row with no column left has ``lse = -inf`` and a NaN
+    gradient. These are not checked, since a check would read the device at every call.
     """
 
     def __init__(
@@ -310,9 +316,9 @@ class GramNegatives(Negatives):
         """Two scales on the Triton backend: both log-sum-exps from one pass of the kernels
         over the similarity tiles (:func:`._gram_triton.logsumexp2`); otherwise one call
         per scale."""
-        if len(scales) != 2 or _backend.resolve(self.backend, self.anchors) != "triton":
-            return super().logsumexps(scales)
         anchors, keys, extra = _common_dtype(self.anchors, self.keys, self.extra)
+        if len(scales) != 2 or _backend.resolve(self.backend, anchors) != "triton":
+            return super().logsumexps(scales)  # resolved on the promoted dtype, as one scale
         pair = (float(scales[0]), float(scales[1]))
         with no_autocast(device_type_of(anchors)):
             if self.source is not None:
