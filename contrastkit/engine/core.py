@@ -252,7 +252,7 @@ class Engine:
         if self.clip_grad is not None or self.scaler is None:
             norms = torch._foreach_norm([p.grad for p in grads]) if grads else []
             norm = _total_norm(norms)
-        if self.clip_grad is not None:  # as clip_grad_norm_, the tensors' norms kept
+        if self.clip_grad is not None and grads:  # as clip_grad_norm_, the norms kept
             coef = torch.clamp(self.clip_grad / (norm + 1e-6), max=1.0)
             torch._foreach_mul_([p.grad for p in grads], coef)
         if self.scaler is None:  # loss and gradient in one host read (fp16: the scaler's)

@@ -76,6 +76,12 @@ def test_non_finite_gradient_of_a_finite_loss_stops_before_the_step(clip: float 
     assert w.tolist() == [0.0, 4.0] and v.tolist() == [1.0]
 
 
+def test_clipping_a_step_where_no_parameter_got_a_gradient() -> None:
+    w, v = nn.Parameter(torch.ones(2)), nn.Parameter(torch.ones(2))
+    assert Engine("cpu", clip_grad=1.0).backward_step(v.sum(), torch.optim.SGD([w], lr=0.1))
+    assert w.tolist() == [1.0, 1.0]
+
+
 def test_a_window_ended_early_is_the_mean_of_its_passes_and_the_next_starts_afresh() -> None:
     """grad_accum = 2 over epochs of 3 batches, the last forced (as the trainer does):
     each epoch steps on mean(g0, g1), then on g2 alone; no gradient is carried into the
