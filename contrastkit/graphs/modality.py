@@ -18,6 +18,7 @@ from torch import nn
 from ..data import Split, dataset_info
 from ..models.export import Architecture
 from ..training import Metric, Modality, TrainConfig, Trainer
+from ..training.label_aware import check_binarize_threshold
 from .davis import DAVIS, load_davis
 from .dta import REGRESSION, GraphDTAEncoder
 from .gin import GINEncoder
@@ -45,15 +46,8 @@ def check(config: TrainConfig) -> None:
     graph = is_graph_dataset(config.dataset)
     if graph and (config.imbalance is not None or config.imbalance_ratio is not None):
         raise ValueError(f"imbalance applies to image and tabular sets, not to {config.dataset!r}")
-    if (
-        graph
-        and config.binarize_threshold is not None
-        and not (config.dataset == DAVIS and config.framework == "supervised")
-    ):
-        raise ValueError(
-            "binarize_threshold applies to the supervised framework on a regression "
-            f"dataset, got framework {config.framework!r} on {config.dataset!r}"
-        )
+    if graph:  # davis is the regression set among them
+        check_binarize_threshold(config, regression=config.dataset == DAVIS)
     ft = config.finetune_epochs
     if ft is None:
         return

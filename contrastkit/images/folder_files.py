@@ -41,6 +41,11 @@ def image_members(root: Path) -> Iterator[tuple[str, tarfile.TarInfo | Path]]:
                 yield rel, m
 
 
+def shown(root: Path, rel: str, archive: bool) -> str:
+    """Image ``rel`` of ``root`` as messages name it: ``archive:member`` or its path."""
+    return f"{root}:{rel}" if archive else str(root / rel)
+
+
 def entries(root: Path) -> Iterator[tuple[str, bytes]]:
     """``(relative path, file bytes)`` of every image file, from a folder or an archive."""
     if root.is_dir():

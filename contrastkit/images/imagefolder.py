@@ -39,7 +39,7 @@ import torch
 from ..data import Split
 from ..rundir import atomic_file, atomic_write_text
 from . import imagestream
-from .folder_files import EXPECTED, decode, entries, labels_and_split
+from .folder_files import EXPECTED, decode, entries, labels_and_split, shown
 from .readers import image_split
 
 CACHE_ENV, CACHE_HOME = "CONTRASTKIT_CACHE", "~/.cache/contrastkit"
@@ -61,7 +61,7 @@ def _decode_all(
     images, shape = [], None
     archive = root.is_file()
     for path, data in items:
-        where = f"{root}:{path}" if archive else str(root / path)  # errors name the archive
+        where = shown(root, path, archive)  # errors name the archive
         arr = decode(data, where, image_size)
         if shape is None:
             shape = arr.shape

@@ -39,7 +39,7 @@ from torch.utils.data import DataLoader, Dataset
 
 from ..data import Split
 from ..data.sources import LazyImages, Rows, _as_index
-from .folder_files import decode, image_members, labels_and_split
+from .folder_files import decode, image_members, labels_and_split, shown
 from .readers import image_split
 
 STREAM_BYTES = 4 * 2**30
@@ -89,8 +89,7 @@ class _Reader:
 
     def where(self, i: int) -> str:
         """Image ``i``'s path for messages: in the folder, or ``archive:member``."""
-        name = self.names[i]
-        return str(self.root / name) if self.spans is None else f"{self.root}:{name}"
+        return shown(self.root, self.names[i], archive=self.spans is not None)
 
     def read(self, i: int) -> bytes:
         if self.spans is None:

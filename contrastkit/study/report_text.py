@@ -53,11 +53,16 @@ def _identical_lines(identical: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _interim(results: dict[str, Any]) -> str | None:
-    """The verdict cell of a partial study (``None`` once every planned run is in): its
+def interim_verdict(done: int, planned: int) -> str:
+    """The verdict cell of a study with ``done`` of its ``planned`` runs in (fewer): its
     verdicts are interim readings, not the test its config declares."""
+    return f"interim: {done} of {planned} runs, no verdict"
+
+
+def _interim(results: dict[str, Any]) -> str | None:
+    """:func:`interim_verdict` of a partial study, ``None`` once every planned run is in."""
     done, planned = results["runs_finished"], results["runs_planned"]
-    return None if done == planned else f"interim: {done} of {planned} runs, no verdict"
+    return None if done == planned else interim_verdict(done, planned)
 
 
 def _selection_lines(results: dict[str, Any]) -> list[str]:
@@ -190,6 +195,7 @@ def markdown(results: dict[str, Any], command: str, wall: dict[str, float]) -> s
         ]
         lines.append("| " + " | ".join(cells) + " |")
     conv = results["convergence_settings"]
+    interim = _interim(results)
     lines += [
         *_selection_lines(results),
         *_identical_lines(identical),
@@ -209,7 +215,7 @@ def markdown(results: dict[str, Any], command: str, wall: dict[str, float]) -> s
             _fmt(diff["t"], 2) if diff else "-",
             _fmt(diff["p"], 3) if diff else "-",
             _fmt(comp.get("holm_p"), 3),
-            _interim(results) or verdict_cell(comp),
+            interim or verdict_cell(comp),
             "-" if gap is None else _fmt(gap),
         ]
         lines.append("| " + " | ".join(cells) + " |")

@@ -207,9 +207,14 @@ class SimCSETrainer(Trainer):
         best = self.log.best_spearman
         if step > 0 and (best is None or rho > best):
             self.log.best_spearman, self.log.best_step = rho, step
-            if self.out is not None:  # swapped in whole: a crash keeps the last best
-                with atomic_dir(self.out / BEST, replace=True) as tmp:
-                    encoder.save_pretrained(tmp)
+            if self.out is not None:
+                self._save_best(encoder)
+
+    def _save_best(self, encoder: nn.Module) -> None:
+        """``encoder`` to ``<run>/best``, swapped in whole: a crash keeps the last one."""
+        assert self.out is not None
+        with atomic_dir(self.out / BEST, replace=True) as tmp:
+            encoder.save_pretrained(tmp)
 
     def save_history(self) -> None:
         self.log.seconds = self.train_time
@@ -233,7 +238,7 @@ class SimCSETrainer(Trainer):
         if self.rank != 0:
             return {}
         if self.dev is None and self.out is not None:
-            self.model.encoder.encoder.save_pretrained(self.out / BEST)
+            self._save_best(self.model.encoder.encoder)
         self.save_history()
         evals = self.log.evals
         metrics: dict[str, Any] = {"steps": self.log.steps}

@@ -68,6 +68,18 @@ def shared_trainer(config: TrainConfig, label_aware: bool = False) -> type[Train
     return LabelAwareTrainer if labels_matter(config, label_aware) else Trainer
 
 
+def check_binarize_threshold(config: TrainConfig, regression: bool) -> None:
+    """``binarize_threshold`` applies to the supervised framework on a ``regression``
+    dataset only (a ``ValueError`` elsewhere, where nothing would read it)."""
+    if config.binarize_threshold is not None and not (
+        regression and config.framework == "supervised"
+    ):
+        raise ValueError(
+            "binarize_threshold applies to the supervised framework on a regression "
+            f"dataset, got framework {config.framework!r} on {config.dataset!r}"
+        )
+
+
 class LabelAwareTrainer(Trainer):
     """A :class:`Trainer` that also handles continuous labels (see the module docstring)."""
 
@@ -75,13 +87,7 @@ class LabelAwareTrainer(Trainer):
         self, config: TrainConfig, out: str | Path | None = None, progress: bool = True
     ) -> None:
         self.regression = is_regression(config.dataset)
-        if config.binarize_threshold is not None and not (
-            self.regression and config.framework == "supervised"
-        ):
-            raise ValueError(
-                "binarize_threshold applies to the supervised framework on a regression "
-                f"dataset, got framework {config.framework!r} on {config.dataset!r}"
-            )
+        check_binarize_threshold(config, self.regression)
         super().__init__(config, out, progress)
 
     @property

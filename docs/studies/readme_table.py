@@ -27,6 +27,7 @@ from contrastkit.study import confirm
 from contrastkit.study.catalog import anchor, load_studies, protocol_versions, table_key
 from contrastkit.study.catalog import versions_table as versions_lines
 from contrastkit.study.report import readme_rows
+from contrastkit.study.report_text import interim_verdict
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
@@ -66,7 +67,7 @@ def _interim(row: str, done: int, planned: int) -> str:
     """``row`` with its verdict cell (the last) replaced: a partial study's verdicts are
     interim readings, not the test its config declares."""
     cells = row.rstrip().rstrip("|").rsplit("|", 1)[0]
-    return f"{cells}| interim: {done} of {planned} runs, no verdict |"
+    return f"{cells}| {interim_verdict(done, planned)} |"
 
 
 def claims_page() -> str:
