@@ -12,10 +12,12 @@ it too.
 
 Operations (defaults from SimCLR App. A unless noted):
 
-* ``crop``: random resized crop to the input size: area fraction ``s ~ U(scale_min, 1)``
-  (0.08 for ImageNet-size images, 0.2 for CIFAR-size, the common CIFAR setting), log
-  aspect ratio ``~ U(log 3/4, log 4/3)``; each side is capped at the image (instead of
-  torchvision's rejection sampling); bilinear resampling with border replication;
+* ``crop``: random resized crop to the input size, torchvision's ``RandomResizedCrop``
+  (:func:`~.view_draw.crop_boxes`): area fraction ``s ~ U(scale_min, 1)`` (0.08 for
+  ImageNet-size images, 0.2 for CIFAR-size, the common CIFAR setting), pixel aspect ratio
+  ``exp(U(log 3/4, log 4/3))``, up to 10 candidates until one fits in the image, else the
+  centre crop; sides and offsets in fractions of a pixel (torchvision rounds them);
+  bilinear resampling with border replication;
 * ``flip``: horizontal flip with p = 0.5;
 * ``jitter``: with p = 0.8, brightness, contrast, saturation (0.4 each) and hue (0.1; CACR
   App. B.1 uses 0.4, set by a run's ``jitter``) in a per-sample random order
@@ -32,8 +34,9 @@ Operations (defaults from SimCLR App. A unless noted):
 Recipes (:func:`view_augments`, ``aug_recipe`` of a run): ``simclr``, one
 :class:`ImageAugment` for every view; ``byol``, the asymmetric pair of BYOL (Grill et al.
 2020, App. B, Table 6): both views crop, flip, jitter (0.4, 0.4, 0.2, 0.1) with p = 0.8,
-grayscale p = 0.2 and Gaussian blur; blur p = 1.0 on view 1 and 0.1 on view 2,
-solarisation p = 0 on view 1 and 0.2 on view 2.
+grayscale p = 0.2 and, from 64 px, Gaussian blur (p = 1.0 on view 1 and 0.1 on view 2;
+below 64 px none, as solo-learn's CIFAR views); solarisation p = 0 on view 1 and 0.2 on
+view 2.
 
 ``n_types = k`` keeps the first ``k`` of AMCL Table 5's order (crop, blur, grayscale,
 jitter, flip); the default applies the SimCLR recipe: crop, flip, jitter, grayscale, and
@@ -226,19 +229,23 @@ class ImageAugment:
             run = apply
         rows = not (compiled or fused)
         views = [augments[v % len(augments)] for v in range(n)]
-        drawn = draw_views(views, b, generator, color)
+        aspect = x.shape[2] / x.shape[3]
+        drawn = draw_views(views, b, generator, color, aspect)
         if drawn is None:  # e.g. one crops, another does not: one draw per view
-            each = [view._draw(b, generator, color) for view in views]
+            each = [view._draw(b, generator, color, aspect) for view in views]
             if not stackable(each):
                 return [run(x, to_device(d, x.device, rows)) for d in each]
             drawn = stack(each)
         p = to_device(drawn, x.device, rows)
         return list(run(x.repeat(n, 1, 1, 1) if n > 1 else x, p).split(b))
 
-    def _draw(self, b: int, g: torch.Generator, color: bool, n: int = 1) -> Drawn:
-        """The parameters of ``n`` views of ``b`` samples by this augment (``n·B`` rows,
-        view after view), drawn on the CPU from ``g`` (:func:`~.view_draw.draw_views`)."""
-        drawn = draw_views([self] * n, b, g, color)
+    def _draw(
+        self, b: int, g: torch.Generator, color: bool, aspect: float = 1.0, n: int = 1
+    ) -> Drawn:
+        """The parameters of ``n`` views of ``b`` samples of images of ``aspect`` = height /
+        width by this augment (``n·B`` rows, view after view), drawn on the CPU from ``g``
+        (:func:`~.view_draw.draw_views`)."""
+        drawn = draw_views([self] * n, b, g, color, aspect)
         assert drawn is not None  # one augment always shares its arithmetic
         return drawn
 
@@ -283,7 +290,11 @@ def view_augments(
         raise ValueError(
             "aug_types chooses among the simclr recipe's types; leave it unset for byol"
         )
-    common = ("crop", "flip", "jitter", "grayscale", "blur")
+    # Gaussian blur from LARGE_IMAGE px, as the simclr recipe: BYOL's Table 6 is an
+    # ImageNet recipe, and solo-learn's CIFAR asymmetric views set blur's p to 0 on both
+    common = ("crop", "flip", "jitter", "grayscale") + (
+        ("blur",) if image_size >= LARGE_IMAGE else ()
+    )
     byol = {
         "crop_scale": crop_scale,
         "jitter": (0.4, 0.4, 0.2, 0.1) if jitter is None else jitter,

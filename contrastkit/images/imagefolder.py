@@ -13,9 +13,10 @@ share one size) and cached as uint8 ``.npy`` files under ``cache_dir``
 (``$CONTRASTKIT_CACHE`` or ``~/.cache/contrastkit``), never beside the data, which may be
 read-only. Later loads memory-map the cache: no decoding, and pages load on demand. The
 cache key hashes the source path, its size and modification time, and the decoding
-options, so a changed source is decoded again. Runs started together (a study's
-processes) may each decode a missing cache; every file is written whole under a name of
-its own and renamed into place, so neither fails and the cache they leave is complete.
+options, so a changed source is decoded again (in a folder: every image's path, size and
+modification time). Runs started together (a study's processes) may each decode a missing
+cache; every file is written whole under a name of its own and renamed into place, so
+neither fails and the cache they leave is complete.
 
 Large sets (ImageNet-100) are not decoded into the cache but streamed: each image is read
 and decoded with Pillow in ``DataLoader`` worker processes as its batch is drawn
@@ -39,7 +40,7 @@ import torch
 from ..data import Split
 from ..rundir import atomic_file, atomic_write_text
 from . import imagestream
-from .folder_files import EXPECTED, decode, entries, labels_and_split, shown
+from .folder_files import EXPECTED, decode, entries, image_members, labels_and_split, shown
 from .readers import image_split
 
 CACHE_ENV, CACHE_HOME = "CONTRASTKIT_CACHE", "~/.cache/contrastkit"
@@ -76,6 +77,20 @@ def _decode_all(
     return arrays, classes
 
 
+def _stamp(root: Path) -> str | list[int]:
+    """What the cache key reads of the source: an archive's size and modification time; a
+    folder's every image (relative path, size, modification time), hashed, since adding
+    or editing a file inside a class folder leaves the root's own entry unchanged."""
+    if not root.is_dir():
+        stat = root.stat()
+        return [stat.st_size, stat.st_mtime_ns]
+    digest = hashlib.sha256()
+    for rel, path in image_members(root):
+        stat = path.stat()
+        digest.update(f"{rel}\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode())
+    return digest.hexdigest()
+
+
 def load_imagefolder(
     data_root: str | None = None,
     num_samples: int | None = None,
@@ -99,10 +114,7 @@ def load_imagefolder(
         raise ValueError(f"test_fraction must be in (0, 1), got {test_fraction}")
     if image_size is not None and image_size < 1:
         raise ValueError(f"image_size must be >= 1, got {image_size}")
-    stat = root.stat()
-    key = json.dumps(
-        [str(root), stat.st_size, stat.st_mtime_ns, image_size, test_fraction, split_seed]
-    )
+    key = json.dumps([str(root), _stamp(root), image_size, test_fraction, split_seed])
     folder = Path(cache_dir).expanduser() if cache_dir else default_cache_dir()
     folder = folder / f"imagefolder-{hashlib.sha256(key.encode()).hexdigest()[:16]}"
     if root == folder or root in folder.parents:

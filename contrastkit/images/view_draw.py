@@ -24,9 +24,15 @@ from .colour import plan_jitter
 from .spatial import blur_kernels, crop_theta
 from .view_batch import Drawn, filler
 
-# a view's uniform numbers per type, in the order it reads them (jitter: a coin, the four
-# strengths, then four sort keys per sample that give its random order)
-ROWS = {"flip": 1, "crop": 4, "jitter": 9, "grayscale": 1, "blur": 2, "solarize": 1}
+# candidate crops per sample, as torchvision's RandomResizedCrop.get_params tries
+CROP_TRIES = 10
+# a view's uniform numbers per type, in the order it reads them (crop: the candidates'
+# areas, their log aspect ratios, then left and top; jitter: a coin, the four strengths,
+# then four sort keys per sample that give its random order)
+ROWS = {
+    "flip": 1, "crop": 2 * CROP_TRIES + 2, "jitter": 9, "grayscale": 1, "blur": 2, "solarize": 1
+}  # fmt: skip
+RATIO = (3 / 4, 4 / 3)  # the crop's aspect ratio range (width / height, in pixels)
 COLOUR = ("jitter", "grayscale")  # skipped for one-channel images
 SHARED = {"crop": ("crop_scale",), "jitter": ("jitter",), "blur": ("kernel_size",)}
 OPTIONAL = {"gray": "grayscale", "kernel": "blur", "blur": "blur", "solarize": "solarize"}
@@ -35,6 +41,36 @@ OPTIONAL = {"gray": "grayscale", "kernel": "blur", "blur": "blur", "solarize": "
 def _scale(u: Tensor, low: float, high: float) -> Tensor:
     """Uniform numbers ``u`` in [0, 1) mapped to [low, high)."""
     return u * (high - low) + low
+
+
+def crop_boxes(u: Tensor, scale_min: float, aspect: float) -> Tensor:
+    """Random resized crops ``[B, 4]`` = (left, top, width, height), fractions of an image of
+    ``aspect`` = height / width, from uniform numbers ``u [2·T + 2, B]``
+    (:data:`CROP_TRIES` = T candidate areas, T log aspect ratios, then left and top).
+
+    torchvision's ``RandomResizedCrop.get_params`` in continuous coordinates: candidate
+    ``t`` has area ``s_t ~ U(scale_min, 1)`` of the image and pixel aspect ratio
+    ``r_t = exp(U(log 3/4, log 4/3))``, so its sides are ``sqrt(s_t·r_t·H/W)`` of the width
+    and ``sqrt(s_t·W/(r_t·H))`` of the height; the first candidate inside the image is
+    kept; if none is, the centre crop of the image's own aspect ratio clamped to [3/4, 4/3]
+    (all of a square image). torchvision rounds sides and offsets to whole pixels; here
+    they stay fractions, resampled bilinearly."""
+    tries = (u.shape[0] - 2) // 2
+    area = _scale(u[:tries], scale_min, 1.0)
+    ratio = torch.exp(_scale(u[tries : 2 * tries], math.log(RATIO[0]), math.log(RATIO[1])))
+    w, h = (area * ratio * aspect).sqrt(), (area / (ratio * aspect)).sqrt()
+    inside = (w <= 1) & (h <= 1)
+    first = inside.to(torch.uint8).argmax(0, keepdim=True)  # the first inside, else 0
+    w, h = w.gather(0, first)[0], h.gather(0, first)[0]
+    ratio_in = 1 / aspect  # the image's width / height
+    fw = min(1.0, RATIO[1] / ratio_in)  # the fallback centre crop's sides
+    fh = min(1.0, ratio_in / RATIO[0])
+    found = inside.any(0)
+    w, h = torch.where(found, w, fw), torch.where(found, h, fh)
+    left, top = u[2 * tries], u[2 * tries + 1]
+    left = torch.where(found, left * (1 - w), (1 - w) / 2)
+    top = torch.where(found, top * (1 - h), (1 - h) / 2)
+    return torch.stack([left, top, w, h], 1)
 
 
 def _rows(aug: Any, color: bool) -> dict[str, int]:
@@ -57,11 +93,14 @@ def _joinable(views: Sequence[Any], layouts: Sequence[dict[str, int]]) -> bool:
     return True
 
 
-def draw_views(views: Sequence[Any], b: int, g: torch.Generator, color: bool) -> Drawn | None:
+def draw_views(
+    views: Sequence[Any], b: int, g: torch.Generator, color: bool, aspect: float = 1.0
+) -> Drawn | None:
     """The parameters of ``len(views)`` views of ``b`` samples (``n·B`` rows, view after
-    view), view ``v`` by ``views[v]``, drawn from ``g``; ``None`` if the views cannot share
-    one pass (:func:`_joinable`). A view reads its uniform numbers in this order: flip;
-    crop (area, log aspect ratio, left, top); jitter (coin, the four strengths, four sort
+    view) of images of ``aspect`` = height / width, view ``v`` by ``views[v]``, drawn from
+    ``g``; ``None`` if the views cannot share one pass (:func:`_joinable`). A view reads its
+    uniform numbers in this order: flip; crop (:func:`crop_boxes`: the candidates' areas,
+    their log aspect ratios, left, top); jitter (coin, the four strengths, four sort
     keys per sample for its order), grayscale (nothing for these two unless ``color``);
     blur (σ, coin); solarize. The jitter's plan is made here, where its random order lies,
     so its row sets are known without reading the device."""
@@ -97,11 +136,7 @@ def draw_views(views: Sequence[Any], b: int, g: torch.Generator, color: bool) ->
     cols: dict[str, Tensor] = {}
     flip = part["flip"][0] < 0.5 if part["flip"] else None
     if part["crop"]:
-        u_area, u_ratio, u_left, u_top = part["crop"]
-        area = _scale(u_area, first["crop"].crop_scale, 1.0)
-        ratio = torch.exp(_scale(u_ratio, math.log(3 / 4), math.log(4 / 3)))
-        w, h = (area * ratio).sqrt().clamp(max=1.0), (area / ratio).sqrt().clamp(max=1.0)
-        box = torch.stack([u_left * (1 - w), u_top * (1 - h), w, h], 1)
+        box = crop_boxes(torch.stack(part["crop"]), first["crop"].crop_scale, aspect)
         cols["theta"] = crop_theta(box, flip)
     elif flip is not None:
         cols["flip"] = flip.float()

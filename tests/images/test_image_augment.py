@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import colorsys
-import math
 
 import numpy as np
 import pytest
@@ -16,6 +15,7 @@ from contrastkit.images import build_augment
 from contrastkit.images.colour import gray, plan_jitter, solarize
 from contrastkit.images.image_augment import ImageAugment, check_jitter, view_augments
 from contrastkit.images.spatial import blur_kernels, crop_theta, gaussian_blur, resized_crop
+from contrastkit.images.view_draw import crop_boxes
 from contrastkit.training import TrainConfig
 
 
@@ -133,6 +133,9 @@ def test_byol_recipe_is_table_6s_asymmetric_pair() -> None:
         assert low <= int((changed > 1e-6).sum()) <= high, (op, p)
     [simclr] = view_augments("simclr", 32)
     assert simclr.types == ImageAugment(32).types
+    # below 64 px no blur on either view, as the simclr recipe (solo-learn's CIFAR pair)
+    small = view_augments("byol", 32)
+    assert all("blur" not in v.types for v in small) and "solarize" in small[1].types
     with pytest.raises(ValueError, match="leave it unset for byol"):
         view_augments("byol", 96, n_types=3)
     with pytest.raises(ValueError, match="aug_recipe must be one of simclr, byol"):
@@ -252,18 +255,16 @@ def test_batched_views_of_different_augments_equal_one_call_per_view(pair: str) 
 
 def test_a_view_reads_its_uniform_numbers_in_the_documented_order() -> None:
     """The parameters of one view are those of drawing, in turn, the flip coin, the crop's
-    four numbers, the jitter's coin, four strengths and [B, 4] sort keys, the grayscale
+    22 numbers, the jitter's coin, four strengths and [B, 4] sort keys, the grayscale
     coin, the blur's σ and coin, the solarisation coin (here from separate ``torch.rand``
     calls): so runs replay the views they drew before all views came from one call."""
     b, aug = 6, view_augments("byol", 64)[1]  # every type, solarisation included
     drawn = aug._draw(b, torch.Generator().manual_seed(3), True)
     g = torch.Generator().manual_seed(3)
     flip = torch.rand(b, generator=g) < 0.5
-    area, ratio, left, top = (torch.rand(b, generator=g) for _ in range(4))
-    area = area * (1 - aug.crop_scale) + aug.crop_scale
-    ratio = torch.exp(ratio * (math.log(4 / 3) - math.log(3 / 4)) + math.log(3 / 4))
-    w, h = (area * ratio).sqrt().clamp(max=1.0), (area / ratio).sqrt().clamp(max=1.0)
-    box = torch.stack([left * (1 - w), top * (1 - h), w, h], 1)
+    box = crop_boxes(
+        torch.stack([torch.rand(b, generator=g) for _ in range(22)]), aug.crop_scale, 1
+    )
     coin, *strength = (torch.rand(b, generator=g) for _ in range(5))
     keys = torch.rand(b, 4, generator=g)
     low = [1 - v for v in aug.jitter[:3]] + [-aug.jitter[3]]

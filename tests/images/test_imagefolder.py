@@ -51,6 +51,20 @@ def test_flat_folder_gets_a_seeded_stratified_split(tmp_path: Path) -> None:
     assert d.x_test.shape[0] == 6 and torch.bincount(d.y_test).tolist() == [2, 2, 2]
 
 
+def test_a_folder_whose_images_change_is_decoded_again(tmp_path: Path) -> None:
+    """Adding an image to a class folder or rewriting one leaves the root folder's own
+    size and time as they were; the cache is keyed on every image, so it is not reused."""
+    root = tmp_path / "data"
+    _tree(root, ("train", "test"), per_class=2)
+    kw = {"data_root": str(root), "cache_dir": str(tmp_path / "c")}
+    assert load_dataset("imagefolder", **kw).x_train.shape[0] == 6
+    Image.fromarray(np.full((8, 8, 3), 255, np.uint8)).save(root / "train" / "cat" / "7.png")
+    Image.fromarray(np.full((8, 8, 3), 255, np.uint8)).save(root / "train" / "dog" / "0.png")
+    again = load_dataset("imagefolder", **kw)
+    assert again.x_train.shape[0] == 7
+    assert int((again.x_train.flatten(1) == 255).all(1).sum()) == 2
+
+
 def test_mixed_sizes_need_image_size(tmp_path: Path) -> None:
     _tree(tmp_path / "data", ("",), per_class=3)
     Image.fromarray(np.zeros((5, 9, 3), np.uint8)).save(tmp_path / "data" / "cat" / "odd.png")
