@@ -95,6 +95,8 @@ def _rows(path: Path, header: list[str]) -> list[tuple[int, list[str]]]:
         rows = [(n, r) for n, r in enumerate(reader, start=2) if r]
     if first != header:
         raise ValueError(f"{path}, line 1: expected header {header}, got {first}")
+    if not rows:
+        raise ValueError(f"{path}: no rows after the header")
     for n, r in rows:
         if len(r) != len(header):
             raise ValueError(f"{path}, line {n}: expected {len(header)} fields, got {len(r)}")
@@ -136,9 +138,10 @@ def _one_hot(value: int | str, choices: list | range) -> list[float]:
 def smiles_to_graph(smiles: str) -> tuple[Tensor, Tensor]:
     """Atom features ``[atoms, 78]`` and ``edge_index [2, 2·bonds]`` of one molecule."""
     require("rdkit", "graph", "the Davis task")
-    from rdkit import Chem
+    from rdkit import Chem, rdBase
 
-    mol = Chem.MolFromSmiles(smiles)
+    with rdBase.BlockLogs():  # the error below says what RDKit would print
+        mol = Chem.MolFromSmiles(smiles)
     if mol is None:
         raise ValueError(f"RDKit cannot parse SMILES {smiles!r}")
     rows = []
@@ -222,7 +225,12 @@ def load_davis(data_root: str | Path | None = None) -> Split:
         for k, (line, r) in enumerate(rows):
             if r[0] != str(k):
                 raise ValueError(f"{root / name}, line {line}: expected index {k}, got {r[0]!r}")
-    graphs = [smiles_to_graph(r[2]) for _, r in drugs]
+    graphs = []
+    for line, r in drugs:
+        try:
+            graphs.append(smiles_to_graph(r[2]))
+        except ValueError as exc:
+            raise ValueError(f"{root / 'drugs.tsv'}, line {line}, column smiles: {exc}") from None
     table = GraphSet.from_graphs([g[0] for g in graphs], [g[1] for g in graphs])
     codes = torch.stack([encode_protein(r[2]) for _, r in proteins])
     d_idx, p_idx, pkd, test = [], [], [], []
@@ -236,6 +244,11 @@ def load_davis(data_root: str | Path | None = None) -> Split:
         if fold not in ("0", "1", "2", "3", "4", "test"):
             raise ValueError(f"{path}, line {line}: fold must be 0-4 or test, got {fold!r}")
         d_idx.append(d_i), p_idx.append(p_i), pkd.append(value), test.append(fold == "test")
+    if all(test) or not any(test):
+        raise ValueError(
+            f"{path}: the fold column needs training rows (0-4) and test rows (test), got "
+            f"{'only test' if any(test) else 'no test'} rows"
+        )
     is_test = torch.tensor(test)
     y = torch.tensor(pkd, dtype=torch.float32)
     all_pairs = DTAPairs(table, codes, torch.tensor(d_idx), torch.tensor(p_idx))

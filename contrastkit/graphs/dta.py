@@ -35,6 +35,7 @@ concordance index
 from __future__ import annotations
 
 import copy
+import math
 from collections.abc import Callable
 
 import torch
@@ -91,8 +92,11 @@ class GraphDTAEncoder(nn.Module):
 
 
 def concordance_index(pred: Tensor, target: Tensor, block: int = 2048) -> float:
-    """CI of ``pred [N]`` against ``target [N]`` (module docstring), in row blocks."""
+    """CI of ``pred [N]`` against ``target [N]`` (module docstring), in row blocks; NaN
+    when a prediction is NaN or infinite (a diverged head), as its MSE is."""
     pred, target = pred.double().reshape(-1), target.double().reshape(-1)
+    if not bool(torch.isfinite(pred).all()):
+        return math.nan
     num = den = 0.0
     for start in range(0, len(pred), block):
         y_i, p_i = target[start : start + block, None], pred[start : start + block, None]

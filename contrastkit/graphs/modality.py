@@ -88,8 +88,8 @@ def graph_dta_args(module: nn.Module) -> dict[str, Any]:
     }
 
 
-# what GraphTrainer (GraphCL's SVM protocol, 10 folds) and DavisTrainer (the GraphDTA head
-# on frozen embeddings, then optionally end-to-end fine-tuning) add to final.json
+# what GraphTrainer (GraphCL's SVM protocol, 10 folds) and DavisTrainer (an MLP head on
+# frozen embeddings, then optionally GraphDTA's head fine-tuned end to end) add to final.json
 GRAPH_METRICS = (
     Metric("svm_accuracy", "svm_accuracy"),
     Metric("svm_accuracy_std"),

@@ -27,6 +27,7 @@ from torch import Tensor
 from ..data import Split
 from ..evaluation import alignment_uniformity
 from ..training import TrainConfig, Trainer
+from ..training.label_aware import trained_labels
 from .augment import TYPES, GraphAugment
 from .davis import DAVIS, DTAAugment, load_davis
 from .dta import GraphDTAEncoder, dta_finetune, dta_head
@@ -129,14 +130,7 @@ class DavisTrainer(Trainer):
             self.task = dataclasses.replace(
                 self.task, x_train=self.task.x_train[keep], y_train=self.task.y_train[keep]
             )
-        t = self.config.binarize_threshold
-        if t is None:
-            return self.task
-        return dataclasses.replace(
-            self.task,
-            y_train=(self.task.y_train >= t).long(),
-            y_test=(self.task.y_test >= t).long(),
-        )
+        return trained_labels(self.config, self.task, regression=True)
 
     def build_encoder(self) -> torch.nn.Module:
         cfg = self.config
@@ -155,7 +149,8 @@ class DavisTrainer(Trainer):
         return {}
 
     def final_metrics(self, train_feats: Tensor, test_feats: Tensor) -> dict[str, Any]:
-        """The GraphDTA head on the frozen embeddings (LASCon App. D.4)."""
+        """A regression head on the frozen embeddings (:func:`~.dta.dta_head`, an MLP of
+        this project's; GraphDTA's own head is trained end to end by ``finetune_epochs``)."""
         t = self.task
         return dta_head(train_feats, t.y_train, test_feats, t.y_test, seed=self.config.seed)
 

@@ -20,6 +20,7 @@ labels (LASCon Table 3 uses linear similarity), the class indicator for classes.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from pathlib import Path
 from typing import Any
@@ -48,6 +49,33 @@ def binarize(labels: Tensor, threshold: float) -> Tensor:
     if not isinstance(threshold, int | float) or not math.isfinite(threshold):
         raise ValueError(f"threshold must be a finite number, got {threshold!r}")
     return (labels >= threshold).long()
+
+
+def trained_labels(config: TrainConfig, task: Split, regression: bool) -> Split:
+    """``task`` with the labels its loss trains on: binarised at ``binarize_threshold``
+    (LASCon Table 1's protocol for SupCon on a continuous label), else as they are. A
+    ``ValueError`` when the threshold puts every training sample in one class, or when a
+    loss that pairs equal labels (``supcon``, ``lascon`` with the ``indicator``
+    similarity) would see continuous labels that are not whole numbers: there its
+    positives are the samples that share a value by chance (on Davis, the pairs at the
+    pKd floor of 5)."""
+    t = config.binarize_threshold
+    if t is None:
+        equal = config.loss == "supcon" or (
+            config.loss == "lascon" and (config.loss_args or {}).get("similarity") == "indicator"
+        )
+        y = task.y_train
+        if regression and equal and y.is_floating_point() and bool((y != y.round()).any()):
+            raise ValueError(
+                f"loss {config.loss!r} pairs equal labels, and {config.dataset!r} has "
+                "continuous labels: set binarize_threshold (SupCon's protocol in LASCon "
+                "Table 1)"
+            )
+        return task
+    y_train = binarize(task.y_train, t)
+    if y_train.min() == y_train.max():
+        raise ValueError(f"binarize_threshold {t} puts every training sample in one class")
+    return dataclasses.replace(task, y_train=y_train, y_test=binarize(task.y_test, t))
 
 
 def labels_matter(config: TrainConfig, label_aware: bool = False) -> bool:
@@ -98,24 +126,8 @@ class LabelAwareTrainer(Trainer):
     def load_data(self) -> Split:
         """The task with continuous labels in :attr:`task`; what the loss trains on (the
         labels binarised at ``binarize_threshold`` for SupCon) is returned."""
-        config = self.config
-        self.task = dataset_from_config(config)
-        if config.binarize_threshold is None:
-            return self.task
-        y_bin = binarize(self.task.y_train, config.binarize_threshold)
-        if y_bin.min() == y_bin.max():
-            raise ValueError(
-                f"binarize_threshold {config.binarize_threshold} puts every training "
-                "sample in one class"
-            )
-        return Split(
-            self.task.name,
-            self.task.kind,
-            self.task.x_train,
-            y_bin,
-            self.task.x_test,
-            binarize(self.task.y_test, config.binarize_threshold),
-        )
+        self.task = dataset_from_config(self.config)
+        return trained_labels(self.config, self.task, self.regression)
 
     def build_augment(self) -> ViewAugment:
         """The modality's views; ``aug_types`` is refused on regression data, whose

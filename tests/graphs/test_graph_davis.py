@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -66,6 +67,28 @@ def test_loader_errors_name_file_and_line(tmp_path: Path) -> None:
         load_davis(tmp_path / "nowhere")
 
 
+def test_loader_refuses_empty_tables_one_sided_folds_and_bad_smiles(tmp_path: Path) -> None:
+    """One line naming the file for a table with a header only, a fold column without
+    test (or training) rows, and a SMILES RDKit cannot parse (with its line and column)."""
+    for name in ("drugs.tsv", "proteins.tsv", "affinities.tsv"):
+        root = write_davis(tmp_path / name)
+        header = (root / name).read_text().splitlines()[0]
+        (root / name).write_text(header + "\n")
+        with pytest.raises(ValueError, match=rf"{name}: no rows after the header"):
+            load_davis(root)
+    pairs = itertools.product(range(4), range(4))
+    for kind, fold in (("no test", "0"), ("only test", "test")):
+        root = write_davis(tmp_path / kind, dict.fromkeys(pairs, fold))
+        pairs = itertools.product(range(4), range(4))
+        with pytest.raises(ValueError, match=rf"affinities\.tsv: .* got {kind} rows"):
+            load_davis(root)
+    root = write_davis(tmp_path / "smiles")
+    text = (root / "drugs.tsv").read_text().replace("c1ccccc1", "C1CC(")
+    (root / "drugs.tsv").write_text(text)
+    with pytest.raises(ValueError, match=r"drugs\.tsv, line 3, column smiles: RDKit cannot parse"):
+        load_davis(root)
+
+
 def test_concordance_index_matches_pair_loop() -> None:
     gen = torch.Generator().manual_seed(0)
     y = torch.randint(0, 5, (40,), generator=gen).double()
@@ -78,6 +101,9 @@ def test_concordance_index_matches_pair_loop() -> None:
                 num += 1.0 if p[i] > p[j] else 0.5 if p[i] == p[j] else 0.0
     assert concordance_index(p, y, block=7) == pytest.approx(num / den, abs=1e-12)
     assert concordance_index(y, y) == 1.0
+    diverged = p.clone()
+    diverged[3] = float("nan")  # NaN compares false both ways: it would score 0 and 1/2
+    assert math.isnan(concordance_index(diverged, y))
 
 
 def test_mask_subgraph_zeroes_a_connected_fifth() -> None:
@@ -137,6 +163,25 @@ def test_cli_trains_davis_and_writes_dta_metrics(tmp_path: Path) -> None:
     assert 0.0 <= final["dta_ci"] <= 1.0
     assert {"finetune_mse", "finetune_ci", "finetune_train_mse"} <= set(final)
     assert final["finetune_mse"] != final["dta_mse"]
+
+
+@pytest.mark.parametrize(
+    "extra,match",
+    [
+        (["--binarize-threshold", "100"], "binarize_threshold 100.0 puts every training sample"),
+        ([], "'supcon' pairs equal labels, and 'davis' has continuous labels"),
+    ],
+)
+def test_supcon_on_davis_needs_a_threshold_that_splits_the_pairs(
+    tmp_path: Path, extra: list[str], match: str, capsys: pytest.CaptureFixture
+) -> None:
+    """As on the other regression sets (one rule, ``label_aware.trained_labels``)."""
+    root = write_davis(tmp_path / "davis")
+    args = ["train", "--dataset", "davis", "--data-root", str(root), "--framework"]
+    args += ["supervised", "--loss", "supcon", "--epochs", "1", "--no-progress", *extra]
+    assert main([*args, "--out", str(tmp_path / "run")]) == 2
+    assert match in capsys.readouterr().err
+    assert not (tmp_path / "run").exists()
 
 
 def test_finetuning_fits_the_encoder_end_to_end_and_leaves_it_unchanged(tmp_path: Path) -> None:

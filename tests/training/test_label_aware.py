@@ -109,3 +109,18 @@ def test_compare_tabulates_regression_metrics(
 def test_one_line_errors(extra: list[str], match: str, capsys: pytest.CaptureFixture) -> None:
     assert main(["train", "--dataset", "diabetes", *TINY, *extra]) == 2
     assert match in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "loss", [["--loss", "supcon"], ["--loss", "lascon", "--similarity", "indicator"]]
+)
+def test_losses_pairing_equal_labels_need_a_threshold_on_continuous_labels(
+    loss: list[str], capsys: pytest.CaptureFixture
+) -> None:
+    """digits_rotation's angles are not whole numbers: SupCon without binarize_threshold
+    would pair only samples of one angle by chance. diabetes's whole-number labels run."""
+    args = ["train", "--dataset", "digits_rotation", "--framework", "supervised", *TINY, *loss]
+    assert main(args) == 2
+    assert "pairs equal labels, and 'digits_rotation' has continuous labels" in (
+        capsys.readouterr().err
+    )
