@@ -141,12 +141,83 @@ def test_temperature_is_detached() -> None:
     torch.testing.assert_close(g_adaptive, g_fixed)
 
 
-def test_weight_stays_finite_when_the_positive_dominates() -> None:
-    pos = torch.ones(3, requires_grad=True)
-    neg = -torch.ones(3, 2)
-    loss = F.macl(pos, neg, 0.01, alpha=0.0)
-    loss.backward()
-    assert torch.isfinite(loss) and torch.isfinite(pos.grad).all()
+def _dominated(tau: float, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+    """Anchors whose positive beats the negatives by up to 2/τ logits (370 at τ = 0.005)."""
+    pos = torch.tensor([0.99, 0.2, 0.5, 0.95], dtype=dtype)
+    neg = torch.tensor(
+        [[0.0, -0.1, 0.05], [0.3, 0.1, -0.2], [0.4, 0.45, 0.6], [-1.0, -0.9, -0.95]], dtype=dtype
+    )
+    return pos.requires_grad_(), neg.requires_grad_()
+
+
+def _reference(pos: torch.Tensor, neg: torch.Tensor, tau: float) -> tuple[list, list, list]:
+    """Per anchor, in float64: ``sg[1/W]·(-log P) = softplus(d)/sigmoid(d)`` with the gap
+    ``d = log Σ exp(neg/τ) - pos/τ`` (``1 + e^d/2`` below d = -30), and its gradient, which
+    the stop-gradient weight makes the gap's: ``-1/τ`` for the positive, ``softmax(neg/τ)/τ``
+    for the negatives."""
+    values, g_pos, g_neg = [], [], []
+    for p, row in zip(pos.tolist(), neg.tolist(), strict=True):
+        top = max(row)
+        gap = top / tau + math.log(sum(math.exp((x - top) / tau) for x in row)) - p / tau
+        if gap < -30:
+            values.append(1 + math.exp(gap) / 2)
+        else:
+            values.append(math.log1p(math.exp(gap)) * (1 + math.exp(-gap)))
+        g_pos.append(-1 / tau)
+        weights = [math.exp((x - top) / tau) for x in row]
+        g_neg.append([w / sum(weights) / tau for w in weights])
+    return values, g_pos, g_neg
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("tau", [0.1, 0.03, 0.01, 0.005])
+def test_weight_cancels_exactly_when_the_positive_dominates(tau: float, dtype: torch.dtype) -> None:
+    """Eq. (11)'s ``sg[1/W]`` cancels the small ``W`` of an anchor whose positive dominates:
+    the value tends to 1 and the gradient to the gap's. A clamp on ``1/W`` (at 44 logits in
+    float32, 354 in float64) gave 0.006 for 1 here at τ = 0.02, and a gradient 50× too
+    small. Dual temperature's ``sg[W(1)/W(τ)]`` is the same product times ``W(1)``."""
+    pos, neg = _dominated(tau, dtype)
+    values, g_pos, g_neg = _reference(pos.detach().double(), neg.detach().double(), tau)
+    per_anchor = F.macl(pos, neg, tau, alpha=0.0, reduction="none")
+    grads = torch.autograd.grad(per_anchor.sum(), (pos, neg))
+    # float32: the negatives' softmax weights down to 1e-8 of the largest are off by their
+    # exponent's rounding, so the bound is relative to the largest gradient, 1/τ
+    close = {"rtol": 2e-6, "atol": 2e-6 / tau}
+    if dtype == torch.float64:
+        close = {"rtol": 1e-12, "atol": 1e-14 / tau}
+    torch.testing.assert_close(
+        per_anchor.double(), torch.tensor(values, dtype=torch.float64), **close
+    )
+    torch.testing.assert_close(grads[0].double(), torch.tensor(g_pos, dtype=torch.float64), **close)
+    torch.testing.assert_close(grads[1].double(), torch.tensor(g_neg, dtype=torch.float64), **close)
+    dual = F.dual_temperature(pos, neg, tau, inter_temperature=1.0, reduction="none")
+    w_inter = torch.sigmoid(neg.detach().double().logsumexp(1) - pos.detach().double())
+    torch.testing.assert_close(
+        dual.double(), w_inter * torch.tensor(values, dtype=torch.float64), **close
+    )
+    (g_dual,) = torch.autograd.grad(dual.sum(), pos)
+    torch.testing.assert_close(
+        g_dual.double(), w_inter * torch.tensor(g_pos, dtype=torch.float64), **close
+    )
+
+
+def test_second_derivative_of_the_stop_gradient_product_is_exact() -> None:
+    """``create_graph``: the gradient of MACL's gradient equals that of the plain float64
+    product ``sg[1/W]·(-log P)``, ``-log P = softplus(d)`` and ``W = sigmoid(d)`` (where
+    nothing overflows; ``-log`` of a softmax would lose 1e-8 of a dominated anchor's)."""
+    pos, neg = _dominated(0.1, torch.float64)
+    reference_pos, reference_neg = (t.detach().clone().requires_grad_() for t in (pos, neg))
+    gap = (reference_neg / 0.1).logsumexp(1) - reference_pos / 0.1
+    plain = ((1 / torch.sigmoid(gap)).detach() * torch.nn.functional.softplus(gap)).mean()
+    for loss, inputs in (
+        (F.macl(pos, neg, 0.1, alpha=0.0), (pos, neg)),
+        (plain, (reference_pos, reference_neg)),
+    ):
+        first = torch.autograd.grad(loss, inputs, create_graph=True)
+        second = torch.autograd.grad(sum((g**2).sum() for g in first), inputs)
+        if inputs[0] is pos:
+            ours = second
+    torch.testing.assert_close(ours, second, rtol=1e-10, atol=1e-12)
 
 
 def test_module_uses_the_2n_layout_and_logs_temperature() -> None:

@@ -32,17 +32,19 @@ from contrastkit.losses.examples import build, example_inputs
 # supcon 56 and lascon 66 before their fused path took the [N, N] label similarities;
 # hcl 81 and dclw 47 before their statistics came one output per scale, not stacked;
 # macl 46 before its alignment was one dot product and its temperature three operators;
-# infonce 44 before queries and keys were normalised together);
+# infonce 44 before queries and keys were normalised together; dual_temperature 46 and
+# macl 44 before their stop-gradient weight stopped overflowing below τ ≈ 0.045, where a
+# clamp cut it);
 # infonce is MoCo's layout here (a queue of 5 keys), cacr and cmc three views
 CEILINGS = {
     "ntxent": 32,
     "infonce": 39,
     "dcl": 36,
     "flatnce": 41,
-    "dual_temperature": 46,
+    "dual_temperature": 52,
     "hcl": 77,
     "dclw": 45,
-    "macl": 44,
+    "macl": 47,
     "supcon": 45,
     "lascon": 53,
     "cacr": 47,

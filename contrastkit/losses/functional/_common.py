@@ -172,23 +172,6 @@ def reduce(per_anchor: Tensor, reduction: str) -> Tensor:
     return per_anchor
 
 
-def max_log_weight(dtype: torch.dtype) -> float:
-    """Largest log of a stop-gradient weight we allow: half the log of the dtype's max.
-
-    A weight ``exp(w)`` with ``w`` at this bound times a loss term of order one stays far
-    from overflow in ``dtype`` (float32: w <= 44.4, so weights <= 1.8e19).
-    """
-    bound = _MAX_LOG_WEIGHT.get(dtype)
-    return 0.5 * math.log(torch.finfo(dtype).max) if bound is None else bound
-
-
-# max_log_weight of the floating dtypes, computed once (torch.finfo at every call is not free)
-_MAX_LOG_WEIGHT = {
-    dtype: 0.5 * math.log(torch.finfo(dtype).max)
-    for dtype in (torch.float16, torch.bfloat16, torch.float32, torch.float64)
-}
-
-
 def log1mexp(x: Tensor) -> Tensor:
     """``log(1 - exp(x))`` for ``x <= 0``, accurate near both ends (Mächler, 2012)."""
     return torch.where(x > -math.log(2.0), torch.log(-torch.expm1(x)), torch.log1p(-torch.exp(x)))

@@ -29,7 +29,6 @@ from ._common import (
     compute_dtype,
     float32_compute,
     log1mexp,
-    max_log_weight,
     reduce,
 )
 from ._gram_grad import differentiating_backward
@@ -49,6 +48,46 @@ def terms_of_gap(gap: Tensor) -> tuple[Tensor, Tensor]:
     return softplus(gap, threshold=_SOFTPLUS_LINEAR), logsigmoid(gap)
 
 
+def over_w(nll: Tensor, log_w: Tensor, log_scale: Tensor | None = None) -> Tensor:
+    """``sg[c/W]·(-log P)`` per anchor from InfoNCE's terms ``(-log P, log W)`` and a
+    gradient-free ``log c`` (``None``: c = 1): MACL's Eq. (11) weight, the dual-temperature
+    ratio (:class:`_OverW`)."""
+    return _OverW.apply(nll, log_w, log_scale)
+
+
+class _OverW(torch.autograd.Function):
+    """``F = sg[c/W]·(-log P)`` without forming ``1/W``, which leaves float32 when the
+    positive dominates by ~88 logits (gap ``d = l - p``; reachable for τ below ~0.023).
+
+    Value: ``c·(-log P)/W``, and ``c`` where ``-log P`` is below ``sqrt(tiny)`` of the dtype
+    (there ``-log P/W = 1 + (-log P)/2 + …`` rounds to 1; above it ``1/W`` is finite).
+    Gradient: ``dF/dd = c·W/sg(W)``, value ``c``; sent to ``-log P`` and ``log W`` alike,
+    since ``d = (-log P) + log W`` and their own backward maps ``(g, h)`` to
+    ``g·W + h·P = g``. Recorded with ``create_graph`` as ``c·exp(log W - sg(log W))``, whose
+    derivative ``c·P`` is the exact second derivative of the stop-gradient product."""
+
+    @staticmethod
+    def forward(ctx, nll: Tensor, log_w: Tensor, log_scale: Tensor | None) -> Tensor:  # type: ignore[override]
+        tiny = torch.finfo(nll.dtype).tiny ** 0.5
+        value = torch.where(nll < tiny, 1.0, nll / log_w.exp())
+        scale = None if log_scale is None else log_scale.exp()
+        ctx.save_for_backward(log_w, scale)
+        ctx.set_materialize_grads(False)
+        return value if scale is None else value * scale
+
+    @staticmethod
+    def backward(ctx, grad: Tensor | None) -> tuple:  # type: ignore[override]
+        if grad is None:
+            return None, None, None
+        log_w, scale = ctx.saved_tensors
+        if scale is not None:
+            grad = grad * scale
+        if differentiating_backward():
+            grad = grad * torch.exp(log_w - log_w.detach())
+        return grad, grad, None
+
+
+@float32_compute
 @float32_compute
 def info_nce_terms(
     pos: Tensor, neg: Tensor | Negatives, temperature: float | Tensor
@@ -220,9 +259,8 @@ def dual_temperature(
 
     ``sg[W(τ_inter) / W(τ)] · InfoNCE(τ)`` with ``W(t) = 1 - P_pos(t)``: the intra-anchor
     temperature τ shapes the weights over negatives, the larger inter-anchor temperature
-    sets each anchor's overall gradient scale. The ratio is formed in log space and its
-    log is clamped at ``0.5·log(finfo.max)`` of the compute dtype, which keeps it finite
-    when ``W(τ)`` underflows.
+    sets each anchor's overall gradient scale. The product is formed in log space
+    (:func:`over_w`), so it stays exact where ``W(τ)`` underflows.
     """
     pos, neg = check_pos_neg(pos, neg)
     temperature = check_positive(temperature, "temperature")
@@ -235,10 +273,8 @@ def dual_temperature(
 
 def dual_weighted(nll: Tensor, log_w_intra: Tensor, log_w_inter: Tensor) -> Tensor:
     """The dual-temperature per-anchor loss ``sg[W(τ_inter)/W(τ)]·(-log P(τ))`` from
-    InfoNCE's terms at the two temperatures, the log-ratio clamped as in
-    :func:`dual_temperature`."""
-    log_ratio = (log_w_inter - log_w_intra).clamp(max=max_log_weight(nll.dtype))
-    return torch.exp(log_ratio).detach() * nll
+    InfoNCE's terms at the two temperatures (:func:`over_w`)."""
+    return over_w(nll, log_w_intra, log_w_inter)
 
 
 @float32_compute

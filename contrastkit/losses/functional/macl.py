@@ -16,7 +16,6 @@ and B.3, the best of the Table 8 ablation on ImageNet-100); its MoCo-v2 setting 
 
 from __future__ import annotations
 
-import torch
 from torch import Tensor
 
 from ._common import (
@@ -26,10 +25,9 @@ from ._common import (
     check_reduction,
     compute_dtype,
     float32_compute,
-    max_log_weight,
     reduce,
 )
-from .infonce import info_nce_terms
+from .infonce import info_nce_terms, over_w
 
 
 def macl_temperature(
@@ -93,10 +91,10 @@ def macl(
         reduction: ``"mean"``, ``"sum"`` or ``"none"``.
         alignment: A to use instead of ``mean(pos)`` (e.g. the global mean across ranks).
 
-    The weight ``1/W`` is computed as ``exp(-log W)`` with ``log W`` from log-space
-    terms, and ``-log W`` is clamped at ``0.5·log(finfo.max)`` of the compute dtype
-    (float32: weights <= 1.8e19). The clamp binds only for anchors whose positive already
-    dominates by ~44 logits, where ``-log P`` is below 1e-19 and the product stays finite.
+    The product ``sg[1/W]·(-log P)`` is formed in log space from log-space terms
+    (:func:`~.infonce.over_w`): ``1/W`` alone overflows float32 for an anchor whose
+    positive dominates by ~88 logits (reachable at τ below ~0.023), where the product
+    tends to 1 and its gradient to that of the gap.
     """
     pos, neg = check_pos_neg(pos, neg)
     if adaptive:
@@ -110,8 +108,6 @@ def macl(
 
 
 def reweighted(nll: Tensor, log_w: Tensor) -> Tensor:
-    """Eq. (11)'s per-anchor loss from InfoNCE's terms ``(-log P, log W)``:
-    ``sg[1/W]·(-log P)``, the weight ``exp(-log W)`` with ``-log W`` clamped as
-    :func:`macl` states."""
-    weight = torch.exp((-log_w).clamp(max=max_log_weight(nll.dtype))).detach()
-    return weight * nll
+    """Eq. (11)'s per-anchor loss ``sg[1/W]·(-log P)`` from InfoNCE's terms
+    ``(-log P, log W)`` (:func:`~.infonce.over_w`)."""
+    return over_w(nll, log_w)
