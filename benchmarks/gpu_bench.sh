@@ -17,7 +17,9 @@
 #   SECTIONS=train CIFAR=data/cifar10-jpeg.tar.gz bash benchmarks/gpu_bench.sh
 #
 # Every section's output also goes to $OUT (default: a fresh temporary directory): the loss
-# table as gpu_bench_losses.json, the others as gpu_bench_<section>.txt.
+# table as gpu_bench_losses.json, the others as gpu_bench_<section>.txt (the run's final.json
+# and metrics.jsonl as gpu_bench_run_*); the decoded archive ($CACHE) and the run's folder
+# go to $SCRATCH (default: another temporary directory).
 # SECTIONS picks what runs, in order: `losses` (the table above) and `sweep`
 # (benchmarks/gpu_tile_sweep.py: Triton against torch and float64 on the GPU, then the
 # kernels' tile shapes), `train` (the training table and step breakdown; TRAIN_ARGS
@@ -35,6 +37,8 @@
 # e.g. SECTIONS="kernels sweep losses train views optim run casts".
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
+# the checkout's contrastkit, installed or not (python puts benchmarks/ first on the path)
+export PYTHONPATH="$HERE/..${PYTHONPATH:+:$PYTHONPATH}"
 DEVICE=${DEVICE:-cuda}
 SIZES=${SIZES:-256,1024,4096,8192,16384}
 DTYPES=${DTYPES:-fp32,bf16}
@@ -44,11 +48,15 @@ REPEATS=${REPEATS:-20}
 if [[ $DEVICE == cuda* ]]; then TILED=${TILED:-65536}; else TILED=${TILED:-256}; fi  # 0: none
 PYTHON=${PYTHON:-python}
 OUT=${OUT:-$(mktemp -d -t contrastkit-gpu-bench-XXXXXX)}
+# the decoded CIFAR cache (~150 MB) and the run's checkpoints, kept out of $OUT (which a
+# remote runner may copy back): the run's final.json and metrics.jsonl are copied there
+SCRATCH=${SCRATCH:-$(mktemp -d -t contrastkit-gpu-bench-scratch-XXXXXX)}
+CACHE=${CACHE:-$SCRATCH/cache}
 BACKENDS=${BACKENDS:-}  # of torch,triton,compiled (default: torch,triton on CUDA)
 SECTIONS=${SECTIONS:-losses train}
 CIFAR=${CIFAR:-../shared/data/images/cifar10-jpeg.tar.gz}
 VARIANTS=${VARIANTS:-fp32,bf16,bf16+nchw,bf16+compile}
-FUZZ_CASES=${FUZZ_CASES:-300}
+FUZZ_CASES=${FUZZ_CASES:-60}  # each new d compiles the kernels again (~0.5 s each)
 KERNEL_TESTS=${KERNEL_TESTS:-tests/losses/test_triton.py tests/losses/test_triton_bf16.py tests/losses/test_triton_two_scales.py tests/images/test_colour_triton.py}
 mkdir -p "$OUT"
 
@@ -68,17 +76,20 @@ for section in $SECTIONS; do
     train)
       # shellcheck disable=SC2086 # TRAIN_ARGS: extra arguments of train_throughput.py
       "$PYTHON" "$HERE/train_throughput.py" --device "$DEVICE" --dataset imagefolder \
-        --data-root "$CIFAR" --cache-dir "${CACHE:-$OUT/cache}" --backbone resnet18 --width 64 \
+        --data-root "$CIFAR" --cache-dir "$CACHE" --backbone resnet18 --width 64 \
         --batch-size 512 --epochs 3 --epoch-steps 40 --threads 4 --variants "$VARIANTS" \
         --breakdown 20 ${TRAIN_ARGS:-} | tee "$OUT/gpu_bench_train.txt"
       ;;
     run)
       # shellcheck disable=SC2086 # RUN_ARGS: extra arguments of contrastkit train
       "$PYTHON" -m contrastkit train --device "$DEVICE" --dataset imagefolder --data-root "$CIFAR" \
-        --cache-dir "${CACHE:-$OUT/cache}" --backbone resnet18 --width 64 --batch-size 512 \
+        --cache-dir "$CACHE" --backbone resnet18 --width 64 --batch-size 512 \
         --epochs 2 --epoch-steps 40 --linear-epochs 5 --precision bf16 --compile \
-        --compile-mode reduce-overhead --no-progress --out "$OUT/run" ${RUN_ARGS:-} \
+        --compile-mode reduce-overhead --no-progress --out "$SCRATCH/run" ${RUN_ARGS:-} \
         | tee "$OUT/gpu_bench_run.txt"
+      for f in final.json metrics.jsonl; do
+        if [[ -f $SCRATCH/run/$f ]]; then cp "$SCRATCH/run/$f" "$OUT/gpu_bench_run_$f"; fi
+      done
       ;;
     views)
       # shellcheck disable=SC2086 # VIEW_ARGS: extra arguments of view_speed.py

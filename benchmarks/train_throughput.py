@@ -133,14 +133,17 @@ def breakdown(
 
 def hand_loop_epoch(trainer: Trainer, epoch: int) -> float:
     """One epoch of the plainest possible loop over the trainer's own objects; samples/s."""
-    cfg, model, x = trainer.config, trainer.model, trainer.data.x_train
+    cfg, model, x = trainer.config, trainer.model, trainer.train_x  # the engine's, placed
     gen = epoch_generator(cfg.seed, epoch)
-    order = torch.randperm(len(x), generator=gen)
-    steps = len(x) // cfg.batch_size
+    steps = trainer.steps_per_epoch  # the engine's (``--epoch-steps``)
+    # the batches' indices on the data's device once, as the engine: a CPU index into
+    # device data is a blocking copy a batch
+    order = torch.randperm(len(x), generator=gen)[: steps * cfg.batch_size]
+    rows = order.view(steps, cfg.batch_size).to(x.device)
     model.train()
     start = time.perf_counter()
     for s in range(steps):
-        batch = x[order[s * cfg.batch_size : (s + 1) * cfg.batch_size]]
+        batch = x[rows[s]]
         views = make_views(trainer.view_augments, batch, gen, model)
         loss = model(views)
         trainer.optimizer.zero_grad(set_to_none=True)

@@ -122,6 +122,7 @@ def cat_rows(outputs: Iterable[torch.Tensor], rows: int) -> torch.Tensor:
 
 
 _CAPABILITY: dict[torch.device, tuple[int, int]] = {}
+_SHARED_MEMORY: dict[torch.device, int] = {}
 
 
 def channels_last_default(device: torch.device, model: nn.Module) -> bool:
@@ -148,6 +149,18 @@ def cuda_capability(device: torch.device) -> tuple[int, int]:
     if capability is None:
         capability = _CAPABILITY[device] = torch.cuda.get_device_capability(device)
     return capability
+
+
+def cuda_shared_memory(device: torch.device) -> int:
+    """Bytes of shared memory one block of the CUDA ``device`` may opt in to (H100/H200:
+    232,448; A100: 166,912; most GeForce and L4/L40 cards: 101,376), asked once per device;
+    ``shared_memory_per_block`` where torch does not report the opt-in size."""
+    size = _SHARED_MEMORY.get(device)
+    if size is None:
+        props = torch.cuda.get_device_properties(device)
+        optin = getattr(props, "shared_memory_per_block_optin", None)
+        size = _SHARED_MEMORY[device] = int(optin or props.shared_memory_per_block)
+    return size
 
 
 def device_info(device: torch.device) -> dict[str, Any]:

@@ -38,6 +38,7 @@ import dataclasses
 import math
 import time
 from collections import defaultdict
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -300,12 +301,16 @@ class Trainer:
         ``x``, in chunks ``x[a:b]`` of ``batch_size`` (eval mode, no gradient)."""
         engine = self.engine
         rows = [slice(a, a + batch_size) for a in range(0, len(x), batch_size)]
+
+        def parts(encoder: torch.nn.Module) -> Iterator[torch.Tensor]:
+            for batch in iter_batches(x, rows, self.config.workers, self.pin):
+                # the last chunk is copied (cat_rows): under CUDA graphs its memory may be
+                # reused, as a training step's, instead of recording a graph per chunk
+                engine.begin_step()
+                yield encoder(engine.format_input(engine.to_device(batch)))
+
         with eval_mode(self.model.encoder) as encoder, engine.autocast():
-            parts = (
-                encoder(engine.format_input(engine.to_device(b)))
-                for b in iter_batches(x, rows, self.config.workers, self.pin)
-            )  # copied one by one: a CUDA-graph replay overwrites the last (cat_rows)
-            return cat_rows(parts, len(x)).float()
+            return cat_rows(parts(encoder), len(x)).float()
 
     def features(self) -> tuple[torch.Tensor, torch.Tensor]:
         """Frozen encoder features of the train and test splits (on the device)."""

@@ -214,12 +214,19 @@ def test_run_section_trains_and_evaluates_a_whole_run(tmp_path: Path) -> None:
     archive = _tiny_archive(tmp_path)
     args = ("--device cpu --width 4 --batch-size 8 --epochs 1 --epoch-steps 1 "
             "--linear-epochs 1 --precision fp32 --no-compile --compile-mode default")  # fmt: skip
-    out = tmp_path / "out"
-    done = _gpu_bench(SECTIONS="run", CIFAR=str(archive), OUT=str(out), RUN_ARGS=args)
+    out, scratch = tmp_path / "out", tmp_path / "scratch"
+    done = _gpu_bench(
+        SECTIONS="run", CIFAR=str(archive), OUT=str(out), SCRATCH=str(scratch), RUN_ARGS=args
+    )
     assert done.returncode == 0, done.stderr[-2000:]
-    final = json.loads((out / "run" / "final.json").read_text())
+    final = json.loads((out / "gpu_bench_run_final.json").read_text())
     assert final["epochs"] == 1 and 0 <= final["knn_accuracy"] <= 1
     assert (out / "gpu_bench_run.txt").read_text().strip()
+    # the cache and the checkpoints stay out of OUT, which a remote runner copies back
+    assert {p.name for p in out.iterdir()} == {
+        "gpu_bench_run.txt", "gpu_bench_run_final.json", "gpu_bench_run_metrics.jsonl"
+    }  # fmt: skip
+    assert (scratch / "run" / "final.json").is_file() and any((scratch / "cache").iterdir())
 
 
 def test_train_section_times_every_variant_and_each_phase(tmp_path: Path) -> None:

@@ -1,6 +1,7 @@
 """``backend="auto"``, the default: Triton only where the GPU measurements of issue #38 say
-it wins (large batches of CUDA embeddings on compute capability >= 8.0, triton installed,
-embeddings the kernels take), the torch path everywhere else."""
+it wins (large batches of CUDA embeddings on compute capability >= 8.0 with an H100's
+shared memory per block, triton installed, embeddings the kernels take), the torch path
+everywhere else."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ from contrastkit.losses.functional import _backend
 
 class _SaysCuda(torch.Tensor):
     """A CPU tensor that reports ``is_cuda``: the policy reads only that, the shape and the
-    dtype (the device's capability is asked through ``_tensor_cores``)."""
+    dtype (the device's capability and shared memory are asked through
+    ``cuda_capability`` and ``cuda_shared_memory``)."""
 
     @property
     def is_cuda(self) -> bool:  # type: ignore[override]
@@ -26,10 +28,12 @@ def _rows(n: int, d: int = 8, dtype: torch.dtype = torch.float32) -> torch.Tenso
 
 @pytest.fixture
 def gpu(monkeypatch: pytest.MonkeyPatch) -> dict[str, bool]:
-    """Triton installed and tensor cores present, unless a test says otherwise."""
-    state = {"installed": True, "capable": True}
+    """Triton installed on an H100 (sm_90, 232,448 bytes of shared memory per block),
+    unless a test says otherwise."""
+    state = {"installed": True, "capability": (9, 0), "shared": 232_448}
     monkeypatch.setattr(_optional, "installed", lambda package: state["installed"])
-    monkeypatch.setattr(_backend, "_tensor_cores", lambda device: state["capable"])
+    monkeypatch.setattr(_backend, "cuda_capability", lambda device: state["capability"])
+    monkeypatch.setattr(_backend, "cuda_shared_memory", lambda device: state["shared"])
     return state
 
 
@@ -42,7 +46,9 @@ def test_auto_is_the_default_and_picks_triton_from_the_threshold(gpu: dict) -> N
     assert _backend.resolve("auto", torch.empty(big, 8)) == "torch"  # a CPU tensor
 
 
-@pytest.mark.parametrize("why", ["not installed", "older GPU", "float64", "d > 256"])
+@pytest.mark.parametrize(
+    "why", ["not installed", "older GPU", "A100's shared memory", "float64", "d > 256"]
+)
 def test_auto_keeps_the_torch_path_where_triton_cannot_or_was_not_measured(
     gpu: dict, why: str
 ) -> None:
@@ -50,7 +56,9 @@ def test_auto_keeps_the_torch_path_where_triton_cannot_or_was_not_measured(
     if why == "not installed":
         gpu["installed"] = False
     elif why == "older GPU":
-        gpu["capable"] = False
+        gpu["capability"] = (7, 5)
+    elif why == "A100's shared memory":  # the float32 tiles at d = 256 need ~213 KiB
+        gpu["capability"], gpu["shared"] = (8, 0), 166_912
     elif why == "float64":
         rows = _rows(_backend.AUTO_MIN_ROWS, dtype=torch.float64)
     else:

@@ -159,6 +159,7 @@ def test_deterministic_and_block_size_accepted() -> None:
 
 
 def test_backend_resolution_and_its_errors(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TRITON_INTERPRET", "1")  # CPU tensors reach the dtype and d checks
     cpu = torch.zeros(3, 8)
     assert _backend.resolve("auto", cpu) == "torch"  # auto: Triton only for CUDA tensors
     with pytest.raises(ValueError, match="backend must be one of"):
@@ -300,3 +301,12 @@ def test_second_derivatives_match_the_torch_path(mode: str) -> None:
     ref_grads, ref_second = _second_derivatives(mode, "torch", a, keys, extra, exclude, w)
     for x, y in zip([*grads, *second], [*ref_grads, *ref_second], strict=True):
         torch.testing.assert_close(x, y, rtol=1e-5, atol=1e-5)
+
+
+def test_float32_rows_wider_than_128_take_one_pipeline_stage() -> None:
+    """Two stages of float32 tiles at d = 256 need 246,272 bytes of shared memory in the
+    keys' backward kernel (compiled for sm_90), over an H100 block's 232,448: one stage
+    there, two for narrower or half-precision rows."""
+    assert _gram_triton._stages(torch.float32, 256) == _gram_triton._stages(torch.float32, 129) == 1
+    assert _gram_triton._stages(torch.float32, 128) == _gram_triton.NUM_STAGES == 2
+    assert _gram_triton._stages(torch.bfloat16, 256) == 2

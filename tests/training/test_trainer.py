@@ -149,3 +149,16 @@ def test_epoch_steps_trains_the_first_batches_of_each_epoch() -> None:
     assert trainer.scheduler.get_last_lr() == [0.0]  # the linear decay ends at step 6
     with pytest.raises(ValueError, match="epoch_steps 12 exceeds the 11 full batches"):
         Trainer(tiny(epoch_steps=12), None, False)
+
+
+def test_encoding_marks_a_graph_step_per_chunk(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Frozen features come in chunks; each is a step for CUDA graphs (the engine's
+    ``begin_step``), so a replay may reuse the copied chunk's memory instead of recording
+    one graph per chunk; the features are those of one pass."""
+    trainer = Trainer(tiny(epochs=1), None, False)
+    marks: list[int] = []
+    monkeypatch.setattr(trainer.engine, "begin_step", lambda: marks.append(1))
+    x = trainer.data.x_test[:10]
+    chunked = trainer.encode(x, batch_size=4)
+    assert len(marks) == 3  # 4 + 4 + 2 rows
+    torch.testing.assert_close(chunked, trainer.encode(x, batch_size=10))

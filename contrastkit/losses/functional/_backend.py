@@ -4,8 +4,11 @@
 fused kernels of :mod:`._gram_triton`) or ``"auto"``, the default: Triton where it was
 measured to win, torch otherwise. ``"auto"`` picks Triton for CUDA tensors of at least
 :data:`AUTO_MIN_ROWS` rows (anchors) on a GPU with compute capability 8.0 or more (the
-kernels' ``tf32x3`` products need its tensor cores) when the ``triton`` package is
-installed and the kernels take the embeddings (:data:`DTYPES`, ``d <= MAX_DIM``). On an
+kernels' ``tf32x3`` products need its tensor cores) and :data:`AUTO_MIN_SHARED_MEMORY`
+bytes of shared memory per block (the float32 backward kernel's tiles need 131,584 bytes
+at d <= 128 and about 213 KiB at d = 256, compiled for sm_90: H100/H200 class; smaller
+GPUs can run ``"triton"`` when asked for where the tiles fit) when the ``triton`` package
+is installed and the kernels take the embeddings (:data:`DTYPES`, ``d <= MAX_DIM``). On an
 H200 (docs/results/performance-log.md, third GPU run) Triton was faster than the torch path for
 all seven losses measured at 16,384 pairs (32,768 rows) and used 64 MiB of extra memory
 where the torch path used 4 GiB; at 4,096 pairs it was faster for five and slower for
@@ -28,10 +31,11 @@ from torch import Tensor
 
 from ... import _optional
 from ..._optional import KERNEL_BACKENDS, triton_interpreted
-from ...engine.device import cuda_capability
+from ...engine.device import cuda_capability, cuda_shared_memory
 
 DEFAULT_BACKEND = "auto"
 AUTO_MIN_ROWS = 16_384  # anchors' rows from which "auto" picks Triton (see above)
+AUTO_MIN_SHARED_MEMORY = 232_448  # bytes per block "auto" asks of the GPU (H100/H200)
 # What the kernels take: one [block, d] tile holds a whole embedding (d <= MAX_DIM).
 DTYPES = (torch.float32, torch.bfloat16, torch.float16)
 MAX_DIM = 256
@@ -43,7 +47,7 @@ def resolve(backend: str, anchors: Tensor, rows: int | None = None) -> str:
     if backend == "auto":  # the default: two attribute reads for CPU tensors
         rows = anchors.shape[0] if rows is None else rows
         large = anchors.is_cuda and rows >= AUTO_MIN_ROWS and torch.version.hip is None
-        usable = large and _optional.installed("triton") and _tensor_cores(anchors.device)
+        usable = large and _optional.installed("triton") and _fits(anchors.device)
         return "triton" if usable and not _unfit(anchors) else "torch"
     if backend == "torch":
         return backend
@@ -56,9 +60,12 @@ def resolve(backend: str, anchors: Tensor, rows: int | None = None) -> str:
     return backend
 
 
-def _tensor_cores(device: torch.device) -> bool:
-    """Whether the CUDA ``device`` has compute capability >= 8.0."""
-    return cuda_capability(device) >= (8, 0)
+def _fits(device: torch.device) -> bool:
+    """Whether the CUDA ``device`` has compute capability >= 8.0 and
+    :data:`AUTO_MIN_SHARED_MEMORY` bytes of shared memory per block."""
+    return cuda_capability(device) >= (8, 0) and cuda_shared_memory(device) >= (
+        AUTO_MIN_SHARED_MEMORY
+    )
 
 
 def _unfit(anchors: Tensor) -> str:

@@ -265,6 +265,14 @@ def _kernel_grads(
     return grad_a, grad_k
 
 
+def _stages(dtype: torch.dtype, d: int) -> int:
+    """``num_stages``: :data:`NUM_STAGES`, but 1 for float32 rows wider than 128, whose
+    double-buffered tiles need 246,272 bytes of shared memory in the keys' backward kernel
+    (compiled for sm_90), more than an H100 block may take (232,448); one stage needs
+    about 213 KiB."""
+    return 1 if dtype == torch.float32 and kernels.block_d(d) > 128 else NUM_STAGES
+
+
 def _meta(
     excl: Tensor | None, tiles: tuple[int, int], a: Tensor, scaled: bool, **flags: bool
 ) -> dict:
@@ -279,7 +287,7 @@ def _meta(
         "PRECISION": _precision(a.dtype),
         "UPCAST": a.dtype == torch.bfloat16 and triton_interpreted(),
         "num_warps": NUM_WARPS,
-        "num_stages": NUM_STAGES,
+        "num_stages": _stages(a.dtype, a.shape[1]),
         **flags,
     }
 
