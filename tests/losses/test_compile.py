@@ -62,3 +62,31 @@ def test_forced_value_checks_do_not_run_inside_a_compiled_graph() -> None:
             module(inputs[0].clone().fill_(float("nan")), inputs[1])
     finally:
         losses.set_check_finite(previous)
+
+
+@pytest.mark.skipif(
+    not hasattr(torch._functorch.config, "backward_pass_autocast"),
+    reason="torch without AOTAutograd's backward_pass_autocast setting",
+)
+def test_a_compiled_loss_under_autocast_keeps_float32_gradients_with_backward_autocast_off() -> (
+    None
+):
+    """torch.compile traces a loss's backward when its forward runs, under the autocast
+    around it ("same_as_forward", torch's default until 2.13 at least), so the backward of
+    the float32 computation the loss asked for ran in bfloat16 (gradients 3e-3 off on the
+    CPU, pytorch#179804). With ``backward_pass_autocast = "off"`` (what eager does, and
+    what the own-loop guide says to set) the gradient is the eager float32 one."""
+    g = torch.Generator().manual_seed(3)
+    z1, z2 = torch.randn(6, 8, generator=g), torch.randn(6, 8, generator=g)
+    eager = [z.clone().requires_grad_() for z in (z1, z2)]
+    losses.get("ntxent")(*eager).backward()
+    torch._dynamo.reset()
+    compiled = [z.clone().requires_grad_() for z in (z1, z2)]
+    loss_fn = torch.compile(losses.get("ntxent"))
+    with torch._functorch.config.patch(backward_pass_autocast="off"):
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            value = loss_fn(*compiled)
+        value.backward()
+    torch._dynamo.reset()
+    for mine, reference in zip(compiled, eager, strict=True):
+        torch.testing.assert_close(mine.grad, reference.grad, rtol=1e-5, atol=1e-6)

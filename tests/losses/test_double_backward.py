@@ -212,3 +212,32 @@ def test_a_second_derivative_with_inputs_reaches_every_term() -> None:
     (by_weight,) = torch.autograd.grad(grad.sum(), weight)
     jacobian = torch.autograd.functional.jacobian(lambda x: gram_logsumexp(x, 2.0), z)
     torch.testing.assert_close(by_weight, jacobian.sum(dim=(1, 2)))  # ∂/∂w_i of Σ ∂(w·lse)/∂z
+
+
+@pytest.mark.parametrize(
+    "name,kwargs",
+    [("hcl", {"temperature": 0.02}), ("hcl", {"temperature": 0.02, "block_size": 4}),
+     ("arccon", {"temperature": 0.01}), ("macl", {"temperature": 0.01}),
+     ("dual_temperature", {"temperature": 0.01})],
+)  # fmt: skip
+def test_easy_anchors_at_small_temperature_keep_exact_second_derivatives(
+    name: str, kwargs: dict
+) -> None:
+    """Three anchors whose positives beat their negatives by more than 88 logits
+    (τ = 0.01-0.02) beside three hard ones: a gradient penalty's gradient in float32 is
+    finite and that of float64 (HCL and ArcCon formed their loss as logaddexp(p, l) - p,
+    whose second derivative overflowed float32 there: NaN everywhere)."""
+    g = torch.Generator().manual_seed(0)
+    z1 = torch.randn(6, 256, generator=g, dtype=torch.float64)
+    z2 = z1 + 0.05 * torch.randn(6, 256, generator=g, dtype=torch.float64)
+    z2[3:] = torch.randn(3, 256, generator=g, dtype=torch.float64)  # hard: random positives
+    penalties = []
+    for dtype in (torch.float32, torch.float64):
+        a, b = (z.to(dtype).requires_grad_() for z in (z1, z2))
+        value = losses.get(name, **kwargs)(a, b)
+        ga, gb = torch.autograd.grad(value, (a, b), create_graph=True)
+        penalties.append(torch.autograd.grad(ga.pow(2).sum() + gb.pow(2).sum(), (a, b)))
+    for low, high in zip(*penalties, strict=True):
+        assert torch.isfinite(low).all()
+        scale = high.abs().max()
+        torch.testing.assert_close(low.double() / scale, high / scale, rtol=0, atol=1e-5)

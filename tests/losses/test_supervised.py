@@ -167,3 +167,22 @@ def test_label_count_and_variant_errors_name_the_argument() -> None:
         LASCon(variant="in", gather_distributed=True)
     with pytest.raises(ValueError, match="similarity"):
         LASCon(similarity="cosine")(z1, z2, torch.rand(4))
+
+
+@pytest.mark.parametrize("variant", ["in", "out"])
+def test_an_anchor_without_target_adds_nothing_to_value_or_gradient(variant: str) -> None:
+    """An anchor whose label similarity is 0 to every other sample contributes 0 (the
+    docstring), and no NaN to the gradient: LASCon-in's log-sum-exp over only -inf had
+    a NaN softmax there while its value was replaced by 0."""
+    g = torch.Generator().manual_seed(0)
+    sim = (torch.rand(5, 5, generator=g, dtype=torch.float64) * 2 - 1).requires_grad_()
+    s = torch.rand(5, 5, generator=g, dtype=torch.float64)
+    s[0] = 0.0
+    per_anchor = F.lascon(sim, s, 0.1, variant, reduction="none")
+    per_anchor.sum().backward()
+    assert per_anchor[0] == 0 and torch.isfinite(sim.grad).all()
+    assert torch.equal(sim.grad[0], torch.zeros(5, dtype=torch.float64))
+    kept = sim.detach()[1:, :].clone().requires_grad_()  # the other anchors' rows alone
+    rows = torch.cat([sim.detach()[:1], kept])
+    F.lascon(rows, s, 0.1, variant, reduction="none")[1:].sum().backward()
+    torch.testing.assert_close(sim.grad[1:], kept.grad)

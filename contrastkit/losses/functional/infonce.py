@@ -319,7 +319,7 @@ def hcl_scales(temperature: float, beta: float) -> tuple[float, float]:
 
 class HclParts(NamedTuple):
     """:func:`hcl_parts`: the loss ``ℓ = both - p`` and what its closed-form backward
-    needs: ``log_ng`` (``log N_g``), ``both = logaddexp(p, log N_g)``, ``t`` of the
+    needs: ``log_ng`` (``log N_g``), ``both = log(e^p + N_g)``, ``t`` of the
     debiasing (``log(τ⁺·K·e^p / reweighted)``, -1 where it is >= 0; ``None`` for τ⁺ = 0),
     the debiased estimate ``debiased`` and its ``floor``."""
 
@@ -357,5 +357,7 @@ def hcl_parts(
         debiased = log_reweighted
     floor = math.log(1.0 - tau_plus) + log_k - 1.0 / temperature
     log_ng = debiased.clamp(min=floor) - math.log(1.0 - tau_plus)
-    both = torch.logaddexp(p, log_ng)
-    return HclParts(both - p, log_ng, both, safe_t, debiased, floor)
+    # ℓ = log(e^p + N_g) - p as softplus(log N_g - p): no cancellation of two large terms
+    # for an easy anchor, and a second derivative that stays finite (logaddexp's overflows)
+    loss = softplus(log_ng - p, threshold=_SOFTPLUS_LINEAR)
+    return HclParts(loss, log_ng, loss + p, safe_t, debiased, floor)

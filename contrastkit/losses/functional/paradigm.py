@@ -287,7 +287,8 @@ def arccon(
         s = a @ b.T
         pos = torch.cos(torch.arccos(clamp_cos(torch.diagonal(s))) + margin) / temperature
         neg = negatives_masked(s) / temperature
-        return (torch.logaddexp(pos, torch.logsumexp(neg, dim=1)) - pos).mean()
+        # log(e^pos + Σ e^neg) - pos, without cancelling two large terms (softplus)
+        return tf.softplus(torch.logsumexp(neg, dim=1) - pos, threshold=40.0).mean()
 
     return both_ways(one, h, hp, symmetric)
 

@@ -91,6 +91,9 @@ def lascon(
         per_anchor = lascon_out_terms(lse, (s_tilde * sim).sum(dim=1), has_target, temperature)
     else:
         log_s = torch.log(s_tilde).masked_fill(s_tilde == 0, float("-inf"))
+        # rows without a target: a finite stand-in, so their logsumexp (then replaced by 0)
+        # has a finite gradient, not the NaN of a softmax over only -inf
+        log_s = log_s.masked_fill(~has_target[:, None], 0.0)
         log_mix = torch.logsumexp(logits - lse[:, None] + log_s, dim=1)
         per_anchor = -torch.where(has_target, log_mix, torch.zeros_like(log_mix))
     return reduce(per_anchor, check_reduction(reduction))
