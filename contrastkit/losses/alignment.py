@@ -15,6 +15,7 @@ from torch import Tensor, nn
 
 from .. import distributed
 from . import functional as F
+from .functional._common import check_views
 from .hparams import FLAG, NONNEGATIVE, POSITIVE, Param
 from .registry import register
 from .views import normalize
@@ -51,6 +52,7 @@ class AlignUniform(nn.Module):
         self.gather_distributed = gather_distributed
 
     def forward(self, z1: Tensor, z2: Tensor) -> Tensor:
+        z1, z2 = check_views(z1, z2)  # before the normalisation reads them
         z1, z2 = distributed.gather_all_with_grad(z1, z2, enabled=self.gather_distributed)
         a, b = normalize(z1), normalize(z2)
         uniform = (F.uniformity(a, self.t) + F.uniformity(b, self.t)) / 2.0

@@ -197,6 +197,11 @@ def _checked_call(
         _depth.value = 1
         try:  # autocast off, half inputs in float32 (see the module docstring)
             out = call_in_float32(method, self, *args, **kwargs)
+        except ValueError:  # raised inside on what a NaN input made (AMCL's temperatures)
+            bad = [a for a, v in given if _checked_non_finite(v)]
+            if bad:
+                raise ValueError(f"loss {name!r}: input {bad[0]} holds NaN or inf values") from None
+            raise
         finally:
             _depth.value = 0
         if isinstance(out, Tensor) and reads_values(out) and not _finite(out):
@@ -210,6 +215,17 @@ def _checked_call(
         return out
 
     return checked
+
+
+def _checked_non_finite(value: Any) -> bool:
+    """Whether ``value`` is a floating tensor whose values the checks read
+    (:func:`~.functional._common.reads_values`) and that holds a NaN or an inf."""
+    return (
+        isinstance(value, Tensor)
+        and value.is_floating_point()
+        and reads_values(value)
+        and not _finite(value)
+    )
 
 
 def _finite(value: Tensor) -> bool:

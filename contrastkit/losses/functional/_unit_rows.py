@@ -39,7 +39,9 @@ def unit_rows(z: Tensor) -> Tensor:
     """L2-normalise the last dimension; rows of norm <= ``NORM_EPS`` map to zero rows with
     a zero gradient (plain ``z / max(‖z‖, eps)`` gives an exactly-zero row a gradient of
     ``1/eps`` = 1e12 times the upstream one). Rows above ``eps``: identical to
-    ``torch.nn.functional.normalize``; a NaN row stays NaN."""
+    ``torch.nn.functional.normalize``; a NaN row stays NaN. A row whose norm overflows its
+    dtype (float32: entries near 1e19 and above) also becomes a zero row, as it does under
+    ``normalize``; rescaling every row first would cost the hot path a kernel."""
     return _UnitRows.apply(z)[0]
 
 
