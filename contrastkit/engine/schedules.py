@@ -14,7 +14,9 @@ Each schedule is a multiplier ``m(s)`` of the base rate at optimiser step ``s`` 
 Learning-rate scaling with the batch size ``B`` (:func:`scale_lr`):
 
 * ``linear``: ``lr · B / 256`` (Goyal et al., 2017; MACL App. B.1, CACR App. B.1);
-* ``sqrt``: ``lr · sqrt(B / 256)`` (SimCLR's square-root rule, MACL App. B.1.1);
+* ``sqrt``: ``lr · sqrt(B / 256)`` (SimCLR's square-root rule, MACL App. B.1.1: with
+  LARS the rate at batch 256 is 1.2 under it, 0.3 under the linear rule, SimCLR's
+  0.075·sqrt(B); ``lars`` takes 1.2 when ``lr`` is unset);
 * ``none``: ``lr``;
 * ``linear_above_256`` (the default): ``lr · max(1, B / 256)``, MACL App. B.3's Adam rule
   ("for batch sizes larger than 256").

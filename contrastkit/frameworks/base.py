@@ -30,6 +30,8 @@ class Framework(nn.Module):
 
     name: ClassVar[str]
     input_kinds: ClassVar[tuple[str, ...]]
+    # the loss a run of this framework trains with when it names none
+    default_loss: ClassVar[str]
     needs_labels: ClassVar[bool] = False
     # declared ranges of the framework's own constructor options (checked with the config)
     option_ranges: ClassVar[dict[str, Param]] = {}
@@ -37,10 +39,14 @@ class Framework(nn.Module):
     loss_defaults: ClassVar[Mapping[str, Mapping[str, object]]] = {}
 
     def __init__(
-        self, encoder: nn.Module, loss: str, loss_kwargs: Mapping[str, object] | None = None
+        self,
+        encoder: nn.Module,
+        loss: str | None = None,
+        loss_kwargs: Mapping[str, object] | None = None,
     ) -> None:
         super().__init__()
         self.encoder = encoder
+        loss = self.default_loss if loss is None else loss
         self.loss_name = loss
         self.loss = self.make_loss(loss, loss_kwargs, encoder.feature_dim)  # checks the loss
         self.loss_kind = losses.info(loss).inputs

@@ -64,6 +64,7 @@ class MoCo(Framework):
 
     name = "moco"
     input_kinds = ("query_key", "pair", "views", "features")
+    default_loss = "infonce"
     option_ranges: ClassVar[dict[str, Param]] = {
         "queue_size": Param.integer(1),
         "momentum": Param.real(0.0, 1.0, high_open=True),
@@ -73,7 +74,7 @@ class MoCo(Framework):
     def __init__(
         self,
         encoder: nn.Module,
-        loss: str = "infonce",
+        loss: str | None = None,
         loss_kwargs: Mapping[str, object] | None = None,
         proj_dim: int = 128,
         hidden_dim: int | None = None,
@@ -155,11 +156,12 @@ class SimSiam(Framework):
 
     name = "simsiam"
     input_kinds = ("predictor",)
+    default_loss = "simsiam"
 
     def __init__(
         self,
         encoder: nn.Module,
-        loss: str = "simsiam",
+        loss: str | None = None,
         loss_kwargs: Mapping[str, object] | None = None,
         proj_dim: int = 128,
         hidden_dim: int | None = None,

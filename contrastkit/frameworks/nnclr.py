@@ -65,11 +65,12 @@ class NNCLR(Framework):
 
     name = "nnclr"
     input_kinds = ("pair",)
+    default_loss = "ntxent"
 
     def __init__(
         self,
         encoder: nn.Module,
-        loss: str = "ntxent",
+        loss: str | None = None,
         loss_kwargs: Mapping[str, object] | None = None,
         proj_dim: int = 128,
         hidden_dim: int | None = None,

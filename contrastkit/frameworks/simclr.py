@@ -59,7 +59,7 @@ class SimCLR(Framework):
         hidden_dim: int | None = None,
         joint_views: bool | None = None,
     ) -> None:
-        super().__init__(encoder, self.default_loss if loss is None else loss, loss_kwargs)
+        super().__init__(encoder, loss, loss_kwargs)
         self.joint_views = self.joint_views_default if joint_views is None else joint_views
         feature_dim = encoder.feature_dim
         self.projector = (

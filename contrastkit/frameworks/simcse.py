@@ -81,7 +81,7 @@ class SimCSE(Framework):
         loss: str | None = None,
         loss_kwargs: Mapping[str, object] | None = None,
     ) -> None:
-        super().__init__(encoder, self.default_loss if loss is None else loss, loss_kwargs)
+        super().__init__(encoder, loss, loss_kwargs)
         # set by the trainer under torchrun for losses that take it: every rank's negatives
         self.gather_distributed = bool((loss_kwargs or {}).get("gather_distributed", False))
         self.last_views: tuple[Tensor, Tensor] | None = None

@@ -16,7 +16,7 @@ from ..frameworks import FRAMEWORKS
 from ..models import BACKBONES
 from ..models.backbones import LARGE_IMAGE
 from ..models.resnet import STEMS
-from .defaults import by_backbone
+from .defaults import by_backbone, by_framework
 from .settings import (
     boolean,
     boolean_or_null,
@@ -267,8 +267,11 @@ class ModelSection:
 class LossSection:
     """Settings of the loss section: the registered loss and its hyper-parameters."""
 
-    loss: str = S(
-        "ntxent", section="loss", help="registered loss name (see `contrastkit.losses.available()`)"
+    loss: str | None = S(
+        None,
+        section="loss",
+        help="registered loss name (see `contrastkit.losses.available()`; unset: the "
+        f"framework's, {by_framework()})",
     )
     loss_args: dict[str, Any] = S(
         section="loss",

@@ -78,7 +78,7 @@ class OptimisationSection:
         source="MACL App. B.3 (Adam 1e-3); SimCLR App. B.1 (LARS 0.3); docs/defaults.md",
         help=(
             "base learning rate, scaled with the batch by --lr-scaling (unset: the optimiser's, "
-            f"{by_optimizer('lr')}; docs/defaults.md)"
+            f"{by_optimizer('lr')}; lars under --lr-scaling sqrt 1.2; docs/defaults.md)"
         ),
     )
     weight_decay: float | None = S(

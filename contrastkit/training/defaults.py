@@ -4,6 +4,9 @@
 fills in the ones a config leaves unset (in ``TrainConfig.__post_init__``, so a built config
 never holds ``None`` for them and ``final.json`` records the values the run used):
 
+* ``loss`` by framework: the framework's own (:attr:`Framework.default_loss`: SimCLR,
+  NNCLR NT-Xent; MoCo and SimCSE InfoNCE; SimSiam, Barlow Twins their losses; the
+  multi-view framework CACR; the supervised one SupCon);
 * ``width`` by backbone: ``conv`` 32 (this project's small CNN, sized for CPU data);
   ``resnet18/34/50`` 64, the first-stage width of He et al. (2016), Table 1, which makes
   ResNet-18 the 11.2M-parameter network with 512-d features (2048-d for ResNet-50).
@@ -11,13 +14,16 @@ never holds ``None`` for them and ``final.json`` records the values the run used
 
   - ``adam``: 1e-3, × batch/256 above 256, 1e-6, constant (MACL App. B.3: Adam replaces
     SimCLR's LARS on CIFAR-10; no schedule named);
-  - ``adamw``: Adam's values (the same MACL App. B.3 recipe with decoupled decay);
+  - ``adamw``: Adam's values, reused (no source names an AdamW recipe for these runs;
+    decoupled decay at 1e-6 is nearly none, torch's AdamW default being 1e-2);
   - ``sgd``: 0.12 × batch/256, 1e-4 (CACR App. B.1: a rate of 0.12 for every 256 samples
     of batch, momentum 0.9, weight decay 1e-4), constant (CACR's decays at epochs
     155/170/185 of 200 are set per run with ``schedule=step``);
   - ``lars``: 0.3 × batch/256, 1e-6, warm-up + cosine (SimCLR, Chen et al. 2020, App. B.1:
     LARS at 0.3 times batch/256, weight decay 1e-6, 10 epochs of linear warm-up, then
-    cosine decay; the same recipe in MACL App. B.1).
+    cosine decay; the same recipe in MACL App. B.1); under ``lr_scaling: sqrt``, 1.2 ×
+    sqrt(batch/256), SimCLR's 0.075·sqrt(batch) (MACL App. B.1.1: "1.2 under the square
+    schedule while 0.3 under the linear schedule").
 
 * ``warmup_epochs``: under ``lars`` with ``warmup_cosine``, 10 epochs (SimCLR App. B.1),
   at most a tenth of the run (SimCLR's shortest runs, 100 epochs, warm up for 10%), so
@@ -35,10 +41,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..frameworks import FRAMEWORKS
 from ..models import BACKBONES
 
 # the fields resolve() fills, in the order they are reported
-RESOLVED = ("width", "lr", "lr_scaling", "weight_decay", "schedule", "warmup_epochs")
+RESOLVED = ("loss", "width", "lr", "lr_scaling", "weight_decay", "schedule", "warmup_epochs")
 
 
 @dataclass(frozen=True)
@@ -49,6 +56,9 @@ class Default:
     source: str
 
 
+LOSS: dict[str, Default] = {
+    name: Default(cls.default_loss, f"{name}'s loss") for name, cls in FRAMEWORKS.items()
+}
 _HE = "He et al. 2016, Table 1"
 WIDTH: dict[str, Default] = {
     name: Default(32, "the small CNN's") if name == "conv" else Default(64, _HE)
@@ -66,7 +76,9 @@ _CACR = "CACR App. B.1"
 _SIMCLR = "SimCLR App. B.1"
 OPTIMIZER: dict[str, dict[str, Default]] = {
     "adam": _ADAM,
-    "adamw": _ADAM,
+    "adamw": {
+        name: Default(d.value, "Adam's values: no AdamW recipe") for name, d in _ADAM.items()
+    },
     "sgd": {
         "lr": Default(0.12, _CACR),
         "lr_scaling": Default("linear", _CACR),
@@ -81,11 +93,18 @@ OPTIMIZER: dict[str, dict[str, Default]] = {
     },
 }
 LARS_WARMUP_EPOCHS = 10.0  # SimCLR App. B.1, capped at a tenth of the run (warmup_default)
+# LARS's rate at batch 256 under the square-root rule: SimCLR's 0.075·sqrt(B) (MACL B.1.1)
+LARS_SQRT_LR = Default(1.2, "SimCLR App. B.1, square-root rule (MACL App. B.1.1)")
 
 
 def by_optimizer(key: str) -> str:
     """``key``'s defaults by optimiser for ``--help``: ``"adam/adamw 0.001, sgd 0.12, ..."``."""
     return _grouped((name, table[key].value) for name, table in OPTIMIZER.items())
+
+
+def by_framework() -> str:
+    """``loss``'s defaults by framework for ``--help``: ``"simclr/nnclr ntxent, ..."``."""
+    return _grouped((name, default.value) for name, default in LOSS.items())
 
 
 def by_backbone() -> str:
@@ -148,9 +167,13 @@ def in_effect(values: Mapping[str, Any]) -> dict[str, str]:
 def _defaults(values: Mapping[str, Any], schedule: str | None) -> dict[str, Default]:
     """Every :data:`RESOLVED` field's default for ``values`` under ``schedule``."""
     out: dict[str, Default] = {}
+    if values["framework"] in LOSS:
+        out["loss"] = LOSS[values["framework"]]
     if values["backbone"] in WIDTH:
         out["width"] = WIDTH[values["backbone"]]
     out.update(OPTIMIZER.get(values["optimizer"], {}))
+    if values["optimizer"] == "lars" and values["lr_scaling"] == "sqrt":
+        out["lr"] = LARS_SQRT_LR
     epochs = values["epochs"]
     if isinstance(epochs, int) and not isinstance(epochs, bool):
         out["warmup_epochs"] = warmup_default(values["optimizer"], schedule, epochs)

@@ -15,6 +15,7 @@ import torch
 from contrastkit.cli import build_parser, main
 from contrastkit.commands.train_flags import overrides_from_args
 from contrastkit.engine import OPTIMIZERS, build_optimizer, build_schedule
+from contrastkit.frameworks import FRAMEWORKS
 from contrastkit.models import BACKBONES, load_encoder, save_encoder
 from contrastkit.study import load_study
 from contrastkit.study.records import RECORDS, RunRecord
@@ -127,8 +128,19 @@ def test_committed_runs_are_still_recognised(path: Path, records: Path) -> None:
 
 def test_every_backbone_and_optimiser_has_defaults() -> None:
     assert set(WIDTH) == set(BACKBONES) and set(OPTIMIZER) == set(OPTIMIZERS)
-    assert all(set(recipe) == set(RESOLVED) - {"width", "warmup_epochs"}
+    assert all(set(recipe) == set(RESOLVED) - {"loss", "width", "warmup_epochs"}
                for recipe in OPTIMIZER.values())  # fmt: skip
+
+
+@pytest.mark.parametrize("framework", sorted(FRAMEWORKS))
+def test_a_run_without_a_loss_trains_with_its_frameworks(framework: str) -> None:
+    """``loss`` unset is the framework's own (``--framework barlow_twins`` trained NT-Xent,
+    ``simsiam`` and ``supervised`` stopped on it, ``simcse`` got NT-Xent at τ = 0.1 where
+    SimCSE's InfoNCE at 0.05 was meant); the start line names it."""
+    config = TrainConfig(dataset="digits", framework=framework)
+    assert config.loss == FRAMEWORKS[framework].default_loss
+    assert config.loss in FRAMEWORKS[framework].compatible_losses()
+    assert describe(config.to_dict()).startswith(f"defaults: loss={config.loss} ({framework}'s")
 
 
 def test_resnet18_by_default_is_he_et_al_width_64_over_10m_parameters(tmp_path: Path) -> None:
@@ -142,6 +154,14 @@ def test_resnet18_by_default_is_he_et_al_width_64_over_10m_parameters(tmp_path: 
     count = sum(p.numel() for p in exported.parameters())
     assert 11_000_000 < count < 11_300_000  # ResNet-18 without its 1000-class head: 11.17M
     assert _cli_config("--dataset", "cifar10", "--backbone", "resnet18", "--width", "8").width == 8
+
+
+def test_lars_under_the_square_root_rule_starts_from_simclrs_rate() -> None:
+    """SimCLR's 0.075·sqrt(B): 1.2 at batch 256 under sqrt (0.3 is the linear rule's)."""
+    config = TrainConfig(optimizer="lars", lr_scaling="sqrt", batch_size=1024)
+    assert config.lr == 1.2 and in_effect(config.to_dict())["lr"].startswith("SimCLR")
+    assert TrainConfig(optimizer="lars", lr_scaling="sqrt", lr=0.5).lr == 0.5  # given wins
+    assert TrainConfig(optimizer="lars").lr == 0.3
 
 
 def test_lars_without_lr_trains_at_simclr_rate_with_warmup() -> None:
@@ -184,6 +204,7 @@ def test_unknown_optimizer_is_named_before_its_missing_defaults() -> None:
 def test_in_effect_and_the_start_line() -> None:
     config = TrainConfig(optimizer="lars", epochs=50, lr=0.5)
     assert in_effect(config.to_dict()) == {
+        "loss": "simclr's loss",
         "width": "the small CNN's",
         "lr_scaling": "SimCLR App. B.1",
         "weight_decay": "SimCLR App. B.1",
@@ -191,7 +212,7 @@ def test_in_effect_and_the_start_line() -> None:
         "warmup_epochs": "SimCLR App. B.1, at most epochs/10",
     }
     line = describe(config.to_dict())
-    assert line.startswith("defaults: width=32 (the small CNN's); lr_scaling=linear,")
+    assert line.startswith("defaults: loss=ntxent (simclr's loss); width=32 (the small CNN's);")
     assert "warmup_epochs=5.0 (SimCLR App. B.1, at most epochs/10)" in line
     assert "lr=" not in line
 
