@@ -253,7 +253,9 @@ def run(args: argparse.Namespace) -> int:
     failed = []
     if args.jobs > 1:
         pinned = ":" in str(settings.get("device", ""))  # --set device=cuda:K: one GPU for all
-        codes = run_jobs(_worker_argv(args), args.jobs, gpus=0 if pinned else None)
+        # the plug-ins the command imported (--import) define what the study names
+        imports = [part for module in getattr(args, "imports", []) for part in ("--import", module)]
+        codes = run_jobs(_worker_argv(args), args.jobs, gpus=0 if pinned else None, options=imports)
         failed = [f"{i} (exit {code})" for i, code in enumerate(codes) if code]
     results = []
     for part, source, (seeds, arms) in zip(parts, sources, chosen, strict=True):

@@ -32,8 +32,11 @@ def worker_env(index: int, environ: Mapping[str, str], gpus: int) -> dict[str, s
     return env
 
 
-def run_jobs(argv: Sequence[str], jobs: int, gpus: int | None = None) -> list[int]:
-    """Run ``jobs`` processes of ``contrastkit study *argv`` at once (this interpreter,
+def run_jobs(
+    argv: Sequence[str], jobs: int, gpus: int | None = None, options: Sequence[str] = ()
+) -> list[int]:
+    """Run ``jobs`` processes of ``contrastkit *options study *argv`` at once (``options``:
+    the command line's own, such as ``--import MODULE``; this interpreter,
     :func:`worker_env` each; ``gpus`` defaults to ``torch.cuda.device_count()``) and
     return their exit codes. Interrupted (Ctrl-C, or SIGTERM, which the command line turns
     into an exception: :func:`contrastkit._signals.sigterm_unwinds`), it sends each child
@@ -43,7 +46,7 @@ def run_jobs(argv: Sequence[str], jobs: int, gpus: int | None = None) -> list[in
         import torch
 
         gpus = torch.cuda.device_count()
-    command = [sys.executable, "-m", "contrastkit", "study", *argv]
+    command = [sys.executable, "-m", "contrastkit", *options, "study", *argv]
     children: list[subprocess.Popen[bytes]] = []
     try:
         for i in range(jobs):

@@ -178,3 +178,37 @@ def test_each_process_of_jobs_gets_every_training_flag_of_the_command() -> None:
             given, passed = study_command._items(given), study_command._items(passed)
         assert passed == given, action.dest
         assert child.config == "study.yaml" and child.no_report and child.jobs == 1
+
+
+PLUGIN = """
+from typing import ClassVar
+
+import torch
+from torch import nn
+
+from contrastkit.losses import Param, register
+
+
+@register("plug_align", "pair", "a test plug-in: mean cosine distance of the pairs")
+class PlugAlign(nn.Module):
+    param_ranges: ClassVar[dict[str, Param]] = {}
+
+    def forward(self, z1: torch.Tensor, z2: torch.Tensor) -> torch.Tensor:
+        return (1 - nn.functional.cosine_similarity(z1, z2)).mean()
+"""
+
+
+def test_the_processes_of_jobs_import_what_the_command_imported(tmp_path: Path) -> None:
+    """``contrastkit --import M study --jobs 2``: an arm with M's loss trains in the child
+    processes too (they were started without ``--import`` and failed on its name). The
+    command runs in a process of its own, so the plug-in never enters this one's registry."""
+    (tmp_path / "plug_align_module.py").write_text(PLUGIN)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), *sys.path])}
+    arms = [{"label": "ntxent", "loss": "ntxent"}, {"label": "plug", "loss": "plug_align"}]
+    path = write_study(tmp_path / "study.yaml", arms=arms, seeds=[0], min_seeds=1)
+    argv = [sys.executable, "-m", "contrastkit", "--import", "plug_align_module", "study"]
+    done = subprocess.run(
+        [*argv, str(path), "--jobs", "2"], env=env, capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert (tmp_path / "out" / "runs" / "plug" / "seed0" / "final.json").exists()
