@@ -51,7 +51,9 @@ class MoCo(Framework):
         queue_size: Q (MoCo uses 65,536 on ImageNet; 4,096 suits 16k-sample data).
         momentum: m (0.99; MoCo v2 uses 0.999 for its much longer ImageNet schedules),
             per optimiser step.
-        proj_dim, hidden_dim: projection head widths (128 as in MoCo v2).
+        proj_dim, hidden_dim: projection head widths (128 as in MoCo v2). The head is this
+            project's two-layer MLP, with batch norm after its hidden layer; MoCo v2's own
+            head is Linear-ReLU-Linear without it.
         grad_accum: forward passes per optimiser step (the trainer's ``grad_accum``): the
             update runs at every forward with ``m^(1/grad_accum)``, so a whole window moves
             the key encoder by ``m``, as one step does (the query weights do not change
@@ -149,8 +151,8 @@ class MoCo(Framework):
 
 class SimSiam(Framework):
     """SimSiam: shared encoder, 3-layer projector with BN on its output (hidden width the
-    encoder's, as the official builder; ``proj_dim`` out, the paper's 2048), a 2-layer
-    bottleneck predictor (``proj_dim / 4`` hidden, as the paper's 2048 → 512), and the
+    encoder's, as the official builder; ``proj_dim`` out: 128 here, the paper's 2048), a
+    2-layer bottleneck predictor (``proj_dim / 4`` hidden, as the paper's 2048 → 512), and the
     symmetric negative-cosine loss with stop-gradient on the targets ("predictor" kind).
     """
 

@@ -58,7 +58,8 @@ class NNCLR(Framework):
     Args:
         loss: a "pair" loss with a similarity form (default ``ntxent``).
         proj_dim: projection width d (NNCLR: 256; 128 here as the other frameworks).
-        hidden_dim: projector and predictor hidden width (``None``: the encoder's width).
+        hidden_dim: projector and predictor hidden width (``None``: the encoder's width;
+            NNCLR's are 2048 and 4096).
         queue_size: support-set size S.
         symmetric: average both directions (NNCLR); ``False`` uses only NN(z_1) vs p_2.
     """

@@ -35,9 +35,11 @@ class _TwoViewLoss(nn.Module):
     ``gather_distributed=True`` computes the loss of the global batch on every rank, from
     every rank's embeddings gathered with gradient (:mod:`contrastkit.distributed`).
 
-    ``symmetric=True`` (the default) adds the swapped direction, ``hp`` as the anchors:
-    Eq. (5) anchors on ``h`` alone, and the authors' code (BDBC-KG-NLP/UnderstandingCSE)
-    averages both directions, which the default follows."""
+    ``symmetric=True`` (the default) averages it with the swapped direction, ``hp`` as the
+    anchors: a choice of this project (every study here ran with it). Eq. (5) anchors on
+    ``h`` alone; the authors' code (BDBC-KG-NLP/UnderstandingCSE, ``isotropy/models.py``)
+    takes one direction for InfoNCE, ArcCon, MPT and MET, and for the alignment +
+    uniformity losses adds both views' uniformity terms (a sum, not a mean)."""
 
     fn: Callable[..., Tensor]
     # one declaration for every loss of this family (registry.register reads it)

@@ -3,8 +3,8 @@
 A preset fixes the loss, its hyper-parameters and the training settings the paper
 states; everything a paper leaves unsaid keeps SimCSE's unsupervised recipe, on which
 all three papers build (Gao et al., 2021, §3 and App. A: CLS pooling with the
-training-only MLP head, dropout 0.1, one epoch over the 1M Wikipedia sentences, maximum
-length 32, STS-B dev evaluated every 125 steps).
+training-only MLP head, dropout 0.1, one epoch over the 1M Wikipedia sentences; maximum
+length 32 and STS-B dev evaluated every 125 steps from the authors' run_unsup_example.sh).
 
 * ``simcse-unsup-bert`` / ``simcse-unsup-roberta``: SimCSE, InfoNCE τ = 0.05, batch 64,
   lr 3e-5 (BERT-base) / 1e-5 (RoBERTa-base).

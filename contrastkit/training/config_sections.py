@@ -120,7 +120,7 @@ class DataSection:
         None,
         section="data",
         check=boolean_or_null,
-        source="Wang & Isola 2020's STL-10 'train+unlabeled', followed by CACR App. B.1",
+        source="Wang & Isola 2020's STL-10 'train+unlabeled' (their code)",
         help="pre-train on train + unlabelled images (STL-10; default: when present)",
     )
     imbalance: str | None = S(
@@ -142,7 +142,7 @@ class DataSection:
     aug_recipe: str = S(
         "simclr",
         section="data",
-        source="BYOL: Grill et al. 2020, Table 6",
+        source="SimCLR App. A; byol: Grill et al. 2020, Table 6",
         help="image views: the recipe",
     )
     crop_scale: float | None = S(None, section="data", help="image views: minimum crop area")
@@ -212,7 +212,13 @@ class ModelSection:
             f"below {LARGE_IMAGE} px)"
         ),
     )
-    feature_dim: int = S(128, section="model", check=positive_int, help="encoder output width")
+    feature_dim: int = S(
+        128,
+        section="model",
+        check=positive_int,
+        help="encoder output width (the small CNN, MLP and GIN encoders; a ResNet's is set by "
+        "its width: 512 for ResNet-18 at 64)",
+    )
     width: int | None = S(
         None,
         section="model",
@@ -224,13 +230,15 @@ class ModelSection:
         128,
         section="model",
         check=positive_int,
-        source="MACL App. B.3",
+        source="MACL App. B.1 (a 128-dimensional latent space)",
         help="projection head output width",
     )
     hidden_dim: int | None = S(
         None, section="model", check=positive_int_or_null, help="projection head hidden width"
     )
-    queue_size: int = S(4096, section="model", check=positive_int, help="moco: queue length")
+    queue_size: int = S(
+        4096, section="model", check=positive_int, help="moco: queue length; nnclr: support set"
+    )
     momentum: float = S(
         0.99, section="model", check=finite_non_negative, help="moco: key-encoder momentum"
     )

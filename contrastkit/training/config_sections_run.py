@@ -295,7 +295,7 @@ class EvaluationSection:
         None,
         section="evaluation",
         environment=True,
-        source="SimCSE (Gao et al., 2021): STS-B dev every 125 steps",
+        source="SimCSE's run_unsup_example.sh (Gao et al., 2021): STS-B dev every 125 steps",
         help="simcse framework: STS pairs for evaluation and selection",
     )
     # sts_format and senteval_classifier: their names are the text modality's
