@@ -154,9 +154,16 @@ class AMCL(DeviceDiagnostics, nn.Module):
     ) -> None:
         super().__init__()  # the ranges of param_ranges are checked by the registry
         beta = _DEFAULT_BETA[base] if beta is None else beta
+        if not lower < upper:
+            raise ValueError(f"loss 'amcl': lower must be below upper, got {lower} and {upper}")
+        # the fixed τ: what a side that adapt does not learn uses (none with "both")
+        given = temperature is not None
         temperature = _DEFAULT_TEMPERATURE[base] if temperature is None else temperature
-        if not lower <= temperature <= upper:
-            raise ValueError(f"temperature must lie in [lower, upper] = [{lower}, {upper}]")
+        if (given or adapt != "both") and not lower <= temperature <= upper:
+            raise ValueError(
+                f"loss 'amcl': temperature must lie in [lower, upper] = [{lower}, {upper}], "
+                f"got {temperature}"
+            )
         if temperature_source not in ("each", "head1" if base in ("ntxent", "infonce") else ""):
             raise ValueError("temperature_source must be 'each', or 'head1' with ntxent/infonce")
         self.temperature_source = temperature_source

@@ -16,8 +16,11 @@ Example:
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Mapping
 from dataclasses import dataclass
+
+from torch import Tensor
 
 from .._optional import KERNEL_BACKENDS
 
@@ -114,7 +117,15 @@ class Param:
         """Raise ``ValueError`` naming ``owner``/``name`` unless :meth:`accepts`."""
         if not self.accepts(value):
             where = f"loss {owner!r}: " if owner else ""
-            raise ValueError(f"{where}{name} must be {self.describe()}, got {value!r}")
+            # a numpy scalar or a 0-d tensor: the number it holds may be fine
+            hint = (
+                " (a Python number: pass float(x) or int(x))"
+                if self.kind in ("real", "int")
+                and not isinstance(value, bool | int | float)
+                and isinstance(value, numbers.Real | Tensor)
+                else ""
+            )
+            raise ValueError(f"{where}{name} must be {self.describe()}, got {value!r}{hint}")
 
 
 # shorthands shared by the loss modules

@@ -127,7 +127,8 @@ class TemperatureAsUncertainty(_LastTemperature, nn.Module):
         u = torch.cat([p1[..., -1], p2[..., -1]], dim=1)  # [C, 2N]
         tau = self.lower + (self.upper - self.lower) * torch.sigmoid(u)
         self._last["temperature"] = tau.detach().mean()
-        return multihead_ntxent(p1[..., :-1], p2[..., :-1], tau)
+        # the embeddings' dtype, whatever the heads' (a module cast to bf16), as AMCL
+        return multihead_ntxent(p1[..., :-1], p2[..., :-1], tau).to(h1.dtype)
 
 
 @register(
@@ -189,4 +190,4 @@ class CosineTemperature(_LastTemperature, nn.Module):
         if self.training:
             self.step += 1
         self._last["temperature"] = tau.detach()
-        return multihead_ntxent(self.projector(h1), self.projector(h2), tau)
+        return multihead_ntxent(self.projector(h1), self.projector(h2), tau).to(h1.dtype)

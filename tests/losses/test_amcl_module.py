@@ -282,3 +282,16 @@ def test_every_trainable_parameter_gets_a_gradient(base: str, adapt: str) -> Non
     assert not missing
     learns = adapt != "none" and not (base == "simsiam" and adapt == "neg")
     assert all(p.requires_grad == learns for p in amcl.adaptive_temperature.parameters())
+
+
+def test_temperature_bounds_are_checked_where_they_apply() -> None:
+    """With ``adapt="both"`` no fixed τ is used, so a default one outside a user's
+    ``[lower, upper]`` is no error (``lower=0.2`` was refused over the unused 0.1);
+    inverted bounds name the bounds; a fixed τ that is used, or given, is checked."""
+    assert losses.get("amcl", in_dim=8, lower=0.2).adaptive_temperature.lower == 0.2
+    with pytest.raises(ValueError, match="loss 'amcl': lower must be below upper"):
+        losses.get("amcl", in_dim=8, lower=1.0, upper=0.5)
+    with pytest.raises(ValueError, match=r"loss 'amcl': temperature must lie in .* got 0.1"):
+        losses.get("amcl", in_dim=8, lower=0.2, adapt="pos")
+    with pytest.raises(ValueError, match=r"temperature must lie in .* got 5.0"):
+        losses.get("amcl", in_dim=8, temperature=5.0)

@@ -91,3 +91,14 @@ def test_amcl_head1_copies_the_first_heads_temperatures() -> None:
     assert stats_each["tau_pos/head1"] != pytest.approx(stats_each["tau_pos/head0"])
     with pytest.raises(ValueError, match="temperature_source"):
         AMCL(in_dim=6, base="simsiam", temperature_source="head1")
+
+
+@pytest.mark.parametrize("name", ["tau_uncertainty", "cosine_temperature", "amcl"])
+def test_the_loss_comes_in_the_embeddings_dtype_whatever_the_heads(name: str) -> None:
+    """float32 for float32 embeddings with heads cast to bfloat16 (as every registered
+    loss promises), float64 for float64 ones (TaU returned its heads' dtype)."""
+    for module_dtype, input_dtype in ((torch.bfloat16, torch.float32), (None, torch.float64)):
+        loss = losses.get(name, in_dim=8)
+        loss = loss if module_dtype is None else loss.to(module_dtype)
+        h = torch.randn(2, 6, 8, dtype=input_dtype)
+        assert loss(h[0], h[1]).dtype == input_dtype

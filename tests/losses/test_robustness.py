@@ -149,3 +149,15 @@ def test_integer_inputs_are_refused_naming_the_input(name: str) -> None:
     inputs[0] = inputs[0].detach().round().long()
     with pytest.raises(TypeError, match="must be a floating-point tensor"):
         loss(*inputs)
+
+
+def test_a_numpy_or_tensor_number_is_refused_with_what_to_pass() -> None:
+    """Hyper-parameters are Python numbers; a numpy scalar or a 0-d tensor is refused with
+    the hint, a value out of range without it."""
+    import numpy as np
+
+    for value in (np.float32(0.1), torch.tensor(0.1)):
+        with pytest.raises(ValueError, match=r"temperature must be .*pass float\(x\) or int\(x\)"):
+            losses.get("ntxent", temperature=value)
+    with pytest.raises(ValueError, match=r"got -1.0$"):
+        losses.get("ntxent", temperature=-1.0)
