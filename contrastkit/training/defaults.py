@@ -60,9 +60,10 @@ LOSS: dict[str, Default] = {
     name: Default(cls.default_loss, f"{name}'s loss") for name, cls in FRAMEWORKS.items()
 }
 _HE = "He et al. 2016, Table 1"
+# conv: the small CNN's channels; on graphs GIN's hidden width, on tabular data the MLP's
+_SMALL = "this project's CPU-sized encoders"
 WIDTH: dict[str, Default] = {
-    name: Default(32, "the small CNN's") if name == "conv" else Default(64, _HE)
-    for name in BACKBONES
+    name: Default(32, _SMALL) if name == "conv" else Default(64, _HE) for name in BACKBONES
 }
 
 _MACL = "MACL App. B.3"
@@ -182,7 +183,7 @@ def _defaults(values: Mapping[str, Any], schedule: str | None) -> dict[str, Defa
 
 def describe(values: Mapping[str, Any]) -> str:
     """One line naming the defaults in effect (:func:`in_effect`) and their sources,
-    grouped by source: ``defaults: width=32 (the small CNN's); lr=0.001, ...``."""
+    grouped by source: ``defaults: width=32 (this project's CPU-sized encoders); lr=0.001, ...``."""
     groups: dict[str, list[str]] = {}
     for name, source in in_effect(values).items():
         groups.setdefault(source, []).append(f"{name}={values[name]}")

@@ -205,14 +205,16 @@ def test_in_effect_and_the_start_line() -> None:
     config = TrainConfig(optimizer="lars", epochs=50, lr=0.5)
     assert in_effect(config.to_dict()) == {
         "loss": "simclr's loss",
-        "width": "the small CNN's",
+        "width": "this project's CPU-sized encoders",
         "lr_scaling": "SimCLR App. B.1",
         "weight_decay": "SimCLR App. B.1",
         "schedule": "SimCLR App. B.1",
         "warmup_epochs": "SimCLR App. B.1, at most epochs/10",
     }
     line = describe(config.to_dict())
-    assert line.startswith("defaults: loss=ntxent (simclr's loss); width=32 (the small CNN's);")
+    assert line.startswith(
+        "defaults: loss=ntxent (simclr's loss); width=32 (this project's CPU-sized encoders);"
+    )
     assert "warmup_epochs=5.0 (SimCLR App. B.1, at most epochs/10)" in line
     assert "lr=" not in line
 
@@ -230,6 +232,6 @@ def test_train_prints_and_records_the_defaults(
     final = json.loads((out / "final.json").read_text())
     assert final["config"]["lr"] == 0.3 and final["config"]["warmup_epochs"] == 0.2
     assert final["defaults_applied"]["lr"] == "SimCLR App. B.1"
-    assert final["defaults_applied"]["width"] == "the small CNN's"
+    assert final["defaults_applied"]["width"] == "this project's CPU-sized encoders"
     history = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     assert 0 < history[-1]["lr"] <= 0.3 * 32 / 256
