@@ -30,7 +30,7 @@ import math
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -117,9 +117,14 @@ def removed_if_unused(path: str | Path | None) -> Iterator[None]:
         _settle_aside(target, succeeded=True)
 
 
-def check_output_file(path: str | Path, flag: str = "--out") -> Path:
+def check_output_file(
+    path: str | Path, flag: str = "--out", keys: Collection[str] | None = None
+) -> Path:
     """Check, before any work, that the file ``path`` can be written: not empty, not a
-    directory, not under a file; its parent is created and must be writable."""
+    directory, not under a file; its parent is created and must be writable. An existing
+    file is replaced only when it is one this command wrote: a JSON object holding every
+    key of ``keys`` (none is replaced when ``keys`` is ``None``), so a data file or a file
+    of the user's given by mistake is never overwritten."""
     if not str(path).strip():
         raise ValueError(f"{flag} must name a file, got an empty string")
     path = Path(path).expanduser()
@@ -138,7 +143,23 @@ def check_output_file(path: str | Path, flag: str = "--out") -> Path:
         path.exists() and not os.access(path, os.W_OK)
     ):
         raise ValueError(f"{flag} {str(path)!r} is not writable")
+    if path.exists() and not _written_by(path, keys):
+        raise ValueError(
+            f"{flag} {str(path)!r} exists and is not a result this command wrote; "
+            "choose another file or remove it"
+        )
     return path
+
+
+def _written_by(path: Path, keys: Collection[str] | None) -> bool:
+    """Whether the file ``path`` is a JSON object with every key of ``keys``."""
+    if keys is None:
+        return False
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return False
+    return isinstance(value, dict) and all(key in value for key in keys)
 
 
 def is_run_dir(path: str | Path) -> bool:

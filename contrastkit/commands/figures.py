@@ -48,15 +48,34 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--temperature", type=float, default=0.05, help="τ of InfoNCE/ArcCon")
     parser.add_argument("--margin", type=float, default=0.3, help="m of MPT/MET")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--overwrite", action="store_true", help="replace the files of an earlier --out"
+    )
+
+
+OUTPUTS = ("paradigm.npz", "gd_heatmaps.png", "hardest_share.png", "dynamic_ratio.png")
+MAX_GRID = 1000  # 10x the paper's 100 points per axis; a grid cell holds --batches draws
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.grid < 2:
-        raise UsageError(f"--grid must be >= 2, got {args.grid}")
+    if not 2 <= args.grid <= MAX_GRID:
+        raise UsageError(f"--grid must be in [2, {MAX_GRID}], got {args.grid}")
     if args.batches < 1:
         raise UsageError(f"--batches must be >= 1, got {args.batches}")
-    if not args.temperature > 0:
-        raise UsageError(f"--temperature must be > 0, got {args.temperature}")
+    if not (args.temperature > 0 and math.isfinite(args.temperature)):
+        raise UsageError(f"--temperature must be a finite number > 0, got {args.temperature}")
+    if not math.isfinite(args.margin):
+        raise UsageError(f"--margin must be a finite number, got {args.margin}")
+    if args.seed < 0:
+        raise UsageError(f"--seed must be >= 0, got {args.seed}")
+    if args.out.exists() and not args.out.is_dir():
+        raise UsageError(f"--out {str(args.out)!r} is a file, not a folder")
+    present = [name for name in OUTPUTS if (args.out / name).exists()]
+    if present and not args.overwrite:
+        raise UsageError(
+            f"--out {str(args.out)!r} already holds {', '.join(present)}; pass --overwrite "
+            "to replace them, or choose another folder"
+        )
     args.out.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
     mu_pos = sim.grid(sim.MU_POS_RANGE, args.grid)

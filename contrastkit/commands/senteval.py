@@ -90,11 +90,18 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"--kfold must be >= 2, got {args.kfold}")
     apply_threads(args.threads)
     fitting = Fitting(args.classifier, jobs=args.jobs)  # checked before any encoding
-    out = None if args.out is None else check_output_file(args.out)  # before any work
+    # before any work; an existing --out (and its .md) is replaced only if it is an
+    # earlier result of this command
+    out = None if args.out is None else check_output_file(args.out, keys=RESULT_KEYS)
     if out is not None and out.suffix == ".md":
         raise ValueError(
             f"--out {args.out!r}: the JSON goes there and the table beside it as "
             ".md, so --out must not end in .md (e.g. results.json)"
+        )
+    if out is not None and out.with_suffix(".md").exists() and not out.exists():
+        raise ValueError(
+            f"--out {args.out!r}: its table would replace {str(out.with_suffix('.md'))!r}, "
+            "which this command did not write beside a result; choose another file"
         )
     tasks = tuple(t.strip() for t in args.tasks.split(",") if t.strip())
     layout = Layout(data, Path(args.stsb) if args.stsb else None)
@@ -133,6 +140,9 @@ def run(args: argparse.Namespace) -> int:
     print(markdown_table(result, name))
     print(f"encoded {embed.encoded} sentences (the rest came from the cache {cache})")
     return 0
+
+
+RESULT_KEYS = ("model", "encoder", "kfold")  # what --out holds (with the tasks' numbers)
 
 
 def _flush_print(line: str) -> None:

@@ -35,6 +35,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", help='write {"spearman": rho, "pairs": n} as JSON here')
 
 
+RESULT_KEYS = ("spearman", "pairs")  # what --out holds
+
+
 def run(args: argparse.Namespace) -> int:
     if args.max_length is not None and args.max_length < 1:
         raise ValueError(f"--max-length must be a positive integer, got {args.max_length}")
@@ -42,7 +45,8 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"--batch-size must be a positive integer, got {args.batch_size}")
     folder = None if args.out is None else Path(args.out).expanduser().parent
     with removed_if_unused(folder):  # check_output_file creates it
-        out = check_output_file(args.out) if args.out is not None else None
+        # an existing --out is replaced only if it is an earlier result of this command
+        out = None if args.out is None else check_output_file(args.out, keys=RESULT_KEYS)
         pairs = read_sts(args.data, args.format)
         path = args.model or default_model_path()
         encoder = SentenceEncoder.from_pretrained(

@@ -147,4 +147,15 @@ def test_figures_command_writes_pngs_and_arrays(
     assert data["gd_met"].shape == (5, 5) and data["hardest_share"].shape[1] == 100
     assert "wrote" in capsys.readouterr().out
     assert cli.main(["figures", "paradigm", "--out", str(tmp_path), "--grid", "1"]) == 2
-    assert "--grid must be >= 2" in capsys.readouterr().err
+    assert "--grid must be in [2, 1000]" in capsys.readouterr().err
+    # a second run into the folder replaces nothing unless asked to
+    before = (tmp_path / "paradigm.npz").read_bytes()
+    again = ["figures", "paradigm", "--out", str(tmp_path), "--grid", "4", "--batches", "5"]
+    assert cli.main(again) == 2
+    assert "already holds paradigm.npz" in capsys.readouterr().err
+    assert (tmp_path / "paradigm.npz").read_bytes() == before
+    assert cli.main([*again, "--overwrite"]) == 0
+    assert np.load(tmp_path / "paradigm.npz")["gd_met"].shape == (4, 4)
+    for flag, value in (("--margin", "nan"), ("--temperature", "inf"), ("--seed", "-1")):
+        assert cli.main([*again, "--overwrite", flag, value]) == 2
+        assert flag in capsys.readouterr().err

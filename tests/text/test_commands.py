@@ -49,6 +49,16 @@ def test_sts_eval_prints_and_writes_json(
     assert result == pytest.approx(expected)
     assert result["pairs"] == 6
     assert f"{100 * expected['spearman']:.2f}" in capsys.readouterr().out
+    base = ["sts-eval", "--model", str(tiny_st_bert), "--data", str(data), "--format", "tsv"]
+    assert main([*base, "--out", str(out)]) == 0  # an earlier result is replaced
+    # any other file is not: the input data given as --out by mistake, a user's file
+    mine = tmp_path / "notes.txt"
+    mine.write_text("mine\n")
+    for victim in (data, mine):
+        before = victim.read_bytes()
+        assert main([*base, "--out", str(victim)]) == 2
+        assert "exists and is not a result this command wrote" in capsys.readouterr().err
+        assert victim.read_bytes() == before
 
 
 def test_sts_eval_user_errors_are_one_line(

@@ -70,6 +70,17 @@ def test_cli_bad_input_is_one_line_exit_2(
     assert main([*base, "--data", str(root), "--out", str(tmp_path / "res" / "t.md")]) == 2
     assert "must not end in .md" in capsys.readouterr().err
     assert sorted(p.name for p in (tmp_path / "res").iterdir()) == []
+    # an existing file that is not an earlier result, or a table beside a missing result,
+    # is never replaced: here the task's own data given as --out by mistake
+    data_file = next(p for p in root.rglob("*") if p.is_file())
+    before = data_file.read_bytes()
+    assert main([*base, "--data", str(root), "--out", str(data_file)]) == 2
+    assert "exists and is not a result this command wrote" in capsys.readouterr().err
+    assert data_file.read_bytes() == before
+    (tmp_path / "res" / "r.md").write_text("my table\n")
+    assert main([*base, "--data", str(root), "--out", str(tmp_path / "res" / "r.json")]) == 2
+    assert "its table would replace" in capsys.readouterr().err
+    assert (tmp_path / "res" / "r.md").read_text() == "my table\n"
 
 
 def test_cli_task_list_matches_the_library() -> None:
