@@ -90,11 +90,23 @@ EXPECTED = (
 
 def decode(data: bytes, name: str, size: int | None) -> np.ndarray:
     """uint8 ``[3, H, W]`` of one image file (RGB; with ``size``, the short side resized
-    to ``size`` bilinearly and the centre ``size × size`` cropped)."""
+    to ``size`` bilinearly and the centre ``size × size`` cropped). A 16-bit grayscale
+    image keeps its top 8 bits (Pillow's RGB conversion clips it to 255); 32-bit integer
+    and float images, whose range no format fixes, are refused."""
     from PIL import Image
 
     try:
-        img = Image.open(io.BytesIO(data)).convert("RGB")
+        img = Image.open(io.BytesIO(data))
+        if img.mode.startswith("I;16"):
+            img = Image.fromarray((np.asarray(img, dtype=np.uint16) >> 8).astype(np.uint8))
+        elif img.mode in ("I", "F"):
+            raise TypeError(f"{img.mode!r} pixels (32-bit integer or float)")
+        img = img.convert("RGB")
+    except TypeError as exc:
+        raise ValueError(
+            f"imagefolder: {name} has {exc}, whose range is not defined; save it with 8- or "
+            "16-bit channels"
+        ) from None
     except Exception as exc:  # Pillow raises several types for corrupt files
         raise ValueError(f"imagefolder: cannot decode {name}: {exc}") from None
     if size is not None:

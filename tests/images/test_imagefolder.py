@@ -107,3 +107,22 @@ def test_two_runs_filling_one_cache_at_once_both_load(
     assert len(inner) == 1 and torch.equal(outer.x_train, inner[0].x_train)
     files = sorted(p.name for p in (tmp_path / "c").glob("*/*"))  # no temporary left over
     assert files == ["meta.json", "x_test.npy", "x_train.npy", "y_test.npy", "y_train.npy"]
+
+
+def test_16_bit_images_keep_their_top_8_bits_and_32_bit_ones_are_refused() -> None:
+    """Pillow's RGB conversion clipped a 16-bit grayscale PNG to 255 (and mapped 32-bit
+    integer and float images to constants) without a word."""
+    import io
+
+    from contrastkit.images.folder_files import decode
+
+    wide = (np.arange(64).reshape(8, 8) * 1000).astype(np.uint16)
+    png = io.BytesIO()
+    Image.fromarray(wide).save(png, format="PNG")
+    out = decode(png.getvalue(), "a.png", None)
+    assert out.shape == (3, 8, 8) and np.array_equal(out[1], (wide >> 8).astype(np.uint8))
+    for pixels in (wide.astype(np.int32), np.random.default_rng(0).random((8, 8), np.float32)):
+        tif = io.BytesIO()
+        Image.fromarray(pixels).save(tif, format="TIFF")
+        with pytest.raises(ValueError, match=r"b\.tif has '(I|F)' pixels .* 8- or 16-bit"):
+            decode(tif.getvalue(), "b.tif", None)
