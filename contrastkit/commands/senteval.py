@@ -105,7 +105,8 @@ def run(args: argparse.Namespace) -> int:
         )
     tasks = tuple(t.strip() for t in args.tasks.split(",") if t.strip())
     layout = Layout(data, Path(args.stsb) if args.stsb else None)
-    check_task_files(layout, tasks)  # bad data refused before the model loads
+    # bad or missing data refused before the model loads: every task asked for is evaluated
+    check_task_files(layout, tasks, missing_ok=False)
     cache = (
         None if args.no_cache else Path(args.cache_dir) if args.cache_dir else default_cache_dir()
     )

@@ -157,11 +157,15 @@ def _embed_splits(
     return {split: emb[[index[s] for s in xs]] for split, xs in texts.items()}
 
 
-def check_task_files(layout: Layout, tasks: tuple[str, ...]) -> None:
+def check_task_files(layout: Layout, tasks: tuple[str, ...], missing_ok: bool = True) -> None:
     """Read the files of every task in ``tasks`` that has them, so that an unknown task or a
     damaged, empty or non-UTF-8 file is refused (``ValueError`` naming it) before any
-    encoder is loaded; tasks with missing files are left to :func:`run_senteval` to skip."""
+    encoder is loaded; tasks with missing files are left to :func:`run_senteval` to skip,
+    or refused (:class:`~.readers.MissingTaskFilesError`, naming them) when not
+    ``missing_ok``."""
     _check_names(tasks)
+    if not tasks:
+        raise ValueError("--tasks names no task")
     for task in tasks:
         folder = layout.folder(task)
         try:
@@ -178,6 +182,8 @@ def check_task_files(layout: Layout, tasks: tuple[str, ...]) -> None:
             else:
                 readers.read_mrpc(folder)
         except MissingTaskFilesError:
+            if not missing_ok:
+                raise
             continue
 
 

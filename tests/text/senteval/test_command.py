@@ -77,6 +77,12 @@ def test_cli_bad_input_is_one_line_exit_2(
     assert main([*base, "--data", str(root), "--out", str(data_file)]) == 2
     assert "exists and is not a result this command wrote" in capsys.readouterr().err
     assert data_file.read_bytes() == before
+    # every task asked for is evaluated: missing files, or no task at all, are refused
+    assert main([*base, "--data", str(tmp_path / "res"), "--tasks", "MR"]) == 2
+    err = capsys.readouterr().err
+    assert "MR: missing" in err and "rt-polarity" in err and len(err.strip().splitlines()) == 1
+    assert main([*base, "--data", str(root), "--tasks", ","]) == 2
+    assert "--tasks names no task" in capsys.readouterr().err
     (tmp_path / "res" / "r.md").write_text("my table\n")
     assert main([*base, "--data", str(root), "--out", str(tmp_path / "res" / "r.json")]) == 2
     assert "its table would replace" in capsys.readouterr().err
