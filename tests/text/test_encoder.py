@@ -35,7 +35,8 @@ def test_plain_checkpoint_defaults_to_cls(tiny_bert: Path) -> None:
     assert sentence_transformers_settings(tiny_bert) == (None, None)
     enc = SentenceEncoder.from_pretrained(tiny_bert)
     assert enc.pooling == "cls"
-    assert enc.max_length == 512
+    # the model's positions (BERT's 512; this tiny model's 64: 512 overran them before)
+    assert enc.max_length == 64
 
 
 def test_sentence_transformers_config_is_honoured_and_overridable(tiny_st_bert: Path) -> None:
@@ -143,3 +144,27 @@ def test_bad_arguments(tiny_bert: Path, tmp_path: Path) -> None:
         enc.embed("one string")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="at least one sentence"):
         enc.embed([])
+
+
+def test_a_broken_model_folder_is_one_error_naming_it(tmp_path: Path, tiny_bert: Path) -> None:
+    """No tokenizer file (transformers built a five-token tokenizer and every word became
+    [UNK]), damaged weights or config, and a max_length beyond the model's positions: one
+    ``ValueError`` or ``FileNotFoundError`` naming the folder, where tracebacks came."""
+    import shutil
+
+    def copy(name: str) -> Path:
+        return Path(shutil.copytree(tiny_bert, tmp_path / name))
+
+    no_tokenizer = copy("no_tokenizer")
+    for name in ("tokenizer.json", "vocab.txt", "tokenizer_config.json", "special_tokens_map.json"):
+        (no_tokenizer / name).unlink(missing_ok=True)
+    with pytest.raises(FileNotFoundError, match=r"no_tokenizer' has no tokenizer: expected one of"):
+        SentenceEncoder.from_pretrained(no_tokenizer)
+    damaged = copy("damaged")
+    weights = next(p for p in damaged.iterdir() if p.suffix in (".safetensors", ".bin"))
+    weights.write_bytes(b"\x00" * 16)
+    with pytest.raises(ValueError, match=r"damaged': cannot load its weights: "):
+        SentenceEncoder.from_pretrained(damaged)
+    positions = json.loads((tiny_bert / "config.json").read_text())["max_position_embeddings"]
+    with pytest.raises(ValueError, match=rf"max_length {positions + 1} exceeds the {positions} "):
+        SentenceEncoder.from_pretrained(tiny_bert, max_length=positions + 1)
