@@ -61,14 +61,23 @@ def _int_list(text: str, what: str) -> list[int]:
         raise ValueError(f"{what} must be comma-separated integers, got {text!r}") from None
 
 
+def _seeds(value: object) -> list[int]:
+    """A config's ``seeds``: a list of non-negative integers."""
+    if not isinstance(value, list) or not all(
+        isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in value
+    ):
+        raise ValueError(f"seeds must be a list of integers >= 0, got {value!r}")
+    return value
+
+
 def plan(args: argparse.Namespace) -> tuple[list[tuple[str, TrainConfig]], list[int], Path]:
     """The ``(label, config)`` runs, the seeds and the output directory; validates all
     configs before any training starts."""
     base = flatten(load_yaml(args.config)) if args.config else {}
-    seeds = (
-        _int_list(args.seeds, "--seeds") if args.seeds else [int(s) for s in base.pop("seeds", [0])]
-    )
+    seeds = _int_list(args.seeds, "--seeds") if args.seeds else _seeds(base.pop("seeds", [0]))
     base.pop("seeds", None)
+    if len(set(seeds)) != len(seeds):
+        raise ValueError(f"seeds must be distinct, got {seeds}")
     out = args.out if args.out is not None else base.pop("out", "runs/compare")
     if not str(out).strip():
         raise ValueError("--out must name a directory, got an empty string")
@@ -78,6 +87,16 @@ def plan(args: argparse.Namespace) -> tuple[list[tuple[str, TrainConfig]], list[
     names = base.pop("losses", None)
     if args.losses:
         names, runs = [n.strip() for n in args.losses.split(",") if n.strip()], None
+    elif runs is not None and names is not None:
+        raise ValueError("a compare config gives 'losses' or 'runs', not both")
+    if names is not None and not (
+        isinstance(names, list) and all(isinstance(n, str) for n in names)
+    ):
+        raise ValueError(f"losses must be a list of loss names, got {names!r}")
+    if runs is not None and not (
+        isinstance(runs, list) and runs and all(isinstance(r, dict) for r in runs)
+    ):
+        raise ValueError(f"runs must be a non-empty list of mappings, one per run, got {runs!r}")
     if runs is None:
         if not names:
             raise ValueError(

@@ -148,3 +148,28 @@ def test_shipped_configs_plan_valid_runs(config: Path) -> None:
 def test_joint_views_flag_reaches_the_config(flags: list[str], expected: bool | None) -> None:
     values = overrides_from_args(build_parser().parse_args(["train", *flags]))
     assert values.get("joint_views") is expected
+
+
+@pytest.mark.parametrize(
+    "entry,match",
+    [
+        ("runs: []", "runs must be a non-empty list of mappings"),
+        ("runs: 5", "runs must be a non-empty list of mappings"),
+        ("runs: [5]", "runs must be a non-empty list of mappings"),
+        ("seeds: 3", "seeds must be a list of integers >= 0"),
+        ("seeds: [0.5]", "seeds must be a list of integers >= 0"),
+        ("losses: ntxent", "losses must be a list of loss names"),
+        ("losses: [ntxent]\nruns: [{loss: dcl}]", "gives 'losses' or 'runs', not both"),
+        ("losses: [ntxent]\nseeds: [1, 1]", "seeds must be distinct"),
+    ],
+)
+def test_a_malformed_compare_config_is_one_line(
+    tmp_path: Path, entry: str, match: str, capsys: pytest.CaptureFixture
+) -> None:
+    """Tracebacks (IndexError, TypeError) or silent readings (seed 0.5 run as 0, 'ntxent'
+    read letter by letter, losses dropped beside runs) before; nothing is trained."""
+    config = tmp_path / "c.yaml"
+    config.write_text(f"dataset: digits\n{entry}\n")
+    assert main(["compare", "--config", str(config), "--out", str(tmp_path / "o")]) == 2
+    assert match in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()
