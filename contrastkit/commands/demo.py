@@ -30,6 +30,9 @@ class Batch:
     labels: Tensor  # [N] digit classes
 
 
+DIGITS = 1797  # scikit-learn's digits, the demo's data
+
+
 def make_batch(n: int = 64, num_views: int = 3, dim: int = 32, seed: int = 0) -> Batch:
     require("sklearn", "train", "the demo")
     from sklearn.datasets import load_digits
@@ -153,8 +156,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.batch_size < 2:
-        raise ValueError(f"--batch-size must be at least 2, got {args.batch_size}")
+    if not 2 <= args.batch_size <= DIGITS:
+        raise ValueError(
+            f"--batch-size must be in [2, {DIGITS}] (the digits), got {args.batch_size}"
+        )
+    if args.seed < 0:
+        raise ValueError(f"--seed must be >= 0, got {args.seed}")
     batch = make_batch(args.batch_size, seed=args.seed)
     print(
         f"One batch of {args.batch_size} sklearn digits, 3 augmented views, "
