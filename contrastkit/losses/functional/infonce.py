@@ -88,7 +88,6 @@ class _OverW(torch.autograd.Function):
 
 
 @float32_compute
-@float32_compute
 def info_nce_terms(
     pos: Tensor, neg: Tensor | Negatives, temperature: float | Tensor
 ) -> tuple[Tensor, Tensor]:
