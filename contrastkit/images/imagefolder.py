@@ -115,7 +115,7 @@ def load_imagefolder(
     if image_size is not None and image_size < 1:
         raise ValueError(f"image_size must be >= 1, got {image_size}")
     key = json.dumps([str(root), _stamp(root), image_size, test_fraction, split_seed])
-    folder = Path(cache_dir).expanduser() if cache_dir else default_cache_dir()
+    folder = (Path(cache_dir).expanduser() if cache_dir else default_cache_dir()).resolve()
     folder = folder / f"imagefolder-{hashlib.sha256(key.encode()).hexdigest()[:16]}"
     if root == folder or root in folder.parents:
         raise ValueError(f"cache_dir {folder} lies inside the data {root}; choose another")

@@ -126,3 +126,15 @@ def test_16_bit_images_keep_their_top_8_bits_and_32_bit_ones_are_refused() -> No
         Image.fromarray(pixels).save(tif, format="TIFF")
         with pytest.raises(ValueError, match=r"b\.tif has '(I|F)' pixels .* 8- or 16-bit"):
             decode(tif.getvalue(), "b.tif", None)
+
+
+def test_a_relative_cache_dir_inside_the_data_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The data may be read-only and must stay as it was: a cache inside it is refused also
+    when --cache-dir is given relative to the working folder (it slipped past the check)."""
+    _tree(tmp_path / "data", ("",), per_class=3)
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ValueError, match="lies inside the data"):
+        load_dataset("imagefolder", data_root="data", cache_dir="data/sub")
+    assert not (tmp_path / "data" / "sub").exists()
