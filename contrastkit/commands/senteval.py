@@ -75,6 +75,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", help="write every number as JSON here (and the table to .md)")
 
 
+RESULT_KEYS = ("model", "encoder", "kfold")  # what --out holds (with the tasks' numbers)
+
+
 def run(args: argparse.Namespace) -> int:
     from ..text.encoder import default_model_path
     from ..text.senteval import Layout, encoder_embedder, markdown_table, run_senteval
@@ -141,9 +144,6 @@ def run(args: argparse.Namespace) -> int:
     print(markdown_table(result, name))
     print(f"encoded {embed.encoded} sentences (the rest came from the cache {cache})")
     return 0
-
-
-RESULT_KEYS = ("model", "encoder", "kfold")  # what --out holds (with the tasks' numbers)
 
 
 def _flush_print(line: str) -> None:

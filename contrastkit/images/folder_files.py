@@ -97,18 +97,18 @@ def decode(data: bytes, name: str, size: int | None) -> np.ndarray:
 
     try:
         img = Image.open(io.BytesIO(data))
-        if img.mode.startswith("I;16"):
+        mode = img.mode
+        if mode.startswith("I;16"):
             img = Image.fromarray((np.asarray(img, dtype=np.uint16) >> 8).astype(np.uint8))
-        elif img.mode in ("I", "F"):
-            raise TypeError(f"{img.mode!r} pixels (32-bit integer or float)")
-        img = img.convert("RGB")
-    except TypeError as exc:
-        raise ValueError(
-            f"imagefolder: {name} has {exc}, whose range is not defined; save it with 8- or "
-            "16-bit channels"
-        ) from None
+        if mode not in ("I", "F"):
+            img = img.convert("RGB")
     except Exception as exc:  # Pillow raises several types for corrupt files
         raise ValueError(f"imagefolder: cannot decode {name}: {exc}") from None
+    if mode in ("I", "F"):
+        raise ValueError(
+            f"imagefolder: {name} has {mode!r} pixels (32-bit integer or float), whose range "
+            "is not defined; save it with 8- or 16-bit channels"
+        )
     if size is not None:
         w, h = img.size
         scale = size / min(w, h)

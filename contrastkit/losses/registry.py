@@ -198,16 +198,12 @@ def _checked_call(
         try:  # autocast off, half inputs in float32 (see the module docstring)
             out = call_in_float32(method, self, *args, **kwargs)
         except ValueError:  # raised inside on what a NaN input made (AMCL's temperatures)
-            bad = [a for a, v in given if _checked_non_finite(v)]
-            if bad:
-                raise ValueError(f"loss {name!r}: input {bad[0]} holds NaN or inf values") from None
+            _refuse_non_finite_input(name, given)
             raise
         finally:
             _depth.value = 0
         if isinstance(out, Tensor) and reads_values(out) and not _finite(out):
-            bad = [a for a, v in given if isinstance(v, Tensor) and not _finite(v)]
-            if bad:
-                raise ValueError(f"loss {name!r}: input {bad[0]} holds NaN or inf values")
+            _refuse_non_finite_input(name, given)
             values = {k: getattr(self, k) for k in params if hasattr(self, k)}
             raise FloatingPointError(
                 f"loss {name!r} is not finite for finite inputs (hyper-parameters {values})"
@@ -217,15 +213,13 @@ def _checked_call(
     return checked
 
 
-def _checked_non_finite(value: Any) -> bool:
-    """Whether ``value`` is a floating tensor whose values the checks read
-    (:func:`~.functional._common.reads_values`) and that holds a NaN or an inf."""
-    return (
-        isinstance(value, Tensor)
-        and value.is_floating_point()
-        and reads_values(value)
-        and not _finite(value)
-    )
+def _refuse_non_finite_input(name: str, given: list[tuple[str, Any]]) -> None:
+    """``ValueError`` naming the first input of loss ``name`` that is a floating tensor
+    whose values the checks read (:func:`~.functional._common.reads_values`) and that
+    holds a NaN or an inf; nothing if there is none."""
+    for arg, value in given:
+        if isinstance(value, Tensor) and reads_values(value) and not _finite(value):
+            raise ValueError(f"loss {name!r}: input {arg} holds NaN or inf values") from None
 
 
 def _finite(value: Tensor) -> bool:
